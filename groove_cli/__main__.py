@@ -1,0 +1,3 @@
+from groove_cli.cli import main
+
+main()
