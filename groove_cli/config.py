@@ -1,0 +1,513 @@
+"""groove.toml: discovery, validation, presets and resolution with a source for every value.
+
+Precedence for every setting is CLI flag > config file > preset > built-in default (config.md §2).
+The schema below is the single source of truth for keys, types, defaults and ranges: validation,
+`config show`, flag range checks and the groove.toml.example test all read it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import sys
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from groove_cli.errors import ConfigError, UsageError
+
+Source = Literal["default", "file", "preset", "flag"]
+Kind = Literal["path", "str", "int", "float", "bool", "list_str", "list_int", "enum", "enum_opt"]
+
+DEFAULT_MODEL = "multilingual-e5-small"
+DEFAULT_EXCLUDE_DIRS = (".obsidian", ".git", "node_modules", "target", ".vscode", ".idea")
+PARSER_IDS = ("md", "txt")
+MODES = ("hybrid", "vector", "fts")
+PRESETS = ("fast", "balanced", "accurate")
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    """One config key: dotted name, kind, default (None = unset) and range."""
+
+    key: str
+    kind: Kind
+    default: object = None
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple[str, ...] = ()
+    finite: bool = False
+    help: str = ""
+
+    @property
+    def table(self) -> str:
+        return self.key.rpartition(".")[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.rpartition(".")[2]
+
+
+SCHEMA: tuple[KeySpec, ...] = (
+    KeySpec("kb_path", "path", help="Knowledge-base root (the folder of notes)."),
+    KeySpec("db_path", "path", help="Index file; default <kb>/.groove.db."),
+    KeySpec("model", "str", help="Embedding model: registry name or model directory."),
+    KeySpec("max_length", "int", lo=16, help="Embedding input cap in tokens."),
+    KeySpec("reranker", "str", "none", help="Reranker: registry name, directory or none."),
+    KeySpec("rerank_by_default", "bool", True, help="Use a configured reranker in search."),
+    KeySpec("models_dir", "path", help="Model cache folder."),
+    KeySpec("exclude_dirs", "list_str", list(DEFAULT_EXCLUDE_DIRS), help="Skipped folders."),
+    KeySpec("exclude_headings", "list_str", [], help="Drop h2/h3 sections containing these."),
+    KeySpec("parsers.enabled", "list_str", ["md"], help="File types: md, txt."),
+    KeySpec("quality_filter.enabled", "bool", True),
+    KeySpec("quality_filter.threshold", "float", 0.3, 0.0, 1.0),
+    KeySpec("search.min_confidence_ratio", "float", 1.5, 0.0, None, finite=True),
+    KeySpec("search.retrieval.mode", "enum", "hybrid", choices=MODES),
+    KeySpec("search.retrieval.preset", "enum_opt", None, choices=PRESETS),
+    KeySpec("search.retrieval.dense_top_k", "int", None, 1, 4096),
+    KeySpec("search.retrieval.sparse_top_k", "int", None, 1, 4096),
+    KeySpec("search.retrieval.vector_weight", "float", 1.0, 0.0, 1e6, finite=True),
+    KeySpec("search.retrieval.fts_weight", "float", 1.0, 0.0, 1e6, finite=True),
+    KeySpec("search.retrieval.min_score", "float", 0.0, 0.0, 1.0),
+    KeySpec("search.fusion.rrf_k", "float", 60.0, 1.0, 1e6, finite=True),
+    KeySpec("search.fusion.bm25_heading_weight", "float", 2.0, 0.0, 1e6, finite=True),
+    KeySpec("search.fusion.bm25_context_weight", "float", 1.0, 0.0, 1e6, finite=True),
+    KeySpec("search.fusion.bm25_content_weight", "float", 1.0, 0.0, 1e6, finite=True),
+    KeySpec("search.mmr.enabled", "bool", False),
+    KeySpec("search.mmr.lambda", "float", 0.7, 0.0, 1.0),
+    KeySpec("search.mmr.same_doc_penalty", "float", 0.0, 0.0, 1.0),
+    KeySpec("search.parent_retriever.enabled", "bool", False),
+    KeySpec("search.parent_retriever.whole_doc_threshold_tokens", "int", 100, 0, None),
+    KeySpec("search.parent_retriever.max_expanded_tokens", "int", 2000, None, 8192),
+    KeySpec("eval.golden", "path"),
+    KeySpec("eval.history_size", "int", 10, 1, 1000),
+    KeySpec("eval.k_values", "list_int", [1, 5, 10], 0, 1000),
+    KeySpec("eval.regression_threshold", "float", 0.05, 0.0, 1.0, finite=True),
+    KeySpec("contextual.enabled", "bool", False),
+)
+
+SPECS: dict[str, KeySpec] = {s.key: s for s in SCHEMA}
+TABLES: tuple[str, ...] = tuple(dict.fromkeys(s.table for s in SCHEMA if s.table))
+
+PRESET_VALUES: dict[str, dict[str, object]] = {
+    "fast": {
+        "search.retrieval.dense_top_k": 20,
+        "search.retrieval.sparse_top_k": 20,
+        "search.retrieval.min_score": 0.4,
+    },
+    "balanced": {
+        "search.retrieval.dense_top_k": 40,
+        "search.retrieval.sparse_top_k": 40,
+        "search.retrieval.min_score": 0.3,
+        "search.retrieval.vector_weight": 1.2,
+        "search.retrieval.fts_weight": 0.8,
+    },
+    "accurate": {
+        "search.retrieval.dense_top_k": 80,
+        "search.retrieval.sparse_top_k": 80,
+        "search.retrieval.min_score": 0.2,
+    },
+}
+
+_TYPE_NAMES = {
+    bool: "boolean",
+    int: "integer",
+    float: "float",
+    str: "string",
+    list: "array",
+    dict: "table",
+}
+
+
+def _type_name(value: object) -> str:
+    for py_type, name in _TYPE_NAMES.items():
+        if type(value) is py_type:
+            return name
+    return type(value).__name__
+
+
+def _expected_name(kind: Kind) -> str:
+    return {
+        "path": "string",
+        "str": "string",
+        "enum": "string",
+        "enum_opt": "string",
+        "int": "integer",
+        "float": "float",
+        "bool": "boolean",
+        "list_str": "array of strings",
+        "list_int": "array of integers",
+    }[kind]
+
+
+def _fmt_bound(spec: KeySpec, bound: float | None, side: str) -> str:
+    if bound is None:
+        return "inf" if side == "hi" else "-inf"
+    if spec.kind in ("int", "list_int"):
+        return str(int(bound))
+    return repr(float(bound))
+
+
+def range_text(spec: KeySpec) -> str:
+    """`[lo, hi]` as shown in range errors (`[0.0, 1.0]`, `[1, 4096]`, `[0.0, inf]`)."""
+    return f"[{_fmt_bound(spec, spec.lo, 'lo')}, {_fmt_bound(spec, spec.hi, 'hi')}]"
+
+
+def check_value(spec: KeySpec, value: object) -> str | None:
+    """Return why `value` is invalid for `spec` (None when valid). Types are checked first."""
+    kind = spec.kind
+    if kind in ("path", "str", "enum", "enum_opt"):
+        if not isinstance(value, str):
+            return f"expected {_expected_name(kind)}, got {_type_name(value)}"
+        if kind in ("enum", "enum_opt") and value not in spec.choices:
+            return f"must be one of {', '.join(spec.choices)}, got {value!r}"
+        return None
+    if kind == "bool":
+        return None if isinstance(value, bool) else f"expected boolean, got {_type_name(value)}"
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"expected integer, got {_type_name(value)}"
+        return _range_problem(spec, value)
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"expected float, got {_type_name(value)}"
+        return _range_problem(spec, float(value))
+    if not isinstance(value, list):
+        return f"expected {_expected_name(kind)}, got {_type_name(value)}"
+    item_type: type = str if kind == "list_str" else int
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, item_type):
+            return f"expected {_expected_name(kind)}, got an array containing {_type_name(item)}"
+    if kind == "list_int":
+        if not value:
+            return "must not be empty"
+        for item in value:
+            problem = _range_problem(spec, item)
+            if problem:
+                return problem
+    return None
+
+
+def _range_problem(spec: KeySpec, value: float) -> str | None:
+    if spec.finite and not math.isfinite(value):
+        return f"must be finite, got {value}"
+    if math.isnan(value):
+        return f"must be a number, got {value}"
+    if (spec.lo is not None and value < spec.lo) or (spec.hi is not None and value > spec.hi):
+        return f"__range__ {value}"
+    return None
+
+
+def _normalise(spec: KeySpec, value: object) -> object:
+    """Integers are accepted where a float is expected; store them as float."""
+    if spec.kind == "float" and isinstance(value, int):
+        return float(value)
+    return value
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def user_config_dir() -> Path:
+    """The per-user configuration folder (config.md §1 step 4)."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support"
+    if os.name == "nt":
+        return Path(os.environ.get("APPDATA", Path.home() / "AppData" / "Roaming"))
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+
+
+def user_cache_dir() -> Path:
+    """The per-user cache folder (models cache default)."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches"
+    if os.name == "nt":
+        return Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
+
+def user_config_path() -> Path:
+    return user_config_dir() / "groove" / "groove.toml"
+
+
+def git_root(start: Path, max_levels: int = 20) -> Path | None:
+    """Nearest ancestor of `start` (itself included, ≤ 20 levels) holding a `.git` entry."""
+    current = start
+    for _ in range(max_levels + 1):
+        if (current / ".git").exists():
+            return current
+        if current.parent == current:
+            return None
+        current = current.parent
+    return None
+
+
+ConfigOrigin = Literal["flag", "cwd", "git", "user"]
+
+
+@dataclass(frozen=True, slots=True)
+class FoundConfig:
+    path: Path
+    origin: ConfigOrigin
+
+
+def discover_config(explicit: Path | None, cwd: Path) -> FoundConfig | None:
+    """Find groove.toml: --config, ./groove.toml, <git root>/groove.toml, the per-user file."""
+    if explicit is not None:
+        path = Path(os.path.expanduser(str(explicit)))
+        if not path.is_absolute():
+            path = cwd / path
+        if not path.is_file():
+            raise ConfigError(f"--config path not found: {explicit}")
+        return FoundConfig(path, "flag")
+    local = cwd / "groove.toml"
+    if local.is_file():
+        return FoundConfig(local, "cwd")
+    root = git_root(cwd)
+    if root is not None and (root / "groove.toml").is_file():
+        return FoundConfig(root / "groove.toml", "git")
+    user = user_config_path()
+    if user.is_file():
+        return FoundConfig(user, "user")
+    return None
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _suggest(name: str, candidates: list[str]) -> str:
+    match = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    return f' (did you mean "{match[0]}"?)' if match else ""
+
+
+def _walk(table: Mapping[str, object], prefix: str, path: Path, out: dict[str, object]) -> None:
+    keys_here = [s.name for s in SCHEMA if s.table == prefix]
+    tables_here = sorted(
+        {t[len(prefix) + 1 if prefix else 0 :].split(".")[0] for t in TABLES if _under(t, prefix)}
+    )
+    for name, value in table.items():
+        full = f"{prefix}.{name}" if prefix else name
+        if name in keys_here:
+            out[full] = value
+        elif name in tables_here and isinstance(value, dict):
+            _walk(value, full, path, out)
+        elif name in tables_here:
+            raise ConfigError(f"{path}: invalid config: {full}: expected table, got {_type_name(value)}")
+        elif isinstance(value, dict):
+            table_names = [f"{prefix}.{t}" if prefix else t for t in tables_here]
+            raise ConfigError(f'{path}: unknown table "{full}"{_suggest(full, table_names)}')
+        else:
+            raise ConfigError(f'{path}: unknown key "{full}"{_suggest(name, keys_here)}')
+
+
+def _under(table: str, prefix: str) -> bool:
+    return table != prefix and (not prefix or table.startswith(prefix + "."))
+
+
+def _resolve_path(value: str, base: Path) -> str:
+    expanded = Path(os.path.expanduser(value))
+    return str(expanded if expanded.is_absolute() else (base / expanded))
+
+
+def validate_text(text: str, path: Path) -> dict[str, object]:
+    """Parse and validate groove.toml text; return dotted key → value (paths resolved)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid config: {exc}") from None
+    raw: dict[str, object] = {}
+    _walk(data, "", path, raw)
+    values: dict[str, object] = {}
+    for key, value in raw.items():
+        spec = SPECS[key]
+        problem = check_value(spec, value)
+        if problem and problem.startswith("__range__"):
+            raise ConfigError(f"{path}: {key} = {value!r} is out of range {range_text(spec)}")
+        if problem:
+            raise ConfigError(f"{path}: invalid config: {key}: {problem}")
+        value = _normalise(spec, value)
+        if spec.kind == "path":
+            assert isinstance(value, str)
+            value = _resolve_path(value, path.parent)
+        values[key] = value
+    _check_file_cross_keys(values, path)
+    return values
+
+
+def _check_file_cross_keys(values: dict[str, object], path: Path) -> None:
+    enabled = values.get("parsers.enabled")
+    if isinstance(enabled, list):
+        lowered = [str(v).lower() for v in enabled]
+        if not lowered:
+            raise ConfigError(f"{path}: invalid config: parsers.enabled must not be empty")
+        for item in lowered:
+            if item not in PARSER_IDS:
+                raise ConfigError(
+                    f'{path}: invalid config: parsers.enabled: unsupported parser "{item}" '
+                    f"(supported: {', '.join(PARSER_IDS)})"
+                )
+        if len(set(lowered)) != len(lowered):
+            raise ConfigError(f"{path}: invalid config: parsers.enabled has duplicate entries")
+        values["parsers.enabled"] = lowered
+    weights = [
+        values.get(f"search.fusion.bm25_{c}_weight", SPECS[f"search.fusion.bm25_{c}_weight"].default)
+        for c in ("heading", "context", "content")
+    ]
+    if all(w == 0 for w in weights):
+        raise ConfigError(
+            f"{path}: search.fusion.bm25_heading_weight, bm25_context_weight and "
+            "bm25_content_weight must not all be 0"
+        )
+    threshold = values.get(
+        "search.parent_retriever.whole_doc_threshold_tokens",
+        SPECS["search.parent_retriever.whole_doc_threshold_tokens"].default,
+    )
+    maximum = values.get(
+        "search.parent_retriever.max_expanded_tokens",
+        SPECS["search.parent_retriever.max_expanded_tokens"].default,
+    )
+    assert isinstance(threshold, int) and isinstance(maximum, int)
+    if maximum <= threshold:
+        raise ConfigError(
+            f"{path}: search.parent_retriever.max_expanded_tokens ({maximum}) must be greater "
+            f"than whole_doc_threshold_tokens ({threshold})"
+        )
+
+
+def load_config_file(path: Path) -> dict[str, object]:
+    """Read and validate a groove.toml file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: invalid config: the file is not UTF-8") from None
+    return validate_text(text, path)
+
+
+# --------------------------------------------------------------------------- flags
+
+
+def check_flag(flag: str, key: str, value: object) -> object:
+    """Range-check a command-line value against its config key; a violation is a usage error."""
+    spec = SPECS[key]
+    problem = check_value(spec, value)
+    if problem and problem.startswith("__range__"):
+        raise UsageError(f"{flag} {value} is out of range {range_text(spec)}")
+    if problem:
+        raise UsageError(f"{flag}: {problem}")
+    return _normalise(spec, value)
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Every resolved setting with the layer it came from."""
+
+    values: Mapping[str, object]
+    sources: Mapping[str, Source]
+    config: FoundConfig | None = None
+    flags: frozenset[str] = field(default_factory=frozenset)
+
+    def __getitem__(self, key: str) -> object:
+        return self.values[key]
+
+    def source(self, key: str) -> Source:
+        return self.sources[key]
+
+    def str_(self, key: str) -> str | None:
+        value = self.values[key]
+        assert value is None or isinstance(value, str)
+        return value
+
+    def float_(self, key: str) -> float:
+        value = self.values[key]
+        assert isinstance(value, (int, float))
+        return float(value)
+
+    def int_(self, key: str) -> int | None:
+        value = self.values[key]
+        assert value is None or isinstance(value, int)
+        return value
+
+    def bool_(self, key: str) -> bool:
+        value = self.values[key]
+        assert isinstance(value, bool)
+        return value
+
+    def list_(self, key: str) -> list[object]:
+        value = self.values[key]
+        assert isinstance(value, list)
+        return value
+
+    def path(self, key: str) -> Path | None:
+        value = self.values[key]
+        return None if value is None else Path(str(value))
+
+
+def resolve(file_values: Mapping[str, object], flags: Mapping[str, object], *,
+            config: FoundConfig | None = None) -> Settings:
+    """Merge the layers: flag > file > preset > built-in default (config.md §2)."""
+    preset_name = flags.get("search.retrieval.preset", file_values.get("search.retrieval.preset"))
+    preset = PRESET_VALUES.get(str(preset_name), {}) if preset_name else {}
+    values: dict[str, object] = {}
+    sources: dict[str, Source] = {}
+    for spec in SCHEMA:
+        key = spec.key
+        if key in flags and flags[key] is not None:
+            values[key], sources[key] = flags[key], "flag"
+        elif key in file_values:
+            values[key], sources[key] = file_values[key], "file"
+        elif key in preset:
+            values[key], sources[key] = preset[key], "preset"
+        else:
+            default = spec.default
+            values[key] = list(default) if isinstance(default, list) else default
+            sources[key] = "default"
+    settings = Settings(values, sources, config, frozenset(k for k, v in flags.items() if v is not None))
+    check_leg_weights(settings)
+    return settings
+
+
+_WEIGHT_FLAGS = {
+    "search.retrieval.vector_weight": "--vector-weight",
+    "search.retrieval.fts_weight": "--fts-weight",
+}
+
+
+def check_leg_weights(settings: Settings) -> None:
+    """The weights of the legs that `mode` runs must not all be 0 (config.md §4)."""
+    mode = settings.str_("search.retrieval.mode")
+    keys = {
+        "hybrid": ["search.retrieval.vector_weight", "search.retrieval.fts_weight"],
+        "vector": ["search.retrieval.vector_weight"],
+        "fts": ["search.retrieval.fts_weight"],
+    }[mode or "hybrid"]
+    if any(settings.float_(k) > 0 for k in keys):
+        return
+    from_flags = [k for k in keys if settings.source(k) == "flag"]
+    if from_flags or settings.source("search.retrieval.mode") == "flag":
+        names = " and ".join(_WEIGHT_FLAGS[k] for k in keys)
+        raise UsageError(f"{names} must not all be 0 in {mode} mode (no leg would run)")
+    where = settings.config.path if settings.config else "groove.toml"
+    names = " and ".join(keys)
+    raise ConfigError(f"{where}: {names} must not all be 0 in {mode} mode (no leg would run)")
+
+
+def load_settings(explicit_config: Path | None, flags: Mapping[str, object], *,
+                  cwd: Path | None = None) -> Settings:
+    """Discover, validate and resolve in one call (what every command does first)."""
+    found = discover_config(explicit_config, cwd or Path.cwd())
+    file_values = load_config_file(found.path) if found else {}
+    return resolve(file_values, flags, config=found)
+
+
+def models_dir(settings: Settings) -> Path:
+    """The model cache folder: config `models_dir`, else `<user cache>/groove/models`."""
+    configured = settings.path("models_dir")
+    return configured if configured is not None else user_cache_dir() / "groove" / "models"

@@ -1,0 +1,1 @@
+"""Rendering: the only place besides cli.py that imports rich."""

@@ -1,0 +1,74 @@
+"""`groove config show|check`, --version, and the CLI error contract (cli.md §2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from groove_cli import __version__
+from groove_cli.cli import app
+
+runner = CliRunner()
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.stdout == f"groove {__version__}\n"
+
+
+def test_config_show_json_reports_every_source(workdir: Path) -> None:
+    (workdir / "groove.toml").write_text('[search.retrieval]\npreset = "balanced"\nmin_score = 0.1\n')
+    result = runner.invoke(app, ["config", "show", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["config_file"] == str(workdir / "groove.toml")
+    settings = doc["settings"]
+    assert settings["search.retrieval.min_score"] == {"value": 0.1, "source": "file"}
+    assert settings["search.retrieval.vector_weight"] == {"value": 1.2, "source": "preset"}
+    assert settings["search.fusion.rrf_k"] == {"value": 60.0, "source": "default"}
+
+
+def test_config_show_text(workdir: Path) -> None:
+    (workdir / "groove.toml").write_text("[search.mmr]\nenabled = true\n")
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"# config file: {workdir / 'groove.toml'}"
+    assert any(line.split() == ["search.mmr.enabled", "=", "true", "(file)"] for line in lines)
+    assert any(line.split() == ["search.mmr.lambda", "=", "0.7", "(default)"] for line in lines)
+
+
+def test_config_check_ok_and_invalid(workdir: Path) -> None:
+    cfg = workdir / "groove.toml"
+    cfg.write_text("[search.mmr]\nlambda = 0.5\n")
+    ok = runner.invoke(app, ["config", "check"])
+    assert ok.exit_code == 0 and ok.stdout == f"{cfg}: ok\n"
+    cfg.write_text("[search.mmr]\nlamda = 0.5\n")
+    bad = runner.invoke(app, ["config", "check"])
+    assert bad.exit_code == 1
+    assert bad.stdout == ""
+    assert bad.stderr == f'groove: error: {cfg}: unknown key "search.mmr.lamda" (did you mean "lambda"?)\n'
+
+
+def test_missing_config_flag_is_exit_1(workdir: Path) -> None:
+    result = runner.invoke(app, ["--config", "missing.toml", "config", "check"])
+    assert result.exit_code == 1
+    assert result.stderr == "groove: error: --config path not found: missing.toml\n"
+
+
+def test_real_process_prints_no_traceback_and_usage_errors_exit_2(workdir: Path) -> None:
+    (workdir / "groove.toml").write_text("[search.retrieval]\nmode = 3\n")
+    proc = subprocess.run([sys.executable, "-m", "groove_cli", "config", "check"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("groove: error: ")
+    usage = subprocess.run([sys.executable, "-m", "groove_cli", "config", "show", "--bogus"],
+                           capture_output=True, text=True, check=False)
+    assert usage.returncode == 2
+    assert "Traceback" not in usage.stderr and "--bogus" in usage.stderr
