@@ -1,0 +1,626 @@
+"""Frontmatter, titles, chunking, breadcrumbs and quality scores (index.md §2–§4)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from groove_cli.chunk import (
+    CHUNKER_VERSION,
+    ChunkDraft,
+    build_context,
+    category_topic,
+    chunk_markdown,
+    chunker_fingerprint,
+    derive_title,
+    is_boilerplate,
+    parse_document,
+    parse_frontmatter,
+    quality_score,
+    split_frontmatter,
+)
+
+LONG_EN = "This paragraph is long enough that it will never be merged into another chunk."
+LONG_JA = (
+    "この段落は十分に長いので、前のチャンクに結合されることはありません。"
+    "検索の単位として独立して残ります。"
+)
+
+assert len(LONG_EN) >= 50 and len(LONG_JA) >= 50
+
+
+def contents(body: str, exclude: tuple[str, ...] = (), title: str | None = "T") -> list[str]:
+    return [chunk.content for chunk in chunk_markdown(body, title, exclude)]
+
+
+def headings(body: str, exclude: tuple[str, ...] = ()) -> list[str | None]:
+    return [chunk.heading for chunk in chunk_markdown(body, "T", exclude)]
+
+
+# --- fingerprint -------------------------------------------------------------------------------
+
+
+def test_fingerprint_is_sha256_of_json_version_and_sorted_headings() -> None:
+    expected = hashlib.sha256(b'[1, ["Draft", "\\u30e1\\u30e2"]]').hexdigest()
+    assert CHUNKER_VERSION == 1
+    assert chunker_fingerprint(["メモ", "Draft"]) == expected
+    assert chunker_fingerprint(["Draft", "メモ"]) == expected
+
+
+def test_fingerprint_of_no_headings() -> None:
+    assert chunker_fingerprint([]) == hashlib.sha256(json.dumps([1, []]).encode()).hexdigest()
+    assert chunker_fingerprint([]) != chunker_fingerprint(["Scratch"])
+
+
+# --- §2 split_frontmatter ----------------------------------------------------------------------
+
+
+def test_split_basic() -> None:
+    assert split_frontmatter("---\ntitle: A\n---\nbody\n") == ("title: A", "body\n")
+
+
+def test_split_strips_bom_before_and_without_frontmatter() -> None:
+    assert split_frontmatter("\ufeff---\ntitle: A\n---\nbody") == ("title: A", "body")
+    assert split_frontmatter("\ufeffno frontmatter") == (None, "no frontmatter")
+
+
+def test_split_crlf() -> None:
+    yaml_text, body = split_frontmatter("---\r\ntitle: A\r\ntags: x\r\n---\r\n\r\nbody\r\n")
+    assert yaml_text == "title: A\r\ntags: x\r"
+    assert body == "body\r\n"
+    assert parse_frontmatter(yaml_text, "a.md").tags == ("x",)
+
+
+def test_split_without_closing_marker_is_all_body() -> None:
+    text = "---\ntitle: A\nbody without a closing line\n"
+    assert split_frontmatter(text) == (None, text)
+
+
+def test_split_body_leading_newlines_stripped() -> None:
+    assert split_frontmatter("---\na: b\n---\n\n\n## H\n") == ("a: b", "## H\n")
+
+
+def test_split_empty_yaml() -> None:
+    assert split_frontmatter("---\n\n---\nbody") == ("", "body")
+
+
+def test_split_closing_must_follow_a_newline() -> None:
+    # The search for "\n---" starts after the opening line, so "---\n---" has no closing marker.
+    assert split_frontmatter("---\n---\nbody") == (None, "---\n---\nbody")
+
+
+def test_split_closing_marker_matches_longer_runs_too() -> None:
+    # The body starts right after the four characters "\n---".
+    assert split_frontmatter("---\na: 1\n-----\nbody") == ("a: 1", "--\nbody")
+
+
+def test_split_text_not_starting_with_dashes() -> None:
+    assert split_frontmatter(" ---\na: 1\n---\n") == (None, " ---\na: 1\n---\n")
+
+
+# --- §2 parse_frontmatter ----------------------------------------------------------------------
+
+
+def test_base_loader_keeps_source_text() -> None:
+    front = parse_frontmatter(
+        "title: yes\ndepth: 01\ndate: 2024-01-05\ntopic: 1.50\ntags: [on, 007]", "n.md"
+    )
+    assert front.title == "yes"
+    assert front.depth == "01"
+    assert front.date == "2024-01-05"
+    assert front.topic == "1.50"
+    assert front.tags == ("on", "007")
+    assert front.warnings == ()
+
+
+def test_tags_scalar_becomes_list_and_empty_is_none() -> None:
+    assert parse_frontmatter("tags: 日本語", "n.md").tags == ("日本語",)
+    assert parse_frontmatter("tags:", "n.md").tags == ()
+    assert parse_frontmatter("title: x", "n.md").tags == ()
+    assert parse_frontmatter("tags:\n  - a\n  - b", "n.md").tags == ("a", "b")
+
+
+def test_empty_yaml_and_comments_have_no_fields() -> None:
+    for text in ("", "# only a comment", "\n\n"):
+        front = parse_frontmatter(text, "n.md")
+        assert (front.title, front.tags, front.warnings) == (None, (), ())
+
+
+def test_category_key_and_unknown_keys_ignored() -> None:
+    doc = parse_document("---\ncategory: other\nauthor: me\n---\nbody", "cat/note.md")
+    assert doc.category == "cat"
+    assert doc.warnings == ()
+
+
+def test_yaml_error_empties_all_fields() -> None:
+    front = parse_frontmatter("title: Good\ntags: [a, b\n", "dir/n.md")
+    assert (front.title, front.tags) == (None, ())
+    assert len(front.warnings) == 1
+    assert front.warnings[0].startswith("failed to parse YAML frontmatter in dir/n.md: ")
+    assert "flow sequence" in front.warnings[0]
+
+
+def test_non_mapping_yaml_empties_all_fields() -> None:
+    front = parse_frontmatter("- a\n- b", "n.md")
+    assert front.title is None
+    assert front.warnings == (
+        "failed to parse YAML frontmatter in n.md: expected a mapping at the top level, "
+        "got a sequence",
+    )
+    scalar = parse_frontmatter("just text", "n.md")
+    assert scalar.warnings == (
+        "failed to parse YAML frontmatter in n.md: expected a mapping at the top level, "
+        "got a scalar",
+    )
+
+
+def test_wrong_type_empties_only_that_field() -> None:
+    front = parse_frontmatter("title: {a: b}\ntopic: [x]\ndepth: 2\ntags: [ok]", "n.md")
+    assert (front.title, front.topic, front.depth, front.tags) == (None, None, "2", ("ok",))
+    assert front.warnings == (
+        'failed to parse YAML frontmatter in n.md: field "title" must be a scalar, got a mapping',
+        'failed to parse YAML frontmatter in n.md: field "topic" must be a scalar, '
+        "got a sequence",
+    )
+
+
+def test_nested_collection_in_tags_empties_tags() -> None:
+    front = parse_frontmatter("title: A\ntags: [a, [b]]", "n.md")
+    assert (front.title, front.tags) == ("A", ())
+    assert front.warnings == (
+        'failed to parse YAML frontmatter in n.md: field "tags" must be a list of scalars, '
+        "got a nested collection",
+    )
+    mapping = parse_frontmatter("tags: {a: b}", "n.md")
+    assert mapping.tags == ()
+    assert "got a mapping" in mapping.warnings[0]
+
+
+def test_empty_scalar_counts_as_absent() -> None:
+    front = parse_frontmatter('title:\ntopic: ""', "n.md")
+    assert (front.title, front.topic, front.warnings) == (None, None, ())
+
+
+def test_crlf_yaml_is_normalised() -> None:
+    front = parse_frontmatter("title: A\r\ndate: 2024\r\n", "n.md")
+    assert (front.title, front.date) == ("A", "2024")
+
+
+# --- §2.4 titles -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rel", "title"),
+    [
+        ("notes/my-first_note.md", "my first note"),
+        ("Backup--Schedule.md", "Backup Schedule"),
+        ("a/b/v1.2.notes.md", "v1.2.notes"),
+        ("a/.hidden", ".hidden"),
+        ("a/.hidden.md", ".hidden"),
+        ("README", "README"),
+        ("日本語_メモ-一覧.md", "日本語 メモ 一覧"),
+        ("a/ spaced  _ name .txt", "spaced name"),
+    ],
+)
+def test_derive_title(rel: str, title: str) -> None:
+    assert derive_title(rel) == title
+
+
+def test_breadcrumb_uses_frontmatter_title_else_file_name() -> None:
+    with_title = parse_document(f"---\ntitle: 見出し\n---\n{LONG_EN}", "a/b-c.md")
+    assert with_title.title == "見出し"
+    assert with_title.chunks[0].context == "見出し"
+    blank = parse_document(f"---\ntitle: '   '\n---\n{LONG_EN}", "a/b-c.md")
+    assert blank.title == "   "
+    assert blank.chunks[0].context == "b c"
+    none = parse_document(LONG_EN, "a/b-c.md")
+    assert none.title is None
+    assert none.chunks[0].context == "b c"
+
+
+# --- §3 code fences ----------------------------------------------------------------------------
+
+
+def test_heading_inside_backtick_fence_is_body() -> None:
+    body = f"## Real\n{LONG_EN}\n```python\n## not a heading\n```\n### After\n{LONG_EN}"
+    assert headings(body) == ["Real", "After"]
+    assert "## not a heading" in contents(body)[0]
+
+
+def test_heading_inside_tilde_fence_is_body() -> None:
+    body = f"## Real\n{LONG_JA}\n~~~\n## コード内\n~~~\n## After\n{LONG_JA}"
+    assert headings(body) == ["Real", "After"]
+
+
+def test_closing_fence_may_be_longer_but_not_shorter() -> None:
+    body = f"## A\n{LONG_EN}\n````\n```\n## inside\n`````  \n## B\n{LONG_EN}"
+    assert headings(body) == ["A", "B"]
+    assert "## inside" in contents(body)[0]
+
+
+def test_other_fence_character_does_not_close() -> None:
+    body = f"## A\n{LONG_EN}\n~~~\n```\n## inside\n~~~\n## B\n{LONG_EN}"
+    assert headings(body) == ["A", "B"]
+
+
+def test_closing_fence_with_text_does_not_close() -> None:
+    body = f"## A\n{LONG_EN}\n```\n``` not closed\n## inside\n```\n## B\n{LONG_EN}"
+    assert headings(body) == ["A", "B"]
+
+
+def test_unclosed_fence_runs_to_end() -> None:
+    body = f"## A\n{LONG_EN}\n```\n## inside\n### also inside"
+    assert headings(body) == ["A"]
+    assert contents(body)[0].endswith("```\n## inside\n### also inside")
+
+
+def test_backtick_info_string_with_backtick_is_not_a_fence() -> None:
+    body = f"## A\n{LONG_EN}\n``` a`b\n## B\n{LONG_EN}"
+    assert headings(body) == ["A", "B"]
+
+
+def test_tilde_info_string_may_contain_backticks() -> None:
+    body = f"## A\n{LONG_EN}\n~~~ a`b\n## inside\n~~~\n## B\n{LONG_EN}"
+    assert headings(body) == ["A", "B"]
+
+
+def test_fence_indent_limit() -> None:
+    # Three spaces still open a fence; four do not (and the heading after them is real).
+    three = f"## A\n{LONG_EN}\n   ```\n## inside\n   ```\n## B\n{LONG_EN}"
+    assert headings(three) == ["A", "B"]
+    four = f"## A\n{LONG_EN}\n    ```\n## B\n{LONG_EN}"
+    assert headings(four) == ["A", "B"]
+    assert contents(four)[0].endswith("    ```")
+
+
+def test_two_backticks_are_not_a_fence() -> None:
+    body = f"## A\n{LONG_EN}\n``\n## B\n{LONG_EN}"
+    assert headings(body) == ["A", "B"]
+
+
+# --- §3 headings -------------------------------------------------------------------------------
+
+
+def test_h1_and_h4_are_body_text() -> None:
+    body = f"# Title\n{LONG_EN}\n## A\n#### deep\n{LONG_EN}\n#### more"
+    chunks = chunk_markdown(body, "T", ())
+    assert [c.heading for c in chunks] == [None, "A"]
+    assert chunks[0].content == f"# Title\n{LONG_EN}"
+    assert chunks[1].content == f"#### deep\n{LONG_EN}\n#### more"
+
+
+def test_heading_needs_a_space_and_is_stripped() -> None:
+    body = f"##NoSpace\n{LONG_EN}\n   ##   Spaced out   \n{LONG_EN}\n###\tTab\n"
+    chunks = chunk_markdown(body, "T", ())
+    assert [c.heading for c in chunks] == [None, "Spaced out"]
+    assert chunks[0].content.startswith("##NoSpace")
+    assert chunks[1].content.endswith("###\tTab")
+
+
+def test_levels_and_ancestry() -> None:
+    body = f"## A\n{LONG_EN}\n### A1\n{LONG_EN}\n### A2\n{LONG_EN}\n## B\n{LONG_EN}\n### B1\n{LONG_EN}"
+    chunks = chunk_markdown(body, "Doc", ())
+    assert [(c.heading, c.level, c.ancestry) for c in chunks] == [
+        ("A", 2, ()),
+        ("A1", 3, ("A",)),
+        ("A2", 3, ("A",)),
+        ("B", 2, ()),
+        ("B1", 3, ("B",)),
+    ]
+    assert [c.context for c in chunks] == ["Doc > A", "Doc > A > A1", "Doc > A > A2", "Doc > B",
+                                           "Doc > B > B1"]
+    assert [c.chunk_index for c in chunks] == [0, 1, 2, 3, 4]
+
+
+def test_h3_without_h2_has_empty_ancestry() -> None:
+    chunks = chunk_markdown(f"### Only\n{LONG_EN}", "T", ())
+    assert (chunks[0].level, chunks[0].ancestry) == (3, ())
+
+
+def test_crlf_body_lines_lose_their_cr() -> None:
+    body = f"## A\r\n{LONG_EN}\r\nsecond line\r\n"
+    chunks = chunk_markdown(body, "T", ())
+    assert chunks[0].heading == "A"
+    assert chunks[0].content == f"{LONG_EN}\nsecond line"
+
+
+# --- §3 excluded headings ----------------------------------------------------------------------
+
+
+def test_excluded_h2_drops_its_lines_but_keeps_h3_below_it() -> None:
+    body = (
+        f"## Intro\n{LONG_EN}\n## Scratch notes\nsecret line\n### Child\n{LONG_EN}\n"
+        f"## Next\n{LONG_EN}"
+    )
+    chunks = chunk_markdown(body, "T", ["Scratch"])
+    assert [(c.heading, c.ancestry) for c in chunks] == [
+        ("Intro", ()),
+        ("Child", ("Scratch notes",)),
+        ("Next", ()),
+    ]
+    assert all("secret" not in c.content for c in chunks)
+    assert chunks[1].context == "T > Scratch notes > Child"
+
+
+def test_excluded_h3_stops_at_next_heading_of_any_level() -> None:
+    body = f"## A\n{LONG_EN}\n### 作業メモ\n消える行\n### B\n{LONG_JA}\n"
+    chunks = chunk_markdown(body, "T", ["メモ"])
+    assert [c.heading for c in chunks] == ["A", "B"]
+    assert all("消える" not in c.content for c in chunks)
+
+
+def test_exclusion_is_case_sensitive_substring() -> None:
+    body = f"## scratch\n{LONG_EN}\n## Scratch\n{LONG_EN}"
+    assert headings(body, ("Scratch",)) == ["scratch"]
+
+
+def test_excluded_section_content_is_not_merged() -> None:
+    body = f"## A\n{LONG_EN}\n## Drop\nx\n"
+    assert contents(body, ("Drop",)) == [LONG_EN]
+
+
+# --- §3 sections and the short-chunk merge -----------------------------------------------------
+
+
+def test_empty_first_heading_stays_an_empty_chunk() -> None:
+    body = f"## Empty\n## Full\n{LONG_EN}"
+    chunks = chunk_markdown(body, "T", ())
+    # The empty chunk is first (never merged); "Full" is long, so it stays on its own.
+    assert [(c.heading, c.content) for c in chunks] == [("Empty", ""), ("Full", LONG_EN)]
+    assert chunks[0].quality_score == 0.1  # 1.0 - 0.6 (short) - 0.3 (one line)
+
+
+def test_empty_preamble_is_not_emitted() -> None:
+    assert headings(f"\n\n  \n## A\n{LONG_EN}") == ["A"]
+
+
+def test_preamble_only() -> None:
+    chunks = chunk_markdown(f"  {LONG_EN}\n\n", "T", ())
+    assert [(c.heading, c.level, c.content, c.context) for c in chunks] == [
+        (None, None, LONG_EN, "T")
+    ]
+
+
+def test_empty_body_has_no_chunks() -> None:
+    assert chunk_markdown("", "T", ()) == ()
+    assert chunk_markdown("\n \n", "T", ()) == ()
+
+
+def test_short_chunk_merges_with_heading_and_content() -> None:
+    body = f"## A\n{LONG_EN}\n## B\nshort"
+    assert contents(body) == [f"{LONG_EN}\n\n## B\n\nshort"]
+    chunk = chunk_markdown(body, "T", ())[0]
+    assert (chunk.heading, chunk.level, chunk.context) == ("A", 2, "T > A")
+
+
+def test_short_h3_merges_with_double_hash() -> None:
+    body = f"## A\n{LONG_EN}\n### B\nshort"
+    assert contents(body) == [f"{LONG_EN}\n\n## B\n\nshort"]
+
+
+def test_short_empty_heading_merges_as_heading_only() -> None:
+    body = f"## A\n{LONG_EN}\n## B\n"
+    assert contents(body) == [f"{LONG_EN}\n\n## B"]
+
+
+def test_merge_into_empty_previous_has_no_leading_blank_line() -> None:
+    body = "## A\n## B\nshort"
+    assert contents(body) == ["## B\n\nshort"]
+    assert contents("## A\n## B\n") == ["## B"]
+
+
+def test_short_chunk_merges_into_preamble() -> None:
+    body = f"{LONG_EN}\n## B\nshort"
+    chunks = chunk_markdown(body, "T", ())
+    assert [(c.heading, c.content) for c in chunks] == [(None, f"{LONG_EN}\n\n## B\n\nshort")]
+
+
+def test_short_preamble_is_first_and_kept() -> None:
+    body = f"short intro\n## B\n{LONG_EN}"
+    assert contents(body) == ["short intro", LONG_EN]
+
+
+def test_several_short_chunks_fold_into_one() -> None:
+    body = f"## A\n{LONG_EN}\n## B\nb\n### C\nc\n## D\n{LONG_EN}"
+    assert contents(body) == [f"{LONG_EN}\n\n## B\n\nb\n\n## C\n\nc", LONG_EN]
+    assert headings(body) == ["A", "D"]
+
+
+def test_merge_threshold_is_fifty_code_points() -> None:
+    forty_nine = "x" * 49
+    fifty = "x" * 50
+    assert contents(f"## A\n{LONG_EN}\n## B\n{forty_nine}") == [
+        f"{LONG_EN}\n\n## B\n\n{forty_nine}"
+    ]
+    assert contents(f"## A\n{LONG_EN}\n## B\n{fifty}") == [LONG_EN, fifty]
+
+
+def test_merge_threshold_counts_japanese_in_code_points() -> None:
+    # 49 kanji are 147 UTF-8 bytes but 49 code points: still short.
+    ja49 = "日" * 49
+    ja50 = "日" * 50
+    assert len(ja49.encode("utf-8")) == 147
+    assert contents(f"## A\n{LONG_JA}\n## B\n{ja49}") == [f"{LONG_JA}\n\n## B\n\n{ja49}"]
+    assert contents(f"## A\n{LONG_JA}\n## B\n{ja50}") == [LONG_JA, ja50]
+
+
+def test_merged_chunk_content_length_does_not_matter_for_later_chunks() -> None:
+    # The test is on each chunk's own content, not the growing merged one.
+    body = "## A\nx\n## B\ny\n## C\nz"
+    assert contents(body) == ["x\n\n## B\n\ny\n\n## C\n\nz"]
+
+
+# --- §3 breadcrumbs ----------------------------------------------------------------------------
+
+
+def test_build_context_skips_empty_and_equal_neighbours() -> None:
+    assert build_context(["Doc", "Doc", "A", "A", "B"]) == "Doc > A > B"
+    assert build_context([" Doc ", None, "", "  ", "A"]) == "Doc > A"
+    assert build_context(["A", "B", "A"]) == "A > B > A"
+    assert build_context([None, "", "  "]) is None
+    assert build_context([]) is None
+
+
+def test_build_context_title_equal_to_heading() -> None:
+    chunks = chunk_markdown(f"## Setup\n{LONG_EN}", "Setup", ())
+    assert chunks[0].context == "Setup"
+
+
+def test_build_context_cut_at_200_code_points() -> None:
+    title = "題" * 150
+    heading = "見" * 100
+    context = build_context([title, heading])
+    assert context == (title + " > " + heading)[:200]
+    assert context is not None and len(context) == 200
+    assert context.endswith(" > " + "見" * 47)  # 150 + 3 + 47 = 200
+
+
+def test_build_context_of_exactly_200_is_kept() -> None:
+    part = "a" * 200
+    assert build_context([part]) == part
+
+
+# --- §4 quality --------------------------------------------------------------------------------
+
+
+def test_quality_examples() -> None:
+    assert quality_score("a" * 29) == 0.1  # 1.0 - 0.6 - 0.3
+    assert quality_score("a" * 30) == 0.7  # 1.0 - 0.3
+    assert quality_score("a" * 79) == 0.7
+    assert quality_score("a" * 80) == 1.0
+    assert quality_score("TBD") == 0.0  # 1.0 - 0.6 - 0.5 - 0.3, clamped
+    assert quality_score("short\nlines") == pytest.approx(1.0 - 0.6)
+    assert quality_score("") == 0.1
+
+
+def test_quality_strips_before_measuring() -> None:
+    assert quality_score("   " + "a" * 29 + "\n\n") == 0.1
+    assert quality_score("\n" + "a" * 40 + "\n") == 0.7  # no inner newline after strip
+
+
+def test_quality_japanese_in_code_points() -> None:
+    assert quality_score("日" * 29) == 0.1
+    assert quality_score("日本語の文章" * 5) == 0.7  # 30 code points, one line
+
+
+def test_quality_boilerplate_long_enough_to_skip_the_short_penalty() -> None:
+    # Boilerplate is at most 7 code points, so it is always short: 0.6 + 0.5 + 0.3 > 1.
+    assert quality_score("準備中。") == 0.0
+    assert quality_score("(準備中)\n") == 0.0
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["TBD", "tbd", "Todo.", "WIP", "n/a", "N/A,", "未定", "準備中。", "(準備中)", "詳細は後述。",
+     "詳細は後述する。、", "ここに書く", "後で書く", "coming SOON...", "後述", "  TODO \t. "],
+)
+def test_boilerplate(content: str) -> None:
+    assert is_boilerplate(content)
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["", "   ", "...", "。", "TBD later", "（準備中）", "TODOs", "ＴＢＤ", "TBD!"],
+)
+def test_not_boilerplate(content: str) -> None:
+    assert not is_boilerplate(content)
+
+
+def test_boilerplate_case_folding_is_ascii_only() -> None:
+    # "K" (U+212A KELVIN SIGN) lowercases to "k" under Unicode rules; ASCII folding keeps it.
+    assert not is_boilerplate("\u212a")
+    assert is_boilerplate("Coming Soon")
+
+
+# --- §4 category and topic ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rel", "expected"),
+    [
+        ("note.md", (None, None)),
+        ("ops/note.md", ("ops", None)),
+        ("ops/backup/note.md", ("ops", "backup")),
+        ("ops/backup/deep/er/note.md", ("ops", "backup")),
+        ("技術/データベース/メモ.md", ("技術", "データベース")),
+    ],
+)
+def test_category_topic(rel: str, expected: tuple[str | None, str | None]) -> None:
+    assert category_topic(rel) == expected
+
+
+def test_frontmatter_topic_overrides_path_topic() -> None:
+    doc = parse_document("---\ntopic: 運用\n---\nbody", "ops/backup/note.md")
+    assert (doc.category, doc.topic) == ("ops", "運用")
+    plain = parse_document("body", "ops/backup/note.md")
+    assert (plain.category, plain.topic) == ("ops", "backup")
+    top = parse_document("---\ntopic: t\n---\nbody", "note.md")
+    assert (top.category, top.topic) == (None, "t")
+
+
+# --- parse_document ----------------------------------------------------------------------------
+
+
+def test_parse_document_markdown_fields() -> None:
+    text = (
+        "\ufeff---\ntitle: Database Backup Schedule\ntags: [ops, db]\ndate: 2024-03-01\n"
+        f"depth: 02\n---\n{LONG_EN}\n## Nightly\n{LONG_EN}\n"
+    )
+    doc = parse_document(text, "ops/backup.md")
+    assert (doc.title, doc.topic, doc.category, doc.date, doc.depth, doc.tags) == (
+        "Database Backup Schedule", None, "ops", "2024-03-01", "02", ("ops", "db"))
+    assert doc.warnings == ()
+    assert len(LONG_EN) == 78  # one line of 30–79 code points: 1.0 - 0.3
+    assert doc.chunks == (
+        ChunkDraft(0, None, None, (), LONG_EN, "Database Backup Schedule", 0.7),
+        ChunkDraft(1, "Nightly", 2, (), LONG_EN, "Database Backup Schedule > Nightly", 0.7),
+    )
+
+
+def test_parse_document_passes_exclusions_and_warnings() -> None:
+    text = f"---\ntitle: [x]\n---\n## Keep\n{LONG_EN}\n## Scratch\ngone\n"
+    doc = parse_document(text, "a.MD", exclude_headings=["Scratch"])
+    assert [c.heading for c in doc.chunks] == ["Keep"]
+    assert doc.title is None
+    assert doc.warnings == (
+        'failed to parse YAML frontmatter in a.MD: field "title" must be a scalar, got a sequence',
+    )
+    assert doc.chunks[0].context == "a > Keep"
+
+
+def test_parse_document_yaml_error_keeps_body() -> None:
+    doc = parse_document(f"---\ntitle: [oops\n---\n{LONG_EN}", "n.md")
+    assert doc.title is None
+    assert [c.content for c in doc.chunks] == [LONG_EN]
+    assert len(doc.warnings) == 1
+
+
+def test_parse_document_text_file() -> None:
+    text = "\ufeff  first line\r\nsecond\rthird\n\n"
+    doc = parse_document(text, "misc/sub/release_notes.TXT")
+    assert (doc.title, doc.category, doc.topic, doc.tags, doc.date, doc.depth) == (
+        None, "misc", "sub", (), None, None)
+    assert doc.chunks == (
+        ChunkDraft(0, None, None, (), "first line\nsecond\nthird", "release notes", 1.0 - 0.6),
+    )
+
+
+def test_text_file_is_not_markdown() -> None:
+    text = f"---\ntitle: X\n---\n## Heading\n{LONG_EN}"
+    doc = parse_document(text, "a.txt")
+    assert doc.title is None
+    assert len(doc.chunks) == 1
+    assert doc.chunks[0].content == text
+
+
+def test_empty_text_file_has_no_chunks() -> None:
+    assert parse_document("\ufeff \r\n \n", "a.txt").chunks == ()
+
+
+def test_unknown_extension_is_rejected() -> None:
+    with pytest.raises(ValueError, match=r"only \.md and \.txt"):
+        parse_document("x", "a.rst")
+    with pytest.raises(ValueError):
+        parse_document("x", ".md")
