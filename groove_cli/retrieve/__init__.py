@@ -1,0 +1,1 @@
+"""Search pipeline stages: query compilation, fusion, MMR, expansion, spans, filters (search.md)."""

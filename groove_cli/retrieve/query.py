@@ -1,0 +1,311 @@
+"""Query parsing and FTS5 compilation (search.md §2).
+
+The FTS leg uses the trigram tokenizer, which cannot match fewer than 3 characters, and FTS5
+gives its own meaning to `AND`, `OR`, `NOT`, `NEAR`, `column:` and bare punctuation. So the query
+is never passed through as typed: it is cut into phrases of at least 3 code points, each quoted
+for FTS5, and OR-ed together. `-term` and `-"phrase"` exclusions are cut out first and compiled
+into a `NOT` clause (FTS leg) and an id scan (vector leg). Everything here is pure; the
+pipeline prints the cap warnings from the flags of `CompiledQuery`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from groove_cli.errors import UsageError
+
+MIN_PHRASE_CHARS = 3
+MAX_PHRASES = 32
+MAX_NEG_PHRASES = 32
+FTS_QUERY_VERSION = 1
+
+EMPTY_QUERY = "the query is empty"
+ONLY_EXCLUSIONS = (
+    "the query contains only exclusions (-term); add at least one term to search for"
+)
+
+_KANJI, _HIRAGANA, _KATAKANA, _OTHER_WORD, _SEPARATOR = range(5)
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledQuery:
+    """A query split into what the legs need.
+
+    `phrases` are the positive phrases before the fallback (deduplicated, capped);
+    `match_expr` is None when the FTS leg cannot run; `negative_expr` is the vector leg's
+    exclusion scan, None without exclusions.
+    """
+
+    text: str
+    positive_text: str
+    phrases: tuple[str, ...]
+    negatives: tuple[str, ...]
+    match_expr: str | None
+    negative_expr: str | None
+    phrases_capped: bool
+    negatives_capped: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Segment:
+    """A Plain or Quoted stretch of the query; `start`/`end` index the scanned text."""
+
+    kind: Literal["plain", "quoted"]
+    start: int
+    end: int
+    content: str
+
+
+def _segments(text: str) -> list[_Segment]:
+    """Cut `text` into Plain and Quoted segments (§2.1).
+
+    Inside quotes `""` is a literal `"` and a lone `"` closes; an unclosed quote makes the rest
+    of the input, quote included, one Plain segment.
+    """
+    segments: list[_Segment] = []
+    n = len(text)
+    plain_start = 0
+    i = text.find('"')
+    while i != -1:
+        parts: list[str] = []
+        j = i + 1
+        closed = False
+        while True:
+            k = text.find('"', j)
+            if k == -1:
+                break
+            parts.append(text[j:k])
+            if k + 1 < n and text[k + 1] == '"':
+                parts.append('"')
+                j = k + 2
+                continue
+            closed = True
+            j = k
+            break
+        if not closed:
+            break
+        if plain_start < i:
+            segments.append(_Segment("plain", plain_start, i, text[plain_start:i]))
+        segments.append(_Segment("quoted", i, j + 1, "".join(parts)))
+        plain_start = j + 1
+        i = text.find('"', plain_start)
+    if i != -1 and plain_start < i:
+        # The text before an unclosed quote, then the unclosed tail as its own Plain segment.
+        segments.append(_Segment("plain", plain_start, i, text[plain_start:i]))
+        plain_start = i
+    if plain_start < n:
+        segments.append(_Segment("plain", plain_start, n, text[plain_start:]))
+    return segments
+
+
+def _char_class(ch: str) -> int:
+    """The §2.3 class of one code point; the CJK classes are tested before `isalnum`."""
+    cp = ord(ch)
+    if (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+        or cp in (0x3005, 0x3006)
+    ):
+        return _KANJI
+    if 0x3041 <= cp <= 0x309F:
+        return _HIRAGANA
+    if 0x30A1 <= cp <= 0x30FF or 0xFF66 <= cp <= 0xFF9F:
+        return _KATAKANA
+    if ch.isalnum() or ch == "_" or ch == "-":
+        return _OTHER_WORD
+    return _SEPARATOR
+
+
+def _is_word_char(ch: str) -> bool:
+    return _char_class(ch) != _SEPARATOR
+
+
+def _runs(group: str) -> list[str]:
+    """Split a separator-free group into maximal runs of one character class."""
+    runs: list[str] = []
+    start = 0
+    current = _char_class(group[0])
+    for i in range(1, len(group)):
+        cls = _char_class(group[i])
+        if cls != current:
+            runs.append(group[start:i])
+            start, current = i, cls
+    runs.append(group[start:])
+    return runs
+
+
+def _group_phrases(group: str) -> list[str]:
+    """Emit one group's phrases (§2.4)."""
+    runs = _runs(group)
+    offsets: list[int] = []
+    pos = 0
+    for run in runs:
+        offsets.append(pos)
+        pos += len(run)
+    phrases: list[str] = []
+    last_unit: int | None = None  # index into `phrases` of the last unit
+    last_start = 0  # offset in `group` where the last unit begins
+    i = 0
+    while i < len(runs):
+        if len(runs[i]) >= MIN_PHRASE_CHARS:
+            phrases.append(runs[i])
+            last_unit, last_start = len(phrases) - 1, offsets[i]
+            i += 1
+            continue
+        j, joined = i, 0
+        while j < len(runs) and joined < MIN_PHRASE_CHARS:
+            joined += len(runs[j])
+            j += 1
+        if joined >= MIN_PHRASE_CHARS:
+            phrases.append("".join(runs[i:j]))
+            last_unit, last_start = len(phrases) - 1, offsets[i]
+            if j - i > 1 and len(runs[j - 1]) >= MIN_PHRASE_CHARS:
+                phrases.append(runs[j - 1])
+            i = j
+            continue
+        # Short runs at the group end that cannot reach 3 widen the last unit.
+        if last_unit is not None:
+            old = phrases[last_unit]
+            phrases[last_unit] = group[last_start:]
+            phrases.insert(last_unit + 1, old)
+        break
+    return phrases
+
+
+def _plain_phrases(text: str) -> list[str]:
+    """Phrases of one Plain segment: groups at separators, runs by class (§2.3–2.4)."""
+    phrases: list[str] = []
+    start: int | None = None
+    for i, ch in enumerate(text):
+        if _char_class(ch) == _SEPARATOR:
+            if start is not None:
+                phrases.extend(_group_phrases(text[start:i]))
+                start = None
+        elif start is None:
+            start = i
+    if start is not None:
+        phrases.extend(_group_phrases(text[start:]))
+    return phrases
+
+
+def _quoted_phrase_ok(content: str) -> bool:
+    return len(content) >= MIN_PHRASE_CHARS and "\0" not in content
+
+
+def _dedupe_cap(phrases: list[str], cap: int) -> tuple[tuple[str, ...], bool]:
+    """Deduplicate keeping first occurrences, keep the first `cap`; report whether any dropped."""
+    unique = list(dict.fromkeys(phrases))
+    return tuple(unique[:cap]), len(unique) > cap
+
+
+def _positive_phrases(segments: list[_Segment]) -> list[str]:
+    phrases: list[str] = []
+    for seg in segments:
+        if seg.kind == "quoted":
+            if _quoted_phrase_ok(seg.content):
+                phrases.append(seg.content)
+        else:
+            phrases.extend(_plain_phrases(seg.content))
+    return phrases
+
+
+def query_phrases(text: str) -> list[str]:
+    """The positive phrases of `text` before the fallback, deduplicated and capped at 32.
+
+    `text` is taken as positive text: no exclusion processing. Reused by `match_spans`.
+    """
+    phrases, _ = _dedupe_cap(_positive_phrases(_segments(text)), MAX_PHRASES)
+    return list(phrases)
+
+
+def _fts_phrase(phrase: str) -> str:
+    """An FTS5 string: `"` + phrase with `"` doubled + `"`."""
+    return '"' + phrase.replace('"', '""') + '"'
+
+
+def _or(phrases: tuple[str, ...]) -> str:
+    return " OR ".join(_fts_phrase(p) for p in phrases)
+
+
+def _exclusions(text: str, segments: list[_Segment]) -> tuple[list[tuple[int, int]], list[str]]:
+    """Find exclusion markers (§2.2): the spans to cut out and the negative phrases, in order."""
+    removals: list[tuple[int, int]] = []
+    negatives: list[str] = []
+    for k, seg in enumerate(segments):
+        if seg.kind != "plain":
+            continue
+        p = seg.start
+        while p < seg.end:
+            if text[p] != "-" or (p > 0 and not text[p - 1].isspace()):
+                p += 1
+                continue
+            nxt = p + 1
+            if nxt < seg.end:
+                if text[nxt] != "-" and _is_word_char(text[nxt]):
+                    end = nxt
+                    while end < seg.end and not text[end].isspace() and text[end] != '"':
+                        end += 1
+                    negatives.extend(_plain_phrases(text[nxt:end]))
+                    removals.append((p, end))
+                    p = end
+                    continue
+            elif k + 1 < len(segments) and segments[k + 1].kind == "quoted":
+                quoted = segments[k + 1]
+                if _quoted_phrase_ok(quoted.content):
+                    negatives.append(quoted.content)
+                removals.append((p, quoted.end))
+            p += 1
+    return removals, negatives
+
+
+def compile_query(text: str) -> CompiledQuery:
+    """Compile a query into phrases, negatives and the FTS5 MATCH expressions (§2).
+
+    Raises:
+        UsageError: the query is empty or whitespace-only, or made only of exclusions.
+    """
+    if not text.strip():
+        raise UsageError(EMPTY_QUERY)
+    segments = _segments(text)
+    removals, negative_list = _exclusions(text, segments)
+    pieces: list[str] = []
+    cursor = 0
+    for start, end in removals:
+        pieces.append(text[cursor:start])
+        cursor = end
+    pieces.append(text[cursor:])
+    positive_text = "".join(pieces).strip()
+    if removals and not positive_text:
+        raise UsageError(ONLY_EXCLUSIONS)
+
+    positive_segments = _segments(positive_text)
+    phrases, phrases_capped = _dedupe_cap(_positive_phrases(positive_segments), MAX_PHRASES)
+    negatives, negatives_capped = _dedupe_cap(negative_list, MAX_NEG_PHRASES)
+
+    positive: tuple[str, ...] = phrases
+    if not positive:
+        plain = "".join(s.content for s in positive_segments if s.kind == "plain").strip()
+        if _quoted_phrase_ok(plain):
+            positive = (plain,)
+
+    negative_expr = _or(negatives) if negatives else None
+    match_expr: str | None
+    if not positive:
+        match_expr = None
+    elif negative_expr is None:
+        match_expr = _or(positive)
+    else:
+        match_expr = f"({_or(positive)}) NOT ({negative_expr})"
+    return CompiledQuery(
+        text=text,
+        positive_text=positive_text,
+        phrases=phrases,
+        negatives=negatives,
+        match_expr=match_expr,
+        negative_expr=negative_expr,
+        phrases_capped=phrases_capped,
+        negatives_capped=negatives_capped,
+    )

@@ -1,0 +1,311 @@
+"""Query parsing and FTS compilation: the pinned examples of search.md §2.6 and the §2.2 rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from groove_cli.errors import UsageError
+from groove_cli.retrieve.query import (
+    FTS_QUERY_VERSION,
+    MAX_NEG_PHRASES,
+    MAX_PHRASES,
+    MIN_PHRASE_CHARS,
+    CompiledQuery,
+    compile_query,
+    query_phrases,
+)
+
+# search.md §2.6, every row that compiles to an expression.
+PINNED = [
+    ("再ランキングの評価について", '"再ランキング" OR "ランキング" OR "の評価" OR "について"'),
+    ("retry budget の設定", '"retry" OR "budget" OR "の設定"'),
+    ('"Foundry Local" の設定', '"Foundry Local" OR "の設定"'),
+    ("システム化", '"システム化" OR "システム"'),
+    ("再ランキング化", '"再ランキング化" OR "再ランキング" OR "ランキング"'),
+    ("の再ランキング", '"の再ランキング" OR "ランキング"'),
+    ("の評価は", '"の評価は" OR "の評価"'),
+    ("評価・分析", '"評価・分析" OR "評価・"'),
+    ("再 ランキング", '"ランキング"'),
+    ("abc abc def", '"abc" OR "def"'),
+    ('"ab" テスト', '"テスト"'),
+    ("foo OR bar", '"foo" OR "bar"'),
+    ('foo "bar" AND', '"foo" OR "bar" OR "AND"'),
+    ("heading:foo", '"heading" OR "foo"'),
+    ('abc "def', '"abc" OR "def"'),
+    ('"say ""hi"""', '"say ""hi"""'),
+    ("UI について", '"について"'),
+    ("ML pipelines", '"pipelines"'),
+    ("UI と ML", '"UI と ML"'),  # every fragment short: fallback
+    ("!!! ??? 、。", '"!!! ??? 、。"'),  # fallback
+    ("---", '"---"'),
+    ("sqlite-vec", '"sqlite-vec"'),
+    ("E0382", '"E0382"'),
+    ("E-0382", '"E-0382"'),
+    ("python -async", '("python") NOT ("async")'),
+    ("python -再ランキング", '("python") NOT ("再ランキング" OR "ランキング")'),
+    ('python -"再ランキング"', '("python") NOT ("再ランキング")'),
+    ("python -ab", '"python"'),
+    ('"-foo" bar', '"-foo" OR "bar"'),
+]
+
+
+def test_constants() -> None:
+    assert (MIN_PHRASE_CHARS, MAX_PHRASES, MAX_NEG_PHRASES, FTS_QUERY_VERSION) == (3, 32, 32, 1)
+
+
+@pytest.mark.parametrize(("query", "expected"), PINNED)
+def test_pinned_match_expression(query: str, expected: str) -> None:
+    assert compile_query(query).match_expr == expected
+
+
+@pytest.mark.parametrize("query", ["ab", " a ", '"ab"'])
+def test_pinned_vector_only(query: str) -> None:
+    compiled = compile_query(query)
+    assert compiled.match_expr is None
+    assert compiled.phrases == ()
+    assert compiled.negative_expr is None
+
+
+def test_pinned_vector_only_with_exclusion() -> None:
+    compiled = compile_query("ab -async")
+    assert compiled.match_expr is None
+    assert compiled.positive_text == "ab"
+    assert compiled.negatives == ("async",)
+    assert compiled.negative_expr == '"async"'
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t\n", "\u3000"])
+def test_pinned_empty_refused(query: str) -> None:
+    with pytest.raises(UsageError) as info:
+        compile_query(query)
+    assert info.value.message == "the query is empty"
+    assert info.value.exit_code == 2
+
+
+@pytest.mark.parametrize("query", ["-async", "-ab", '-"再ランキング"', "  -foo -bar  "])
+def test_pinned_only_exclusions_refused(query: str) -> None:
+    with pytest.raises(UsageError) as info:
+        compile_query(query)
+    assert info.value.message == (
+        "the query contains only exclusions (-term); add at least one term to search for"
+    )
+    assert info.value.exit_code == 2
+
+
+def test_full_compiled_record() -> None:
+    assert compile_query('  python -"foo bar" -ab -async  ') == CompiledQuery(
+        text='  python -"foo bar" -ab -async  ',
+        positive_text="python",
+        phrases=("python",),
+        negatives=("foo bar", "async"),
+        match_expr='("python") NOT ("foo bar" OR "async")',
+        negative_expr='"foo bar" OR "async"',
+        phrases_capped=False,
+        negatives_capped=False,
+    )
+
+
+def test_fallback_keeps_phrases_empty() -> None:
+    compiled = compile_query("UI と ML")
+    assert compiled.phrases == ()
+    assert compiled.match_expr == '"UI と ML"'
+
+
+def test_fallback_with_negatives() -> None:
+    assert compile_query("UI と ML -async").match_expr == '("UI と ML") NOT ("async")'
+
+
+def test_fallback_drops_quoted_segments() -> None:
+    # Plain text `UI ` + ` ML` (the quoted `ab` removed) is `UI  ML`, stripped: 6 code points.
+    assert compile_query('UI "ab" ML').match_expr == '"UI  ML"'
+    # Quoting a short word does not rescue it: only the plain `x` is left.
+    assert compile_query('x "ab"').match_expr is None
+
+
+def test_fallback_refuses_nul() -> None:
+    assert compile_query("a\0b c").match_expr is None
+
+
+def test_quoted_phrase_with_nul_is_dropped() -> None:
+    assert compile_query('"abc\0def" xyz').match_expr == '"xyz"'
+
+
+def test_quoted_short_word_not_rescued() -> None:
+    assert compile_query('"ab" "abc"').phrases == ("abc",)
+
+
+# --- exclusions (§2.2) ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "phrases", "negatives"),
+    [
+        # A hyphen inside a word or in a run of hyphens is a word character.
+        ("sqlite-vec", ("sqlite-vec",), ()),
+        ("E-0382 fix", ("E-0382", "fix"), ()),
+        ("--- rule", ("---", "rule"), ()),
+        ("rule --verbose", ("rule", "--verbose"), ()),
+        # A marker needs the query start or whitespace before it.
+        ("foo-bar", ("foo-bar",), ()),
+        ('"quoted"-async', ("quoted", "-async"), ()),
+        # ... and a word character (not `-`) or a closed quote after it.
+        ("python - async", ("python", "async"), ()),
+        ("python -:async", ("python", "async"), ()),
+        # Marker at the very start, followed by more positives.
+        ("-async python", ("python",), ("async",)),
+        # Tabs and ideographic spaces count as whitespace.
+        ("python\t-async", ("python",), ("async",)),
+        ("python\u3000-async", ("python",), ("async",)),
+    ],
+)
+def test_exclusion_markers(
+    query: str, phrases: tuple[str, ...], negatives: tuple[str, ...]
+) -> None:
+    compiled = compile_query(query)
+    assert compiled.phrases == phrases
+    assert compiled.negatives == negatives
+
+
+def test_unquoted_exclusion_runs_to_whitespace_or_quote() -> None:
+    compiled = compile_query('python -async:io"retry"')
+    # `-async:io` ends at the quote; `async:io` tokenises like positive text: `async` (and `io`,
+    # too short, dropped). The quoted `retry` stays positive.
+    assert compiled.negatives == ("async",)
+    assert compiled.positive_text == 'python "retry"'
+    assert compiled.phrases == ("python", "retry")
+
+
+def test_unquoted_exclusion_uses_positive_rules() -> None:
+    assert compile_query("python -再ランキング").negatives == ("再ランキング", "ランキング")
+    assert compile_query("python -システム化").negatives == ("システム化", "システム")
+
+
+def test_quoted_exclusion_is_one_phrase() -> None:
+    compiled = compile_query('python -"再ランキング" -"retry budget"')
+    assert compiled.negatives == ("再ランキング", "retry budget")
+    assert compiled.positive_text == "python"
+
+
+def test_quoted_exclusion_short_or_nul_dropped() -> None:
+    compiled = compile_query('python -"ab" -"a\0bc"')
+    assert compiled.negatives == ()
+    assert compiled.negative_expr is None
+    assert compiled.match_expr == '"python"'
+    assert compiled.positive_text == "python"
+
+
+def test_quoted_exclusion_with_doubled_quote() -> None:
+    compiled = compile_query('python -"say ""hi"""')
+    assert compiled.negatives == ('say "hi"',)
+    assert compiled.match_expr == '("python") NOT ("say ""hi""")'
+
+
+def test_hyphen_inside_quotes_is_positive() -> None:
+    compiled = compile_query('"-foo" bar')
+    assert compiled.phrases == ("-foo", "bar")
+    assert compiled.negatives == ()
+
+
+def test_hyphen_before_unclosed_quote_is_not_a_marker() -> None:
+    compiled = compile_query('python -"async')
+    assert compiled.negatives == ()
+    assert compiled.positive_text == 'python -"async'
+    # `-` and `"` are separate: `-` is a one-character group, `"` a separator.
+    assert compiled.phrases == ("python", "async")
+
+
+def test_unclosed_quote_is_plain() -> None:
+    compiled = compile_query('abc "def ghi')
+    assert compiled.phrases == ("abc", "def", "ghi")
+    # An exclusion inside the unclosed tail is still an exclusion (the tail is Plain text).
+    assert compile_query('abc "def -ghi').negatives == ("ghi",)
+
+
+def test_unclosed_quote_after_doubled_quote() -> None:
+    # `""` inside the region is a literal quote, so this region never closes.
+    assert compile_query('"abc ""def').phrases == ("abc", "def")
+
+
+def test_negatives_deduplicated() -> None:
+    compiled = compile_query('python -async -async -"async" -asyncio')
+    assert compiled.negatives == ("async", "asyncio")
+    assert compiled.negative_expr == '"async" OR "asyncio"'
+
+
+def test_negative_cap() -> None:
+    words = [f"neg{i:02d}" for i in range(MAX_NEG_PHRASES + 3)]
+    compiled = compile_query("python " + " ".join(f"-{w}" for w in words))
+    assert compiled.negatives == tuple(words[:MAX_NEG_PHRASES])
+    assert compiled.negatives_capped is True
+    at_cap = compile_query("python " + " ".join(f"-{w}" for w in words[:MAX_NEG_PHRASES]))
+    assert at_cap.negatives_capped is False
+
+
+def test_negative_cap_counts_distinct_phrases() -> None:
+    compiled = compile_query("python " + " ".join(["-async"] * 40))
+    assert compiled.negatives == ("async",)
+    assert compiled.negatives_capped is False
+
+
+def test_positive_cap() -> None:
+    words = [f"word{i:02d}" for i in range(MAX_PHRASES + 1)]
+    compiled = compile_query(" ".join(words))
+    assert compiled.phrases == tuple(words[:MAX_PHRASES])
+    assert compiled.phrases_capped is True
+    assert compiled.match_expr == " OR ".join(f'"{w}"' for w in words[:MAX_PHRASES])
+    at_cap = compile_query(" ".join(words[:MAX_PHRASES] + words[:5]))
+    assert at_cap.phrases_capped is False
+
+
+def test_operators_are_plain_words() -> None:
+    assert compile_query("NEAR(foo bar) NOT baz").phrases == ("NEAR", "foo", "bar", "NOT", "baz")
+    assert compile_query("content:retry").phrases == ("content", "retry")
+
+
+# --- runs and groups (§2.3–2.4) ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "phrases"),
+    [
+        # Katakana includes the long-vowel mark and the middle dot; half-width katakana too.
+        ("データベース", ["データベース"]),
+        ("ﾃﾞｰﾀﾍﾞｰｽ", ["ﾃﾞｰﾀﾍﾞｰｽ"]),
+        # 々 is kanji: one run.
+        ("人々の", ["人々の"]),
+        # ･ (U+FF65) is a separator, ・ (U+30FB) katakana.
+        ("評価･分析", []),
+        # Full-width alphanumerics and Cyrillic are OtherWord.
+        ("ＡＢＣ", ["ＡＢＣ"]),
+        ("поиск", ["поиск"]),
+        # A run of 3+ after a join of short runs is also emitted on its own.
+        ("の再ランキング", ["の再ランキング", "ランキング"]),
+        # A join that reaches 3 with a short last run emits only the join.
+        ("の評価", ["の評価"]),
+        # Two leftovers widen the last unit to the group end.
+        ("システム化の", ["システム化の", "システム"]),
+        # No last unit and short runs only: dropped.
+        ("化の", []),
+        # Emoji are separators.
+        ("retry🙂budget", ["retry", "budget"]),
+        # Quoted text keeps its content verbatim, separators included.
+        ('"a: b"', ["a: b"]),
+    ],
+)
+def test_query_phrases(text: str, phrases: list[str]) -> None:
+    assert query_phrases(text) == phrases
+
+
+def test_query_phrases_does_not_apply_exclusions_or_fallback() -> None:
+    assert query_phrases("python -async") == ["python", "-async"]
+    assert query_phrases("UI と ML") == []
+
+
+def test_query_phrases_dedupes_and_caps() -> None:
+    words = [f"term{i:02d}" for i in range(40)]
+    assert query_phrases(" ".join(words + words)) == words[:MAX_PHRASES]
+
+
+def test_positive_text_is_what_the_embedder_sees() -> None:
+    assert compile_query("  retry -async budget  ").positive_text == "retry  budget"
+    assert compile_query('"Foundry Local" の設定').positive_text == '"Foundry Local" の設定'

@@ -1,0 +1,148 @@
+"""Property tests for query compilation: only the two refusals, substring invariant, valid FTS5.
+
+The MATCH expressions run against an in-memory FTS5 table created exactly as index.md §9
+`fts_chunks`, so a syntax the tokenizer or parser rejects fails here rather than in a search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import apsw
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from groove_cli.errors import UsageError
+from groove_cli.retrieve.query import MAX_NEG_PHRASES, MAX_PHRASES, compile_query
+
+REFUSALS = {
+    "the query is empty",
+    "the query contains only exclusions (-term); add at least one term to search for",
+}
+
+# Characters that exercise every rule: quotes, hyphens, whitespace kinds, NUL, every class.
+_INTERESTING = list('"-- \t\n\u3000\0:、。･・ー々〇_') + list("abcAB09ß") + list("再評価ランキングのはテスト")
+
+queries = st.one_of(
+    st.text(max_size=40),
+    st.text(alphabet=st.sampled_from(_INTERESTING), max_size=40),
+    st.lists(
+        st.sampled_from(['"', "-", " ", "-abc", '-"x y z"', '"", "abc', "データ", "ab", "NOT"]),
+        max_size=12,
+    ).map("".join),
+)
+
+PROPERTY_SETTINGS = settings(max_examples=300, deadline=None)
+
+ROWS = [
+    (1, "Retry budget", "ops > backups", "python async retry の設定 再ランキングの評価"),
+    (2, "Café", "notes", 'say "hi" -- sqlite-vec E-0382 データベース'),
+    (3, None, "", "!!! ??? 、。 UI と ML"),
+]
+
+
+@pytest.fixture(scope="module")
+def fts() -> Iterator[apsw.Connection]:
+    connection = apsw.Connection(":memory:")
+    connection.execute(
+        """CREATE VIRTUAL TABLE fts_chunks USING fts5(
+             heading, context, content,
+             content = '', contentless_delete = 1,
+             tokenize = 'trigram remove_diacritics 1 case_sensitive 0')"""
+    )
+    for row in ROWS:
+        connection.execute(
+            "INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)", row
+        )
+    yield connection
+    connection.close()
+
+
+def _run(connection: apsw.Connection, expr: str) -> list[int]:
+    sql = "SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY rank"
+    return [row[0] for row in connection.execute(sql, (expr,))]
+
+
+@PROPERTY_SETTINGS
+@given(queries)
+def test_only_the_two_refusals(query: str) -> None:
+    try:
+        compile_query(query)
+    except UsageError as exc:
+        assert exc.message in REFUSALS
+
+
+@PROPERTY_SETTINGS
+@given(queries)
+def test_phrases_are_substrings(query: str) -> None:
+    try:
+        compiled = compile_query(query)
+    except UsageError:
+        return
+    assert compiled.positive_text == compiled.positive_text.strip()
+    assert len(compiled.phrases) <= MAX_PHRASES
+    assert len(set(compiled.phrases)) == len(compiled.phrases)
+    for phrase in compiled.phrases:
+        assert len(phrase) >= 3
+        assert "\0" not in phrase
+        # Quoted content is the text with `""` collapsed to `"`.
+        assert phrase in compiled.positive_text or phrase.replace('"', '""') in compiled.positive_text
+    assert len(compiled.negatives) <= MAX_NEG_PHRASES
+    assert len(set(compiled.negatives)) == len(compiled.negatives)
+    for phrase in compiled.negatives:
+        assert len(phrase) >= 3
+        assert "\0" not in phrase
+        assert phrase in query or phrase.replace('"', '""') in query
+
+
+@PROPERTY_SETTINGS
+@given(queries)
+def test_expressions_are_valid_fts5(fts: apsw.Connection, query: str) -> None:
+    try:
+        compiled = compile_query(query)
+    except UsageError:
+        return
+    if compiled.match_expr is not None:
+        _run(fts, compiled.match_expr)  # raises apsw.SQLError on invalid syntax
+    if compiled.negative_expr is not None:
+        _run(fts, compiled.negative_expr)
+
+
+def test_pinned_expressions_find_rows(fts: apsw.Connection) -> None:
+    # Not just valid: the compiled phrases match what a user would expect.
+    assert _run(fts, compile_query("再ランキングの評価について").match_expr or "") == [1]
+    assert _run(fts, compile_query("python -async").match_expr or "") == []
+    assert _run(fts, compile_query("retry -データベース").match_expr or "") == [1]
+    assert _run(fts, compile_query('"say ""hi"""').match_expr or "") == [2]
+    assert _run(fts, compile_query("cafe").match_expr or "") == [2]  # remove_diacritics
+    assert _run(fts, compile_query("!!! ??? 、。").match_expr or "") == [3]
+    assert _run(fts, compile_query("python -async").negative_expr or "") == [1]
+
+
+# search.md §2.7: the largest of 37 real golden queries produced 9 phrases; realistic queries
+# must keep at least 2× headroom under the 32-phrase cap.
+REALISTIC = [
+    "How do I configure the retry budget and backoff for the nightly database backup job?",
+    "再ランキングの評価について、リコールとnDCGの違いを説明してください",
+    "梅雨は、世界的にどのあたりで見られる気象ですか？",
+    "sqlite-vec cosine distance vs L2 for unit-length e5 embeddings",
+    "Foundry Local の設定 と retry budget の既定値",
+    '"parent retriever" whole document threshold tokens -deprecated',
+    "What difficulties are involved in automatically retrieving articles from approximate titles?",
+]
+
+
+@pytest.mark.parametrize("query", REALISTIC)
+def test_realistic_queries_keep_headroom(query: str) -> None:
+    compiled = compile_query(query)
+    assert not compiled.phrases_capped
+    assert 2 * len(compiled.phrases) <= MAX_PHRASES
+
+
+def test_nine_phrase_query_has_headroom() -> None:
+    compiled = compile_query(
+        "nightly database backup retry budget schedule failure alerts runbook"
+    )
+    assert len(compiled.phrases) == 9
+    assert 2 * len(compiled.phrases) <= MAX_PHRASES
