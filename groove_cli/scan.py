@@ -117,6 +117,7 @@ class SourceDecodeError(ValueError):
 
 # --- .grooveignore -----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class _IgnoreRules:
     patterns: tuple[tuple[re.Pattern[str], bool], ...]
@@ -134,17 +135,21 @@ def _too_big(size: int) -> str:
     return f"it is {size} bytes, over the {MAX_IGNORE_BYTES}-byte limit"
 
 
-def _read_ignore_file(kb: Path) -> tuple[_IgnoreRules | None, int | None, str | None]:
-    """(rules, pattern count, warning) for `<kb>/.grooveignore`; rules are None when absent."""
+def _read_ignore_file(kb: Path) -> tuple[_IgnoreRules | None, int | None, list[str]]:
+    """(rules, pattern count, warnings) for `<kb>/.grooveignore`; rules are None when not applied.
+
+    A file that is a link, not regular, over 64 KiB or 1000 patterns, or unreadable is ignored
+    as a whole with one warning; a single pattern that does not parse is dropped with a warning.
+    """
     path = kb / IGNORE_FILE_NAME
 
-    def refuse(why: str) -> tuple[None, None, str]:
-        return None, None, f"ignoring {path}: {why}"
+    def refuse(why: str) -> tuple[None, None, list[str]]:
+        return None, None, [f"ignoring {path}: {why}"]
 
     try:
         info = os.lstat(path)
     except FileNotFoundError:
-        return None, None, None
+        return None, None, []
     except OSError as exc:
         return refuse(f"cannot read it: {exc.strerror or exc}")
     if stat.S_ISLNK(info.st_mode):
@@ -185,14 +190,17 @@ def _read_ignore_file(kb: Path) -> tuple[_IgnoreRules | None, int | None, str | 
     if len(patterns) > MAX_IGNORE_PATTERNS:
         return refuse(f"it has {len(patterns)} patterns, over the {MAX_IGNORE_PATTERNS} limit")
     compiled: list[tuple[re.Pattern[str], bool]] = []
+    warnings: list[str] = []
     for line in patterns:
         try:
             pattern = _GitPattern(line)
-        except ValueError as exc:
-            return refuse(f"invalid pattern {line!r}: {exc}")
+        except (ValueError, re.error) as exc:
+            # Git drops a pattern it cannot parse and keeps the others; so does groove.
+            warnings.append(f"ignoring invalid pattern {line!r} in {path}: {exc}")
+            continue
         if pattern.include is not None and pattern.regex is not None:
             compiled.append((re.compile(pattern.regex.pattern, re.IGNORECASE), pattern.include))
-    return _IgnoreRules(tuple(compiled)), len(patterns), None
+    return _IgnoreRules(tuple(compiled)), len(patterns) - len(warnings), warnings
 
 
 # --- the walk ----------------------------------------------------------------------------------
@@ -242,8 +250,7 @@ def collect_files(
     """
     enabled = {ext.lower().lstrip(".") for ext in extensions}
     excluded_names = {name.casefold() for name in exclude_dirs}
-    rules, pattern_count, ignore_warning = _read_ignore_file(kb)
-    warnings: list[str] = [ignore_warning] if ignore_warning else []
+    rules, pattern_count, warnings = _read_ignore_file(kb)
 
     def ignored(rel: str) -> bool:
         return rules is not None and rules.excludes(rel)
