@@ -1,0 +1,125 @@
+"""The run fingerprint: which settings a run was measured with (eval.md §6).
+
+Two runs are compared only when their fingerprints are equal. Optional members appear only when
+they differ from the built-in defaults, so a default run stays comparable with runs recorded
+before a knob existed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from groove_cli.evaluate.metrics import METRIC_VERSION
+
+FTS_QUERY_VERSION = 1
+"""Bump when the search query compiler changes what the FTS leg matches."""
+
+DEFAULT_RRF_K = 60.0
+DEFAULT_BM25_WEIGHTS = (2.0, 1.0, 1.0)
+"""Heading, context and content column weights of the FTS leg."""
+DEFAULT_MODE = "hybrid"
+DEFAULT_LEG_WEIGHT = 1.0
+DEFAULT_MIN_SCORE = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FingerprintInputs:
+    """The effective settings of a run (command-line overrides included) and the index context mode.
+
+    `mmr` is (lambda, same_doc_penalty) when MMR is effective, else None; `parent_retriever` is
+    (whole_doc_threshold_tokens, max_expanded_tokens) when enabled, else None; top-k values are
+    None when unset; `max_length_override` is None unless the embedding max_length is overridden.
+    Every field is required so that a caller cannot forget one and silently fingerprint a default.
+    """
+
+    model: str
+    reranker: str | None
+    limit: int
+    k_values: tuple[int, ...]
+    golden_hash: str
+    max_length_override: int | None
+    mmr: tuple[float, float] | None
+    parent_retriever: tuple[int, int] | None
+    rrf_k: float
+    bm25_heading_weight: float
+    bm25_context_weight: float
+    bm25_content_weight: float
+    preset: str | None
+    mode: str
+    dense_top_k: int | None
+    sparse_top_k: int | None
+    vector_weight: float
+    fts_weight: float
+    min_score: float
+    context_mode: str
+
+
+def build_fingerprint(inputs: FingerprintInputs) -> dict[str, object]:
+    """The ConfigFingerprint as a JSON-ready dict, members in the spec's order.
+
+    Args:
+        inputs: the effective settings.
+
+    Returns:
+        model, reranker, limit, k_values, golden_hash, metric_version, fts_query_version, then
+        max_length / mmr / parent_retriever / fusion / retrieval / context when not default.
+    """
+    fp: dict[str, object] = {
+        "model": inputs.model,
+        "reranker": inputs.reranker,
+        "limit": inputs.limit,
+        "k_values": list(inputs.k_values),
+        "golden_hash": inputs.golden_hash,
+        "metric_version": METRIC_VERSION,
+        "fts_query_version": FTS_QUERY_VERSION,
+    }
+    if inputs.max_length_override is not None:
+        fp["max_length"] = inputs.max_length_override
+    if inputs.mmr is not None:
+        mmr_lambda, same_doc_penalty = inputs.mmr
+        fp["mmr"] = {"lambda": float(mmr_lambda), "same_doc_penalty": float(same_doc_penalty)}
+    if inputs.parent_retriever is not None:
+        whole_doc, max_expanded = inputs.parent_retriever
+        fp["parent_retriever"] = {
+            "whole_doc_threshold_tokens": whole_doc,
+            "max_expanded_tokens": max_expanded,
+        }
+    fusion = (
+        float(inputs.rrf_k),
+        float(inputs.bm25_heading_weight),
+        float(inputs.bm25_context_weight),
+        float(inputs.bm25_content_weight),
+    )
+    if fusion != (DEFAULT_RRF_K, *DEFAULT_BM25_WEIGHTS):
+        fp["fusion"] = {
+            "rrf_k": fusion[0],
+            "bm25_heading_weight": fusion[1],
+            "bm25_context_weight": fusion[2],
+            "bm25_content_weight": fusion[3],
+        }
+    retrieval = _retrieval_member(inputs)
+    if retrieval:
+        fp["retrieval"] = retrieval
+    if inputs.context_mode == "static":
+        fp["context"] = {"mode": "static"}
+    return fp
+
+
+def _retrieval_member(inputs: FingerprintInputs) -> dict[str, object]:
+    """The non-default resolved retrieval values, in the spec's member order."""
+    member: dict[str, object] = {}
+    if inputs.preset is not None:
+        member["preset"] = inputs.preset
+    if inputs.mode != DEFAULT_MODE:
+        member["mode"] = inputs.mode
+    if inputs.dense_top_k is not None:
+        member["dense_top_k"] = inputs.dense_top_k
+    if inputs.sparse_top_k is not None:
+        member["sparse_top_k"] = inputs.sparse_top_k
+    if inputs.vector_weight != DEFAULT_LEG_WEIGHT:
+        member["vector_weight"] = float(inputs.vector_weight)
+    if inputs.fts_weight != DEFAULT_LEG_WEIGHT:
+        member["fts_weight"] = float(inputs.fts_weight)
+    if inputs.min_score != DEFAULT_MIN_SCORE:
+        member["min_score"] = float(inputs.min_score)
+    return member
