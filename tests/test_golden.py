@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from groove_cli.errors import GoldenError, UsageError
+from groove_cli.errors import GoldenError
 from groove_cli.evaluate.golden import (
     Expected,
     GoldenQuery,
@@ -17,6 +17,8 @@ from groove_cli.evaluate.golden import (
     find_golden,
     load_golden,
 )
+from groove_cli.retrieve import query
+from groove_cli.retrieve.query import ONLY_EXCLUSIONS
 
 # The example of eval.md §1, verbatim (comments, `defaults`, `tags` and all).
 SPEC_EXAMPLE = """\
@@ -32,17 +34,9 @@ queries:               # required list
     tags: [a, b]       # optional, reserved, ignored
 """
 
-ONLY_EXCLUSIONS = (
-    "the query contains only exclusions (-term); add at least one term to search for"
-)
-
-
 def compile_query(text: str) -> None:
-    """Stand-in for the search query compiler's refusals (search.md §2.2), for plain inputs."""
-    if not text.strip():
-        raise UsageError("the query is empty")
-    if all(word.startswith("-") and len(word) > 1 for word in text.split()):
-        raise UsageError(ONLY_EXCLUSIONS)
+    """The golden loader's check: the real search query compiler (search.md §2.2)."""
+    query.compile_query(text)
 
 
 def write(path: Path, text: str) -> Path:

@@ -10,9 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from groove_cli.evaluate.metrics import METRIC_VERSION
-
-FTS_QUERY_VERSION = 1
-"""Bump when the search query compiler changes what the FTS leg matches."""
+from groove_cli.retrieve.query import FTS_QUERY_VERSION
 
 DEFAULT_RRF_K = 60.0
 DEFAULT_BM25_WEIGHTS = (2.0, 1.0, 1.0)
