@@ -22,7 +22,11 @@ REFUSALS = {
 }
 
 # Characters that exercise every rule: quotes, hyphens, whitespace kinds, NUL, every class.
-_INTERESTING = list('"-- \t\n\u3000\0:、。･・ー々〇_') + list("abcAB09ß") + list("再評価ランキングのはテスト")
+_INTERESTING = [
+    *'"-- \t\n\u3000\0:、。･・ー々〇_',
+    *"abcAB09ß",
+    *"再評価ランキングのはテスト",
+]
 
 queries = st.one_of(
     st.text(max_size=40),
@@ -87,7 +91,8 @@ def test_phrases_are_substrings(query: str) -> None:
         assert len(phrase) >= 3
         assert "\0" not in phrase
         # Quoted content is the text with `""` collapsed to `"`.
-        assert phrase in compiled.positive_text or phrase.replace('"', '""') in compiled.positive_text
+        positive = compiled.positive_text
+        assert phrase in positive or phrase.replace('"', '""') in positive
     assert len(compiled.negatives) <= MAX_NEG_PHRASES
     assert len(set(compiled.negatives)) == len(compiled.negatives)
     for phrase in compiled.negatives:

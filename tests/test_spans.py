@@ -18,7 +18,8 @@ def test_japanese_phrases_and_strict_merge() -> None:
     content = "本稿では再ランキングの評価を行う。ランキングは重要。"
     #          0 1 2 3 4 5 6 7 8 9 10 ...: 再=4, ランキング=5..10, の評価=10..13, ランキング=17..22
     spans = match_spans("再ランキングの評価", content)
-    # (4,10) 再ランキング absorbs (5,10) ランキング (5 < 10); の評価 (10,13) only touches: kept apart.
+    # (4,10) 再ランキング absorbs (5,10) ランキング (5 < 10);
+    # の評価 (10,13) only touches it: kept apart.
     assert spans == [(4, 10), (10, 13), (17, 22)]
     assert texts(content, spans) == ["再ランキング", "の評価", "ランキング"]
 

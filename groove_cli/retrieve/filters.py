@@ -1,0 +1,304 @@
+"""Row filters applied to each leg before fusion, and their `filter_applied` echo (search.md §10).
+
+Filters run in Python over the rows a leg fetched (over-fetched ×10 when any is active), so
+they are compiled once per search: globs become one regular expression each.
+
+Glob dialect: `*` and `**` match any characters including `/`, `?` one character, `[…]` and
+`[!…]` classes (a `]` right after the opener is a member, `a-z` ranges), `{a,b}` alternatives
+(which may nest and hold any other syntax); case-sensitive, matched against the whole
+KB-relative path. As in common glob libraries, a `**` that is a whole path component also
+matches zero directories: `**/x.md` matches `x.md` and `notes/**/x.md` matches `notes/x.md`.
+There is no escape character.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from groove_cli.errors import UsageError
+
+MAX_GLOBS = 64
+MAX_GLOB_BYTES = 1024
+MAX_TAGS = 64
+MAX_TAG_BYTES = 1024
+
+_GLOB_HINT = "globs support * ** ? [abc] [!abc] {a,b}; a leading ! excludes"
+_CLASS_SPECIAL = frozenset("\\]^-[&~|")
+
+
+@dataclass(frozen=True, slots=True)
+class FilterSpec:
+    """The filters a search was given; the defaults have no effect."""
+
+    quality_threshold: float = 0.0
+    category: str | None = None
+    topic: str | None = None
+    path_globs: tuple[str, ...] = ()
+    tags_any: tuple[str, ...] = ()
+    tags_all: tuple[str, ...] = ()
+    date_from: str | None = None
+    date_to: str | None = None
+
+
+class _GlobSyntaxError(Exception):
+    pass
+
+
+def _class_char(ch: str) -> str:
+    return "\\" + ch if ch in _CLASS_SPECIAL else ch
+
+
+class _GlobParser:
+    """Recursive-descent translation of one glob into a regular expression."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.pos = 0
+
+    def parse(self) -> str:
+        regex = self._sequence(in_braces=False)
+        if self.pos != len(self.pattern):  # pragma: no cover - _sequence consumes everything
+            raise _GlobSyntaxError
+        return regex
+
+    def _sequence(self, *, in_braces: bool) -> str:
+        p = self.pattern
+        out: list[str] = []
+        while self.pos < len(p):
+            ch = p[self.pos]
+            if in_braces and ch in ",}":
+                return "".join(out)
+            if ch == "*":
+                out.append(self._stars())
+            elif ch == "?":
+                out.append(".")
+                self.pos += 1
+            elif ch == "[":
+                out.append(self._char_class())
+            elif ch == "{":
+                out.append(self._alternatives())
+            else:
+                out.append(re.escape(ch))
+                self.pos += 1
+        if in_braces:
+            raise _GlobSyntaxError  # `{` never closed
+        return "".join(out)
+
+    def _stars(self) -> str:
+        p = self.pattern
+        start = self.pos
+        while self.pos < len(p) and p[self.pos] == "*":
+            self.pos += 1
+        if self.pos - start < 2:
+            return ".*"
+        component_start = start == 0 or p[start - 1] == "/"
+        if component_start and self.pos < len(p) and p[self.pos] == "/":
+            self.pos += 1  # `**/`: zero or more leading directories
+            return "(?:.*/)?"
+        return ".*"
+
+    def _char_class(self) -> str:
+        p = self.pattern
+        i = self.pos + 1
+        negate = i < len(p) and p[i] == "!"
+        if negate:
+            i += 1
+        items: list[str] = []
+        first = True
+        while True:
+            if i >= len(p):
+                raise _GlobSyntaxError  # `[` never closed
+            ch = p[i]
+            if ch == "]" and not first:
+                i += 1
+                break
+            first = False
+            if i + 2 < len(p) and p[i + 1] == "-" and p[i + 2] != "]":
+                low, high = ch, p[i + 2]
+                if low > high:
+                    raise _GlobSyntaxError  # reversed range
+                items.append(f"{_class_char(low)}-{_class_char(high)}")
+                i += 3
+            else:
+                items.append(_class_char(ch))
+                i += 1
+        self.pos = i
+        return "[" + ("^" if negate else "") + "".join(items) + "]"
+
+    def _alternatives(self) -> str:
+        self.pos += 1  # `{`
+        options: list[str] = []
+        while True:
+            options.append(self._sequence(in_braces=True))
+            closer = self.pattern[self.pos]  # _sequence stopped at `,` or `}`
+            self.pos += 1
+            if closer == "}":
+                return "(?:" + "|".join(options) + ")"
+
+
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    """Compile one glob (without its `!`) to a whole-path regular expression.
+
+    Raises:
+        UsageError: the pattern is empty, or has an unclosed `[` or `{`, or a reversed range.
+    """
+    try:
+        if not pattern:
+            raise _GlobSyntaxError
+        return re.compile("(?s:" + _GlobParser(pattern).parse() + ")")
+    except (_GlobSyntaxError, re.error):
+        raise UsageError(f'invalid path_glob pattern: "{pattern}"', _GLOB_HINT) from None
+
+
+def validate_path_globs(globs: Sequence[str]) -> None:
+    """Check the `--path-glob` limits: at most 64 patterns, each at most 1024 UTF-8 bytes."""
+    if len(globs) > MAX_GLOBS:
+        raise UsageError(
+            f"--path-glob: at most {MAX_GLOBS} patterns are allowed (got {len(globs)})"
+        )
+    for glob in globs:
+        if len(glob.encode("utf-8", errors="surrogatepass")) > MAX_GLOB_BYTES:
+            raise UsageError(
+                f"--path-glob: a pattern is longer than {MAX_GLOB_BYTES} bytes: "
+                f'"{glob[:40]}…"'
+            )
+
+
+def split_tags(values: Sequence[str], *, flag: str = "--tag-any/--tag-all") -> tuple[str, ...]:
+    """Split repeatable comma-separated tag values; items are stripped and empties dropped.
+
+    Raises:
+        UsageError: naming `flag`, for more than 64 items or an item over 1 KiB (UTF-8).
+    """
+    tags = tuple(
+        item for value in values for item in (part.strip() for part in value.split(",")) if item
+    )
+    if len(tags) > MAX_TAGS:
+        raise UsageError(f"{flag}: at most {MAX_TAGS} tags are allowed (got {len(tags)})")
+    for tag in tags:
+        if len(tag.encode("utf-8", errors="surrogatepass")) > MAX_TAG_BYTES:
+            raise UsageError(
+                f'{flag}: a tag is longer than {MAX_TAG_BYTES} bytes (1 KiB): "{tag[:40]}…"'
+            )
+    return tags
+
+
+@dataclass(frozen=True, slots=True)
+class RowFilter:
+    """A compiled `FilterSpec`: `passes` checks one row, `active` says whether any filter bites."""
+
+    quality_threshold: float
+    category: str | None
+    topic: str | None
+    include: tuple[re.Pattern[str], ...]
+    exclude: tuple[re.Pattern[str], ...]
+    tags_any: tuple[str, ...]
+    tags_all: tuple[str, ...]
+    date_from: str | None
+    date_to: str | None
+
+    @property
+    def active(self) -> bool:
+        """True when any filter can drop a row (the legs then over-fetch ×10)."""
+        return (
+            self.quality_threshold > 0
+            or self.category is not None
+            or self.topic is not None
+            or bool(self.include or self.exclude or self.tags_any or self.tags_all)
+            or self.date_from is not None
+            or self.date_to is not None
+        )
+
+    def passes(
+        self,
+        *,
+        quality: float,
+        category: str | None,
+        topic: str | None,
+        path: str,
+        tags: Sequence[str],
+        date: str | None,
+    ) -> bool:
+        """Whether one row passes every filter (AND), checked in the §10 order."""
+        if self.quality_threshold > 0 and quality < self.quality_threshold:
+            return False
+        if self.category is not None and category != self.category:
+            return False
+        if self.topic is not None and topic != self.topic:
+            return False
+        if self.include and not any(p.fullmatch(path) for p in self.include):
+            return False
+        if any(p.fullmatch(path) for p in self.exclude):
+            return False
+        if self.tags_any and not any(tag in tags for tag in self.tags_any):
+            return False
+        if self.tags_all and not all(tag in tags for tag in self.tags_all):
+            return False
+        if self.date_from is not None or self.date_to is not None:
+            if date is None:
+                return False
+            if self.date_from is not None and date < self.date_from:
+                return False
+            if self.date_to is not None and date > self.date_to:
+                return False
+        return True
+
+
+def compile_filters(spec: FilterSpec) -> RowFilter:
+    """Validate and compile `spec`; `!`-prefixed globs form the exclude set.
+
+    Raises:
+        UsageError: too many or too long globs, or a malformed glob.
+    """
+    validate_path_globs(spec.path_globs)
+    include: list[re.Pattern[str]] = []
+    exclude: list[re.Pattern[str]] = []
+    for glob in spec.path_globs:
+        try:
+            if glob.startswith("!"):
+                exclude.append(glob_to_regex(glob[1:]))
+            else:
+                include.append(glob_to_regex(glob))
+        except UsageError as exc:
+            raise UsageError(f'invalid path_glob pattern: "{glob}"', exc.hint) from None
+    return RowFilter(
+        quality_threshold=spec.quality_threshold,
+        category=spec.category,
+        topic=spec.topic,
+        include=tuple(include),
+        exclude=tuple(exclude),
+        tags_any=spec.tags_any,
+        tags_all=spec.tags_all,
+        date_from=spec.date_from,
+        date_to=spec.date_to,
+    )
+
+
+def filter_applied(
+    spec: FilterSpec, *, explicit_min_confidence_ratio: float | None
+) -> dict[str, object]:
+    """The `filter_applied` object: only filters given with effect, in the §10 key order.
+
+    Quality and retrieval settings are never echoed; `min_confidence_ratio` only when it was
+    given on the command line.
+    """
+    applied: dict[str, object] = {}
+    if spec.category is not None:
+        applied["category"] = spec.category
+    if spec.topic is not None:
+        applied["topic"] = spec.topic
+    if spec.path_globs:
+        applied["path_globs"] = list(spec.path_globs)
+    if spec.tags_any:
+        applied["tags_any"] = list(spec.tags_any)
+    if spec.tags_all:
+        applied["tags_all"] = list(spec.tags_all)
+    if spec.date_from is not None:
+        applied["date_from"] = spec.date_from
+    if spec.date_to is not None:
+        applied["date_to"] = spec.date_to
+    if explicit_min_confidence_ratio is not None:
+        applied["min_confidence_ratio"] = explicit_min_confidence_ratio
+    return applied
