@@ -89,7 +89,7 @@ def read_regular_file(path: Path, max_bytes: int) -> bytes:
         _check_stat(opened, max_bytes)
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise RefusedFile(f"it is larger than {_size_text(max_bytes)}")
+        raise RefusedFile(f"it is larger than {size_text(max_bytes)}")
     return data
 
 
@@ -101,10 +101,11 @@ def _check_stat(info: os.stat_result, max_bytes: int) -> None:
     if info.st_nlink > 1:
         raise RefusedFile(f"it is a hard link ({info.st_nlink} names for the same file)")
     if info.st_size > max_bytes:
-        raise RefusedFile(f"it is larger than {_size_text(max_bytes)}")
+        raise RefusedFile(f"it is larger than {size_text(max_bytes)}")
 
 
-def _size_text(n: int) -> str:
+def size_text(n: int) -> str:
+    """A byte count for messages: `64 MiB` for whole MiB, else `{n} bytes`."""
     if n % (1024 * 1024) == 0:
         return f"{n // (1024 * 1024)} MiB"
     return f"{n} bytes"

@@ -1,0 +1,328 @@
+"""Eval run history in `<kb>/.groove-eval-history.json`, and the comparisons made against it.
+
+Reading refuses files that are not plain files of ours (links, devices, huge files) and asks the
+user to pass `--no-history`; content that does not parse is set aside as `.bak` so a damaged file
+never blocks `eval`. Writes go through a temporary file and a rename, so a crash leaves either
+the old or the new history, never half of one (eval.md §7, §8).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from groove_cli import messages
+from groove_cli.errors import GrooveError
+from groove_cli.evaluate.golden import RefusedFile, read_regular_file, size_text
+
+HISTORY_NAME = ".groove-eval-history.json"
+MAX_HISTORY_BYTES = 64 * 1024 * 1024
+"""Larger history files are refused on read and trimmed (oldest runs first) on write."""
+
+GOLDEN_CHANGED = "⚠️ golden changed since last run, diff disabled"
+CONFIG_CHANGED = "⚠️ config or metric version changed since last run, diff disabled"
+NO_COMPARED_NOTE = "no compatible previous run; nothing to compare against"
+
+_HINT = "pass --no-history to run eval without reading or writing the history"
+_RUN_MEMBERS: tuple[tuple[str, type], ...] = (
+    ("timestamp", str),
+    ("fingerprint", dict),
+    ("corpus", dict),
+    ("per_query", list),
+    ("aggregate", dict),
+)
+
+Run = dict[str, Any]
+
+
+def history_path(kb: Path) -> Path:
+    """The history file of a KB (not configurable)."""
+    return kb / HISTORY_NAME
+
+
+def load_history(kb: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> list[Run]:
+    """The stored runs, newest first; [] when there is no history yet.
+
+    Raises:
+        GrooveError: the file is a symlink, hard link, not a regular file, over the size cap,
+            or cannot be read; the hint suggests `--no-history`.
+    """
+    path = history_path(kb)
+    try:
+        raw = read_regular_file(path, max_bytes)
+    except FileNotFoundError:
+        return []
+    except RefusedFile as refused:
+        raise GrooveError(f"refusing to read eval history {path}: {refused}", hint=_HINT) from None
+    except OSError as exc:
+        raise GrooveError(
+            f"cannot read eval history {path}: {exc.strerror or exc}", hint=_HINT
+        ) from None
+    try:
+        return _parse_runs(raw)
+    except ValueError as exc:
+        backup = path.with_name(HISTORY_NAME + ".bak")
+        try:
+            os.replace(path, backup)
+        except OSError as move_error:
+            raise GrooveError(
+                f"eval history {path} cannot be parsed ({exc}) and cannot be moved aside: "
+                f"{move_error.strerror or move_error}",
+                hint=_HINT,
+            ) from None
+        messages.warning(
+            f"eval history {path} cannot be parsed ({exc}); kept it as {backup} and starting "
+            "a new history"
+        )
+        return []
+
+
+def _parse_runs(raw: bytes) -> list[Run]:
+    """Decode `{"runs": [EvalRun, …]}`; ValueError (with a short reason) when it is not that."""
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not valid UTF-8: {exc.reason}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("runs"), list):
+        raise ValueError('expected an object with a "runs" list')
+    runs: list[Run] = document["runs"]
+    for i, run in enumerate(runs):
+        if not isinstance(run, dict):
+            raise ValueError(f"runs[{i}] is not an object")
+        for name, kind in _RUN_MEMBERS:
+            if not isinstance(run.get(name), kind):
+                raise ValueError(f"runs[{i}].{name} is missing or of the wrong type")
+    return runs
+
+
+def _serialise(runs: Sequence[Run]) -> bytes:
+    return (json.dumps({"runs": list(runs)}, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def save_history(
+    kb: Path,
+    runs: Sequence[Run],
+    run: Run,
+    history_size: int,
+    *,
+    max_bytes: int = MAX_HISTORY_BYTES,
+) -> list[Run]:
+    """Insert `run` at the front, keep `history_size` runs and write the file atomically.
+
+    When the result would exceed `max_bytes`, the oldest runs are dropped (the largest prefix
+    that fits is kept) with a warning.
+
+    Returns:
+        The runs written, newest first.
+
+    Raises:
+        GrooveError: the new run alone is over the cap, or the file cannot be written.
+    """
+    kept: list[Run] = [run, *runs][: max(1, history_size)]
+    data = _serialise(kept)
+    if len(data) > max_bytes:
+        single = _serialise(kept[:1])
+        if len(single) > max_bytes:
+            raise GrooveError(
+                f"this eval run alone takes {len(single)} bytes, over the {size_text(max_bytes)} "
+                "history cap; the history was not written",
+                hint="use a smaller --limit or pass --no-history",
+            )
+        fits, too_big = 1, len(kept)
+        while too_big - fits > 1:
+            middle = (fits + too_big) // 2
+            if len(_serialise(kept[:middle])) <= max_bytes:
+                fits = middle
+            else:
+                too_big = middle
+        messages.warning(
+            f"eval history would exceed {size_text(max_bytes)}; dropped the {len(kept) - fits} "
+            "oldest run(s)"
+        )
+        kept = kept[:fits]
+        data = _serialise(kept)
+    _write_atomic(history_path(kb), data)
+    return kept
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `{path}.tmp`, flush it to disk, then rename it over `path`."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(tmp, flags, 0o666)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise GrooveError(
+            f"cannot write eval history {path}: {exc.strerror or exc}", hint=_HINT
+        ) from None
+
+
+def _as_json(value: object) -> object:
+    """The JSON value of `value` (tuples become lists), so fingerprints compare as JSON does."""
+    return json.loads(json.dumps(value))
+
+
+def find_compared(runs: Sequence[Run], fingerprint: Mapping[str, object]) -> Run | None:
+    """The newest stored run whose fingerprint equals `fingerprint`, or None."""
+    wanted = _as_json(fingerprint)
+    for run in runs:
+        if _as_json(run.get("fingerprint")) == wanted:
+            return run
+    return None
+
+
+def incompatibility_header(runs: Sequence[Run], fingerprint: Mapping[str, object]) -> str | None:
+    """Why no stored run is comparable, judged against the newest run; None if not applicable.
+
+    None when there is no history or a compatible run exists. Otherwise the golden-changed
+    header when the newest run's golden hash differs, else the config-changed header.
+    """
+    if not runs or find_compared(runs, fingerprint) is not None:
+        return None
+    newest = runs[0].get("fingerprint")
+    if not isinstance(newest, dict) or newest.get("golden_hash") != fingerprint.get("golden_hash"):
+        return GOLDEN_CHANGED
+    return CONFIG_CHANGED
+
+
+def _number(value: object) -> float | None:
+    """A finite float, or None for anything else (missing, null, NaN, infinite)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _by_k(block: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    values = block.get(name)
+    return values if isinstance(values, dict) else {}
+
+
+def diff_aggregates(prev: Mapping[str, Any], now: Mapping[str, Any]) -> dict[str, Any]:
+    """Δ = now − previous for every recall@k, nDCG@k and MRR (a k missing before counts as 0.0).
+
+    Returns:
+        `{"recall_at_k": {k: Δ}, "ndcg_at_k": {k: Δ}, "mrr": Δ}` with the current run's k keys.
+    """
+    result: dict[str, Any] = {}
+    for name in ("recall_at_k", "ndcg_at_k"):
+        before = _by_k(prev, name)
+        result[name] = {
+            k: float(value) - float(before.get(k, 0.0)) for k, value in _by_k(now, name).items()
+        }
+    result["mrr"] = float(now["mrr"]) - float(prev["mrr"])
+    return result
+
+
+def aggregate_regressed(prev: Mapping[str, Any], now: Mapping[str, Any], threshold: float) -> bool:
+    """True when any recall@k, MRR or nDCG@k fell by strictly more than `threshold`.
+
+    The k values are those of the current run; a k missing from the previous run counts as 0.0.
+    Non-finite values are skipped.
+    """
+    pairs: list[tuple[object, object]] = [(prev.get("mrr"), now.get("mrr"))]
+    for name in ("recall_at_k", "ndcg_at_k"):
+        before = _by_k(prev, name)
+        pairs.extend((before.get(k, 0.0), value) for k, value in _by_k(now, name).items())
+    for before_value, now_value in pairs:
+        p, n = _number(before_value), _number(now_value)
+        if p is not None and n is not None and p - n > threshold:
+            return True
+    return False
+
+
+def _query_metrics(entry: Mapping[str, Any], k_max: int) -> list[tuple[str, object]]:
+    metrics = entry.get("metrics")
+    if not isinstance(metrics, dict):
+        return []
+    key = str(k_max)
+    return [
+        (f"recall@{k_max}", _by_k(metrics, "recall_at_k").get(key, 0.0)),
+        ("reciprocal_rank", metrics.get("reciprocal_rank", 0.0)),
+        (f"ndcg@{k_max}", _by_k(metrics, "ndcg_at_k").get(key, 0.0)),
+    ]
+
+
+def query_regressions(
+    prev_run: Mapping[str, Any], now_run: Mapping[str, Any], k_max: int, threshold: float
+) -> list[dict[str, Any]]:
+    """Queries (matched by id) whose recall@k_max, RR or nDCG@k_max fell by more than `threshold`.
+
+    Returns:
+        `[{"id", "metrics": {name: [previous, now]}}]` in the current run's query order, listing
+        only the metrics that fell; names are `recall@{k}`, `reciprocal_rank`, `ndcg@{k}`.
+    """
+    previous = {
+        entry.get("id"): entry for entry in prev_run.get("per_query", []) if isinstance(entry, dict)
+    }
+    regressions: list[dict[str, Any]] = []
+    for entry in now_run.get("per_query", []):
+        before = previous.get(entry.get("id"))
+        if before is None:
+            continue
+        old = dict(_query_metrics(before, k_max))
+        fell: dict[str, list[float]] = {}
+        for name, value in _query_metrics(entry, k_max):
+            p, n = _number(old.get(name, 0.0)), _number(value)
+            if p is not None and n is not None and p - n > threshold:
+                fell[name] = [p, n]
+        if fell:
+            regressions.append({"id": entry["id"], "metrics": fell})
+    return regressions
+
+
+def is_miss(entry: Mapping[str, Any], k_max: int) -> bool:
+    """A miss: the query has no expected entries, or recall@k_max is 0."""
+    if not entry.get("expected"):
+        return True
+    recall = dict(_query_metrics(entry, k_max)).get(f"recall@{k_max}", 0.0)
+    return _number(recall) == 0.0
+
+
+def corpus_changed(prev_corpus: Mapping[str, Any], now_corpus: Mapping[str, Any]) -> bool:
+    """Whether the document count, chunk count or digest differ."""
+    members = ("documents", "chunks", "digest")
+    return any(prev_corpus.get(m) != now_corpus.get(m) for m in members)
+
+
+def corpus_change_text(
+    prev_corpus: Mapping[str, Any], now_corpus: Mapping[str, Any]
+) -> str | None:
+    """`{p} -> {n} documents, {p} -> {n} chunks`, or `same counts, different contents`; None if equal."""
+    if not corpus_changed(prev_corpus, now_corpus):
+        return None
+    before = (prev_corpus.get("documents"), prev_corpus.get("chunks"))
+    after = (now_corpus.get("documents"), now_corpus.get("chunks"))
+    if before == after:
+        return "same counts, different contents"
+    return f"{before[0]} -> {after[0]} documents, {before[1]} -> {after[1]} chunks"
+
+
+def regression_error_text(threshold: float, corpus_note: str | None) -> str:
+    """The --fail-on-regression error; `corpus_note` is `corpus_change_text(...)` (None: unchanged)."""
+    note = ""
+    if corpus_note is not None:
+        note = (
+            f" The indexed corpus also changed since the compared run ({corpus_note}), which "
+            "shifts rankings on its own."
+        )
+    return (
+        f"retrieval-quality regression detected (delta > {threshold:.3f} on at least one of "
+        f"recall@k / MRR / nDCG@k).{note} Exiting with code 1 because --fail-on-regression was set."
+    )
