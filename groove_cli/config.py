@@ -511,3 +511,38 @@ def models_dir(settings: Settings) -> Path:
     """The model cache folder: config `models_dir`, else `<user cache>/groove/models`."""
     configured = settings.path("models_dir")
     return configured if configured is not None else user_cache_dir() / "groove" / "models"
+
+
+def kb_path(settings: Settings, *, required: bool = True) -> Path | None:
+    """`--kb-path` > config kb_path; missing is a usage error when the command needs it."""
+    value = settings.path("kb_path")
+    if value is None:
+        if required:
+            raise UsageError(
+                "--kb-path is required (pass it on the command line or set kb_path in groove.toml)"
+            )
+        return None
+    path = Path(os.path.expanduser(str(value)))
+    if not path.is_dir():
+        raise UsageError(f"--kb-path {value} is not an existing directory")
+    return path
+
+
+def db_path(settings: Settings, flag: Path | None, kb: Path | None) -> Path:
+    """`--db` > config db_path > `<kb>/.groove.db`."""
+    if flag is not None:
+        return Path(os.path.expanduser(str(flag))).absolute()
+    configured = settings.path("db_path")
+    if configured is not None:
+        return configured
+    if kb is None:
+        raise UsageError(
+            "--kb-path is required (pass it on the command line or set kb_path in groove.toml)"
+        )
+    return kb / ".groove.db"
+
+
+def offline_mode() -> bool:
+    """GROOVE_OFFLINE=1 or HF_HUB_OFFLINE=1 forbid model downloads (config.md §6)."""
+    return any(os.environ.get(name, "").strip() not in ("", "0") for name in
+               ("GROOVE_OFFLINE", "HF_HUB_OFFLINE"))

@@ -8,6 +8,7 @@ import sys
 from typing import Any, TextIO
 
 from groove_cli.config import SCHEMA, Settings
+from groove_cli.status import DoctorReport, StatusReport
 
 
 def use_color(stream: TextIO, no_color: bool = False) -> bool:
@@ -52,3 +53,71 @@ def print_config(settings: Settings, fmt: str) -> None:
     for spec in SCHEMA:
         value = _toml_value(settings[spec.key])
         print_line(f"{spec.key:<{width}} = {value}  ({settings.source(spec.key)})")
+
+
+def print_status(report: StatusReport, fmt: str) -> None:
+    """cli.md §8: text lines or the JSON object."""
+    quality = None
+    if report.quality_threshold > 0:
+        quality = {"threshold": report.quality_threshold, "passing": report.quality_passing,
+                   "below": report.quality_below}
+    pending = None
+    if report.pending is not None:
+        pending = {"new": report.pending.new, "changed": report.pending.changed,
+                   "deleted": report.pending.deleted}
+    if fmt == "json":
+        print_json({
+            "index": report.index,
+            "kb_path": report.kb_path,
+            "schema_version": report.schema_version,
+            "documents": report.documents,
+            "chunks": report.chunks,
+            "model": {"name": report.model_name, "dim": report.model_dim,
+                      "max_length": report.model_max_length},
+            "context_mode": report.context_mode,
+            "last_indexed": report.last_indexed,
+            "pending": pending,
+            "quality_filter": quality,
+        })
+        return
+    print_line(f"Index: {report.index}")
+    print_line(f"KB: {report.kb_path or '-'}")
+    print_line(f"Schema version: {report.schema_version}")
+    print_line(f"Documents: {report.documents}")
+    print_line(f"Chunks: {report.chunks}")
+    print_line(f"Model: {report.model_name or '-'} ({report.model_dim} dim, "
+               f"max_length {report.model_max_length})")
+    print_line(f"Context mode: {report.context_mode}")
+    print_line(f"Last indexed: {report.last_indexed or 'never'}")
+    if report.pending is not None:
+        p = report.pending
+        print_line(f"Pending: {p.new} new / {p.changed} changed / {p.deleted} deleted")
+    if quality is not None:
+        print_line(f"Quality filter (threshold={report.quality_threshold}): "
+                   f"{report.quality_passing} passing, {report.quality_below} below threshold")
+
+
+def print_doctor(report: DoctorReport, fmt: str) -> None:
+    """cli.md §9: the doctor report."""
+    if fmt == "json":
+        print_json({
+            "documents": report.documents,
+            "chunks": report.chunks,
+            "findings": [
+                {"check": f.check, "severity": f.severity, "summary": f.summary, "count": f.count,
+                 "samples": list(f.samples), "remedy": f.remedy}
+                for f in report.findings
+            ],
+        })
+        return
+    print_line(f"groove doctor — {report.documents} document(s), {report.chunks} chunk(s)")
+    if not report.findings:
+        print_line("No issues found.")
+        return
+    for f in report.findings:
+        print_line(f"[{f.severity}] {f.check}: {f.summary}")
+        for sample in f.samples:
+            print_line(f"    {sample}")
+        if f.count > len(f.samples) and f.samples:
+            print_line(f"    ... and {f.count - len(f.samples)} more")
+        print_line(f"  fix: {f.remedy}")

@@ -1,0 +1,574 @@
+"""`groove index`: scan → diff by hash → chunk → embed what changed → per-file transactions.
+
+index.md §6. Every file's rows are written in one transaction, so an interrupted run leaves each
+document with either its old or its new rows. The embedding model is loaded only when some chunk
+needs embedding: a re-run over an unchanged knowledge base never loads it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from groove_cli import __version__, messages
+from groove_cli.chunk import ChunkDraft, ParsedDocument, chunker_fingerprint, parse_document
+from groove_cli.errors import GrooveError, IndexMismatch
+from groove_cli.models import ResolvedModel, peek_model, resolve_model
+from groove_cli.scan import (
+    SourceBytes,
+    SourceDecodeError,
+    SourceFile,
+    collect_files,
+    decode_source,
+    read_source,
+)
+from groove_cli.store import Store, utc_now
+from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
+from groove_cli.vectors import refresh_snapshot
+
+if TYPE_CHECKING:
+    from groove_cli.models import Embedder
+
+# Files are embedded together until their chunks fill this many model batches, so batches stay
+# full even when notes are short; each file is still written in its own transaction.
+EMBED_GROUP_BATCHES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class IndexOptions:
+    """Everything `index` needs, resolved by the CLI from flags and groove.toml."""
+
+    kb: Path
+    db: Path
+    model: str | None
+    """The model from --model or config; None means the index's recorded model, else default."""
+    model_from_flag: bool
+    max_length: int | None
+    models_dir: Path
+    force: bool = False
+    exclude_dirs: tuple[str, ...] = ()
+    exclude_headings: tuple[str, ...] = ()
+    parsers: tuple[str, ...] = ("md",)
+    contextual: bool = False
+    verbose: bool = False
+    quiet: bool = False
+    offline: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    """Counts of one run (cli.md §4 `Done` line)."""
+
+    documents: int
+    chunks: int
+    updated: int
+    renamed: int
+    deleted: int
+    skipped: int
+    elapsed_ms: int
+    processed: int
+    total: int
+    interrupted: bool
+
+
+class ProgressSink(Protocol):
+    """Where the indexer reports per-file progress (the CLI draws a bar or plain lines)."""
+
+    def start(self, total: int) -> None: ...
+
+    def advance(self, done: int, chunks: int) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+class _NoProgress:
+    def start(self, total: int) -> None:
+        pass
+
+    def advance(self, done: int, chunks: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+@contextmanager
+def indexer_lock(db: Path) -> Iterator[None]:
+    """Exclusive lock on `{db}.lock`: one indexer per index; searches are never blocked."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = db.with_name(db.name + ".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise GrooveError(f"another groove index is running on {db}") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def model_mismatch_text(db_model: str, db_dim: int, model: str, dim: int) -> str:
+    return (
+        "embedding model mismatch.\n"
+        f"  DB was indexed with: {db_model} ({db_dim} dim)\n"
+        f"  Current runtime:     {model} ({dim} dim)\n\n"
+        f"Run `groove index --kb-path <path> --force --model {model}` to rebuild the index, "
+        "or switch back to the previous model."
+    )
+
+
+def max_length_mismatch_text(recorded: int, runtime: int) -> str:
+    return (
+        "embedding max_length mismatch.\n"
+        f"  DB was indexed with max_length {recorded}; current runtime uses {runtime}.\n\n"
+        "Run `groove index --kb-path <path> --force` to rebuild the index, "
+        f"or set max_length back to {recorded}."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeModel:
+    """The embedding model a command runs with, known without loading it."""
+
+    name: str
+    dim: int
+    max_length: int
+    sha256: str | None
+    query_prefix: str
+
+
+def runtime_model(meta: dict[str, str], model: str | None, max_length: int | None,
+                  models_dir: Path, *, force: bool = False) -> RuntimeModel:
+    """Resolve name, dim and max_length per cli.md §1 and check them against the index (§5).
+
+    Raises IndexMismatch before anything is loaded or downloaded.
+    """
+    recorded = meta.get("embedding_model")
+    name = model or recorded or "multilingual-e5-small"
+    identity = peek_model(name, models_dir)
+    if max_length is not None:
+        effective = max_length
+    elif recorded == identity.name and "embedding_max_length" in meta and not force:
+        effective = int(meta["embedding_max_length"])
+    else:
+        effective = identity.max_length
+    if max_length is not None and max_length > identity.max_length:
+        raise GrooveError(
+            f"max_length = {max_length} is out of range [16, {identity.max_length}] for "
+            f"{identity.name}"
+        )
+    dim = identity.dim
+    if dim is None:  # a local directory whose output shape does not fix the dimension
+        dim = resolve_model(name, models_dir).settings.dim or 0
+    runtime = RuntimeModel(identity.name, dim, effective, identity.sha256, identity.query_prefix)
+    if recorded and not force:
+        check_identity(meta, runtime)
+    return runtime
+
+
+def check_identity(meta: dict[str, str], runtime: RuntimeModel) -> None:
+    """Model name/dim and max_length must match what the index recorded (index.md §5)."""
+    db_model = meta["embedding_model"]
+    db_dim = int(meta.get("embedding_dim", "0"))
+    if db_model != runtime.name or db_dim != runtime.dim:
+        raise IndexMismatch(model_mismatch_text(db_model, db_dim, runtime.name, runtime.dim))
+    recorded_len = int(meta.get("embedding_max_length", runtime.max_length))
+    if recorded_len != runtime.max_length:
+        raise IndexMismatch(max_length_mismatch_text(recorded_len, runtime.max_length))
+
+
+def warn_digest(meta: dict[str, str], name: str, sha256: str | None) -> None:
+    recorded = meta.get("embedding_model_sha256")
+    if recorded and sha256 and recorded != sha256:
+        messages.warning(
+            f"the model files for {name} differ from those this index was built with; rankings "
+            "may shift slightly. Run `groove index --force` to rebuild."
+        )
+
+
+def kb_mismatch_text(db: Path, recorded: str, kb: Path) -> str:
+    return (
+        f"the index at {db} was built from {recorded}, not {kb}.\n"
+        f"  If the knowledge base moved, run `groove index --kb-path {kb} --force` to rebuild the "
+        "index for\n  the new location. Otherwise pass the --db of this knowledge base's own index."
+    )
+
+
+def embedding_input(chunk: ChunkDraft, static: bool) -> str:
+    """The text embedded for a chunk (index.md §4), before the model's passage prefix."""
+    if static and chunk.context and chunk.context.strip():
+        return f"{chunk.context}\n\n{chunk.content}"
+    if not chunk.content and chunk.heading:
+        return chunk.heading
+    return chunk.content
+
+
+def _same_chunks(stored: Sequence[ChunkRow], parsed: Sequence[ChunkDraft], static: bool) -> bool:
+    if len(stored) != len(parsed):
+        return False
+    for old, new in zip(stored, parsed, strict=True):
+        if (old.heading, old.level, old.ancestry, old.content) != (
+            new.heading, new.level, new.ancestry, new.content):
+            return False
+        if static and old.context_text != new.context:
+            return False
+    return True
+
+
+@dataclass
+class _Pending:
+    """A parsed file waiting for its embeddings."""
+
+    file: SourceBytes
+    parsed: ParsedDocument
+    existing: StoredDocument | None
+    inputs: list[str]
+    vectors: npt.NDArray[np.float32] | None = None
+    token_counts: list[int] = field(default_factory=list)
+
+
+class Indexer:
+    """One `groove index` run."""
+
+    def __init__(self, options: IndexOptions, progress: ProgressSink | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> None:
+        self.opt = options
+        self.progress = progress or _NoProgress()
+        self.should_stop = should_stop or (lambda: False)
+        self.embedder: Embedder | None = None
+        self.model: ResolvedModel | None = None
+        self.runtime: RuntimeModel | None = None
+        self.updated = self.renamed = self.deleted = self.skipped = 0
+        self.truncated = 0
+        self.done = 0
+        self.total = 0
+        self.interrupted = False
+
+    # ------------------------------------------------------------------ helpers
+
+    def _line(self, text: str) -> None:
+        if not self.opt.quiet:
+            messages.progress(text)
+
+    def _verbose(self, text: str) -> None:
+        if self.opt.verbose:
+            messages.progress(text)
+
+    def _load_embedder(self) -> Embedder:
+        if self.embedder is None:
+            from groove_cli.models import Embedder
+
+            assert self.runtime is not None
+            model = self._resolved()
+            self._line(f"Loading embedding model: {self.runtime.name} ({self.runtime.dim} dim)...")
+            self.embedder = Embedder.load(model, max_length=self.runtime.max_length)
+        return self.embedder
+
+    def _resolved(self) -> ResolvedModel:
+        if self.model is None:
+            assert self.runtime is not None
+            self.model = resolve_model(self.runtime.name, self.opt.models_dir, offline=self.opt.offline)
+        return self.model
+
+    # ------------------------------------------------------------------ run
+
+    def run(self) -> IndexReport:
+        started = time.monotonic()
+        opt = self.opt
+        with indexer_lock(opt.db):
+            store = Store.open_for_index(opt.db)
+            try:
+                self._run(store)
+            finally:
+                documents, chunks = store.document_count(), store.chunk_count()
+                store.close()
+        elapsed = int((time.monotonic() - started) * 1000)
+        return IndexReport(documents, chunks, self.updated, self.renamed, self.deleted,
+                           self.skipped, elapsed, self.done, self.total, self.interrupted)
+
+    def _run(self, store: Store) -> None:
+        opt = self.opt
+        kb_abs = str(opt.kb.resolve())
+        meta = store.meta()
+        recorded_kb = meta.get("kb_path")
+        if recorded_kb and recorded_kb != kb_abs and not opt.force:
+            raise GrooveError(kb_mismatch_text(opt.db, recorded_kb, Path(kb_abs)))
+        self.runtime = runtime_model(meta, opt.model, opt.max_length, opt.models_dir,
+                                     force=opt.force)
+        fresh = opt.force or "embedding_model" not in meta
+        if fresh:
+            model = self._resolved()
+            self.runtime = RuntimeModel(model.name, self.runtime.dim, self.runtime.max_length,
+                                        model.sha256, self.runtime.query_prefix)
+        else:
+            warn_digest(meta, self.runtime.name, self.runtime.sha256)
+            declared = store.vec_dim()
+            if declared is not None and declared != self.runtime.dim:
+                raise IndexMismatch(
+                    f"vec_chunks declared float[{declared}] but runtime dim is {self.runtime.dim}. "
+                    "Run index with --force to rebuild."
+                )
+        messages.progress(f"Indexing {opt.kb}...")
+        desired = "static" if opt.contextual else "off"
+        with store.transaction():
+            if fresh:
+                store.reset(self.runtime.dim)
+                store.set_meta({
+                    "embedding_model": self.runtime.name,
+                    "embedding_dim": str(self.runtime.dim),
+                    "embedding_max_length": str(self.runtime.max_length),
+                    "embedding_model_sha256": self.runtime.sha256 or "",
+                    "kb_path": kb_abs,
+                    "context_mode": desired,
+                    "groove_version": __version__,
+                })
+                mode = desired
+            else:
+                mode = self._context_mode(store, meta, desired)
+        static = mode == "static"
+        fingerprint = chunker_fingerprint(opt.exclude_headings)
+        rechunk = store.chunk_count() > 0 and meta.get("chunker_fingerprint") != fingerprint
+        if rechunk and not fresh:
+            self._line("chunking settings changed since the last run; every file is re-read")
+        with store.transaction():
+            backfilled = store.backfill_fts()
+        if backfilled:
+            self._line(f"Backfilled {backfilled} chunks into FTS index")
+
+        scan = collect_files(opt.kb, exclude_dirs=opt.exclude_dirs, extensions=opt.parsers)
+        for warning in scan.warnings:
+            messages.warning(warning)
+        if scan.ignore_patterns is not None:
+            plural = "pattern" if scan.ignore_patterns == 1 else "patterns"
+            self._line(f"Applying .grooveignore from {opt.kb} ({scan.ignore_patterns} {plural})")
+        extensions = ", ".join(opt.parsers)
+        messages.progress(f"Found {len(scan.files)} source files (extensions: {extensions})")
+        for rel, reason in scan.refused:
+            self._line(f"Skipping {rel}: {reason}")
+
+        self.total = len(scan.files)
+        self.progress.start(self.total)
+        try:
+            self._process(store, scan.files, static, fresh, rechunk)
+        finally:
+            self.progress.finish()
+        if self.truncated:
+            assert self.runtime is not None
+            self._line(f"{self.truncated} chunk(s) exceed max_length {self.runtime.max_length} "
+                       "tokens and were truncated for embedding")
+        if not self.interrupted:
+            with store.transaction():
+                store.set_meta({"chunker_fingerprint": fingerprint, "last_indexed": utc_now(),
+                                "groove_version": __version__})
+        refresh_snapshot(store, opt.db)
+
+    def _context_mode(self, store: Store, meta: dict[str, str], desired: str) -> str:
+        recorded = meta.get("context_mode", "off")
+        if recorded == desired:
+            return recorded
+        if store.chunk_count() == 0:
+            self._line(f"index is empty; adopting '{desired}' for empty index (was '{recorded}').")
+            store.set_meta({"context_mode": desired})
+            return desired
+        messages.warning(
+            f"[contextual] config expects '{desired}' mode but this index was built with "
+            f"'{recorded}'. Run `groove index --force` to migrate; continuing in '{recorded}' mode."
+        )
+        return recorded
+
+    def _process(self, store: Store, files: Sequence[SourceFile], static: bool, fresh: bool,
+                 rechunk: bool) -> None:
+        indexed = store.documents()
+        read: list[SourceBytes] = []
+        seen: set[str] = set()
+        kept: set[str] = set()
+        for file in files:
+            result = read_source(file)
+            if isinstance(result, SourceBytes):
+                read.append(result)
+                seen.add(file.rel)
+            elif result.keeps_rows:
+                kept.add(file.rel)
+                self.skipped += 1
+                self._line(f"Skipping {file.rel}: {result.reason}")
+            else:
+                self._line(f"Skipping {file.rel}: {result.reason}")
+        renamed_to = {} if fresh else self._renames(store, indexed, read, seen, kept)
+        indexed = store.documents()
+
+        pending: list[_Pending] = []
+        pending_chunks = 0
+        for source in read:
+            if self.should_stop():
+                self.interrupted = True
+                break
+            existing = indexed.get(source.rel)
+            force_rewrite = rechunk or (static and source.rel in renamed_to)
+            if (existing is not None and existing.content_hash == source.sha256 and not fresh
+                    and not force_rewrite):
+                self._advance(0)
+                continue
+            item = self._prepare(store, source, existing, static, fresh, force_rewrite)
+            if item is None:
+                continue
+            pending.append(item)
+            pending_chunks += len(item.inputs)
+            if pending_chunks >= self._group_size():
+                if not self._flush(store, pending, static):
+                    break
+                pending, pending_chunks = [], 0
+        if pending and not self.interrupted:
+            self._flush(store, pending, static)
+        if self.interrupted:
+            return
+        gone = [doc for path, doc in store.documents().items() if path not in seen and path not in kept]
+        if gone:
+            with store.transaction():
+                for doc in gone:
+                    store.delete_document(doc.id)
+            for doc in gone:
+                self.deleted += 1
+                self._verbose(f"  deleted: {doc.path}")
+
+    def _group_size(self) -> int:
+        batch = self.embedder.settings.batch_size if self.embedder is not None else 256
+        return max(1, batch * EMBED_GROUP_BATCHES)
+
+    def _advance(self, chunks: int) -> None:
+        self.done += 1
+        self.progress.advance(self.done, chunks)
+
+    def _renames(self, store: Store, indexed: dict[str, StoredDocument], read: Sequence[SourceBytes],
+                 seen: set[str], kept: set[str]) -> dict[str, str]:
+        """Pair vanished paths with new paths of identical content (index.md §6.1 step 7)."""
+        from groove_cli.chunk import category_topic
+
+        orphans = sorted(p for p in indexed if p not in seen and p not in kept)
+        new = sorted((s for s in read if s.rel not in indexed), key=lambda s: s.rel)
+        pairs: dict[str, str] = {}
+        used: set[str] = set()
+        for old in orphans:
+            for candidate in new:
+                if candidate.rel not in used and candidate.sha256 == indexed[old].content_hash:
+                    pairs[candidate.rel] = old
+                    used.add(candidate.rel)
+                    break
+        if not pairs:
+            return {}
+        with store.transaction():
+            for new_path, old in pairs.items():
+                source = next(s for s in read if s.rel == new_path)
+                category, path_topic = category_topic(new_path)
+                topic = path_topic
+                try:
+                    parsed = parse_document(decode_source(source.raw), new_path,
+                                            exclude_headings=self.opt.exclude_headings)
+                    topic = parsed.topic
+                except SourceDecodeError:
+                    pass
+                store.rename_document(indexed[old].id, new_path, category, topic)
+        for new_path, old in pairs.items():
+            self.renamed += 1
+            self._verbose(f"  renamed: {old} -> {new_path}")
+        return pairs
+
+    def _document_row(self, source: SourceBytes, parsed: ParsedDocument) -> DocumentRow:
+        return DocumentRow(source.rel, parsed.title, parsed.topic, parsed.category, parsed.depth,
+                           parsed.tags, parsed.date, source.sha256, source.size, utc_now())
+
+    def _prepare(self, store: Store, source: SourceBytes, existing: StoredDocument | None,
+                 static: bool, fresh: bool, rechunk: bool) -> _Pending | None:
+        """Parse one changed file; handle emptied files and the frontmatter-only fast path."""
+        try:
+            text = decode_source(source.raw)
+        except SourceDecodeError as exc:
+            self.skipped += 1
+            self._line(f"Skipping {source.rel}: {exc}")
+            self._advance(0)
+            return None
+        parsed = parse_document(text, source.rel, exclude_headings=self.opt.exclude_headings)
+        for warning in parsed.warnings:
+            messages.warning(warning)
+        if not parsed.chunks:
+            if existing is not None:
+                with store.transaction():
+                    store.delete_document(existing.id)
+                self.deleted += 1
+                self._verbose(f"  emptied: {source.rel}")
+            else:
+                self.skipped += 1
+                self._line(f"Skipping {source.rel}: no embeddable chunks")
+            self._advance(0)
+            return None
+        if existing is not None and not fresh:
+            stored = store.chunk_rows(existing.id)
+            if _same_chunks(stored, parsed.chunks, static):
+                scores = [c.quality_score for c in parsed.chunks] if rechunk else None
+                with store.transaction():
+                    store.update_document_row(existing.id, self._document_row(source, parsed), scores)
+                if existing.content_hash != source.sha256:
+                    self.updated += 1
+                    self._verbose(f"  indexed: {source.rel} ({len(parsed.chunks)} chunks)")
+                self._advance(len(parsed.chunks))
+                return None
+        inputs = [embedding_input(chunk, static) for chunk in parsed.chunks]
+        return _Pending(source, parsed, existing, inputs)
+
+    def _flush(self, store: Store, pending: list[_Pending], static: bool) -> bool:
+        """Embed every pending file's chunks together, then write each file on its own."""
+        embedder = self._load_embedder()
+        inputs = [text for item in pending for text in item.inputs]
+        contents = [chunk.content for item in pending for chunk in item.parsed.chunks]
+        vectors = embedder.embed_passages(inputs)
+        counts = embedder.count_tokens(contents)
+        lengths = embedder.input_lengths(inputs, "passage")
+        self.truncated += sum(1 for n in lengths if n > embedder.max_length)
+        offset = 0
+        for item in pending:
+            n = len(item.inputs)
+            item.vectors = vectors[offset : offset + n]
+            item.token_counts = counts[offset : offset + n]
+            offset += n
+        for item in pending:
+            if self.should_stop():
+                self.interrupted = True
+                return False
+            self._write(store, item, static)
+        return True
+
+    def _write(self, store: Store, item: _Pending, static: bool) -> None:
+        assert item.vectors is not None
+        vectors = item.vectors
+        norms = np.linalg.norm(vectors, axis=1)
+        if not np.all(np.isfinite(vectors)) or np.any(norms < 1e-6):
+            self.skipped += 1
+            self._line(f"Skipping {item.file.rel}: degenerate embedding")
+            self._advance(0)
+            return
+        rows = [
+            ChunkRow(c.chunk_index, c.heading, c.level, c.ancestry, c.content,
+                     c.context if static else None, tokens, c.quality_score)
+            for c, tokens in zip(item.parsed.chunks, item.token_counts, strict=True)
+        ]
+        with store.transaction():
+            store.write_document(self._document_row(item.file, item.parsed), rows, vectors,
+                                 item.existing.id if item.existing else None)
+        self.updated += 1
+        self._verbose(f"  indexed: {item.file.rel} ({len(rows)} chunks)")
+        self._advance(len(rows))
+
+
+def index_kb(options: IndexOptions, progress: ProgressSink | None = None,
+             should_stop: Callable[[], bool] | None = None) -> IndexReport:
+    """Run `groove index` once (the CLI's single core call)."""
+    return Indexer(options, progress, should_stop).run()

@@ -1,0 +1,350 @@
+"""The shared search pipeline (search.md §1): legs → weighted RRF → rerank → MMR → parent → spans.
+
+`search` is shared by `groove search` and `groove eval`. It takes an already-compiled query and
+an already-computed query vector, so callers can batch embeddings and reuse cached ones; every
+stage records its ranks and timings for `--explain`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from groove_cli import messages
+from groove_cli.retrieve.confidence import low_confidence
+from groove_cli.retrieve.expand import DocChunk, expand_hit, whole_doc_row_limit
+from groove_cli.retrieve.filters import FilterSpec, RowFilter, compile_filters
+from groove_cli.retrieve.fuse import Fused, apply_min_score, weighted_rrf
+from groove_cli.retrieve.mmr import mmr_select
+from groove_cli.retrieve.query import CompiledQuery
+from groove_cli.retrieve.spans import match_spans
+from groove_cli.store import Store
+from groove_cli.types import IndexedChunk
+
+MAX_LIMIT = 1000
+Knn = Callable[[npt.NDArray[np.float32], int], list[tuple[int, float]]]
+
+
+class Reranker(Protocol):
+    """A cross-encoder: one raw score per (query, document) pair."""
+
+    def score(self, query: str, documents: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SearchParams:
+    """Effective settings of one search (already resolved: flag > config > preset > default)."""
+
+    limit: int = 5
+    mode: str = "hybrid"
+    preset: str | None = None
+    dense_top_k: int | None = None
+    dense_top_k_from_preset: bool = False
+    sparse_top_k: int | None = None
+    sparse_top_k_from_preset: bool = False
+    vector_weight: float = 1.0
+    fts_weight: float = 1.0
+    min_score: float = 0.0
+    rrf_k: float = 60.0
+    bm25_weights: tuple[float, float, float] = (2.0, 1.0, 1.0)
+    rerank: bool = False
+    mmr: bool = False
+    mmr_lambda: float = 0.7
+    mmr_same_doc_penalty: float = 0.0
+    parent_retriever: bool = False
+    whole_doc_threshold_tokens: int = 100
+    max_expanded_tokens: int = 2000
+    min_confidence_ratio: float = 1.5
+    filters: FilterSpec = field(default_factory=FilterSpec)
+    spans: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class HitExplain:
+    """A hit's 1-based rank in every stage (None when the stage did not run or lacks it)."""
+
+    fts_rank: int | None
+    vec_rank: int | None
+    fused_rank: int | None
+    fused_raw: float | None
+    fused_score: float | None
+    rerank_rank: int | None
+    rerank_score: float | None
+    mmr_rank: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    chunk: IndexedChunk
+    score: float
+    content: str
+    match_spans: tuple[tuple[int, int], ...] | None
+    expanded_from: dict[str, object] | None
+    explain: HitExplain
+
+
+@dataclass(frozen=True, slots=True)
+class SearchTrace:
+    """What `--explain` prints on stderr."""
+
+    fts_expr: str | None
+    pool_vec: int
+    pool_fts: int
+    fused: int
+    dropped_by_min_score: int
+    timings_ms: dict[str, float | None]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    hits: tuple[SearchHit, ...]
+    low_confidence: bool
+    trace: SearchTrace
+
+
+def legs_to_run(query: CompiledQuery, params: SearchParams) -> tuple[bool, bool]:
+    """(vector leg runs, FTS leg runs) for a mode (search.md §5)."""
+    has_expr = query.match_expr is not None
+    if params.mode == "vector":
+        return True, False
+    if params.mode == "fts":
+        return False, has_expr
+    return params.vector_weight > 0, params.fts_weight > 0 and has_expr
+
+
+@dataclass(frozen=True, slots=True)
+class Pools:
+    vec: int
+    fts: int
+    fused: int | None
+    """How many fused candidates are kept; None = all (the MMR path)."""
+
+
+def pool_sizes(params: SearchParams) -> Pools:
+    """Per-leg candidate counts and the fused size per path (search.md §6)."""
+    limit = min(params.limit, MAX_LIMIT)
+    pool = max(limit * 5, 50)
+    if params.mmr:
+        leg, fused = pool, None
+    elif params.rerank:
+        leg, fused = max(pool * 5, 50), pool
+    else:
+        leg, fused = pool, limit
+    dense = params.dense_top_k
+    if dense is not None and params.dense_top_k_from_preset and params.rerank:
+        dense = None
+    sparse = params.sparse_top_k
+    if sparse is not None and params.sparse_top_k_from_preset and params.rerank:
+        sparse = None
+    return Pools(dense if dense is not None else leg, sparse if sparse is not None else leg, fused)
+
+
+def fetch_size(count: int, filtered: bool) -> int:
+    """Over-fetch ×10 (capped at 10,000) when any filter is active (search.md §3)."""
+    return min(count * 10, 10_000) if filtered else count
+
+
+def _passes(row_filter: RowFilter, chunk: IndexedChunk) -> bool:
+    return row_filter.passes(quality=chunk.quality_score, category=chunk.category,
+                             topic=chunk.topic, path=chunk.path, tags=chunk.tags, date=chunk.date)
+
+
+def fts_leg(store: Store, expr: str, params: SearchParams, count: int,
+            row_filter: RowFilter) -> list[IndexedChunk]:
+    rows = store.fts_search(expr, params.bm25_weights, fetch_size(count, row_filter.active))
+    return [row for row in rows if _passes(row_filter, row)][:count]
+
+
+def vector_leg(store: Store, knn: Knn, vector: npt.NDArray[np.float32], count: int,
+               row_filter: RowFilter, excluded: set[int] | None) -> list[IndexedChunk]:
+    filtered = row_filter.active or excluded is not None
+    k = min(fetch_size(count, filtered), 4096)
+    neighbours = [cid for cid, _ in knn(vector, k) if not excluded or cid not in excluded]
+    rows = store.chunks_by_id(neighbours)
+    kept = [rows[cid] for cid in neighbours if cid in rows and _passes(row_filter, rows[cid])]
+    return kept[:count]
+
+
+def rerank_document(chunk: IndexedChunk) -> str:
+    """The reranker's document: breadcrumb + content in static mode, else content (§7)."""
+    if chunk.context_text and chunk.context_text.strip():
+        return f"{chunk.context_text}\n\n{chunk.content}"
+    return chunk.content
+
+
+@dataclass
+class _Candidate:
+    chunk: IndexedChunk
+    fused: Fused
+    fused_rank: int
+    score: float
+    rerank_rank: int | None = None
+    rerank_score: float | None = None
+    mmr_rank: int | None = None
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000
+
+
+def search(store: Store, query: CompiledQuery, params: SearchParams, *,
+           vector: npt.NDArray[np.float32] | None, knn: Knn, reranker: Reranker | None = None,
+           dim: int | None = None, embed_ms: float | None = None) -> SearchResult:
+    """Run the pipeline for one compiled query (search.md §1–§12)."""
+    total_start = time.perf_counter()
+    timings: dict[str, float | None] = {k: None for k in (
+        "embed", "vec", "fts", "fuse", "rerank", "mmr", "parent", "spans", "total")}
+    timings["embed"] = embed_ms
+    row_filter = compile_filters(params.filters)
+    pools = pool_sizes(params)
+    run_vec, run_fts = legs_to_run(query, params)
+
+    excluded: set[int] | None = None
+    fts_rows: list[IndexedChunk] = []
+    if run_fts:
+        assert query.match_expr is not None
+        start = time.perf_counter()
+        fts_rows = fts_leg(store, query.match_expr, params, pools.fts, row_filter)
+        timings["fts"] = _ms(start)
+    vec_rows: list[IndexedChunk] = []
+    if run_vec:
+        if vector is None:
+            raise ValueError("the vector leg runs but no query vector was given")
+        start = time.perf_counter()
+        if query.negative_expr is not None:
+            excluded = store.fts_match_ids(query.negative_expr)
+        vec_rows = vector_leg(store, knn, vector, pools.vec, row_filter, excluded)
+        timings["vec"] = _ms(start)
+
+    start = time.perf_counter()
+    legs: list[tuple[float, Sequence[int]]] = []
+    weights = _leg_weights(params)
+    if run_vec:
+        legs.append((weights[0], [row.chunk_id for row in vec_rows]))
+    if run_fts:
+        legs.append((weights[1], [row.chunk_id for row in fts_rows]))
+    fused_all = weighted_rrf(legs, params.rrf_k)
+    fused = apply_min_score(fused_all, params.min_score)
+    dropped = len(fused_all) - len(fused)
+    if pools.fused is not None:
+        fused = fused[: pools.fused]
+    by_id = {row.chunk_id: row for row in (*vec_rows, *fts_rows)}
+    candidates = [_Candidate(by_id[f.chunk_id], f, i + 1, f.score) for i, f in enumerate(fused)]
+    timings["fuse"] = _ms(start)
+
+    limit = min(params.limit, MAX_LIMIT)
+    if reranker is not None and params.rerank and candidates:
+        start = time.perf_counter()
+        scores = reranker.score(query.positive_text,
+                                [rerank_document(c.chunk) for c in candidates])
+        order = sorted(range(len(candidates)), key=lambda i: -float(scores[i]))
+        candidates = [candidates[i] for i in order]
+        for rank, cand in enumerate(candidates, 1):
+            cand.rerank_rank = rank
+            cand.rerank_score = float(scores[order[rank - 1]])
+            cand.score = cand.rerank_score
+        timings["rerank"] = _ms(start)
+    if params.mmr and candidates:
+        start = time.perf_counter()
+        candidates = _mmr(store, candidates, params, limit, dim)
+        timings["mmr"] = _ms(start)
+    candidates = candidates[:limit]
+
+    contents = {id(c): c.chunk.content for c in candidates}
+    expanded: dict[int, dict[str, object]] = {}
+    if params.parent_retriever and candidates:
+        start = time.perf_counter()
+        for cand in candidates:
+            expansion = _expand(store, cand.chunk, params)
+            if expansion is not None:
+                contents[id(cand)], expanded[id(cand)] = expansion
+        timings["parent"] = _ms(start)
+
+    spans: dict[int, tuple[tuple[int, int], ...] | None] = {}
+    if params.spans:
+        start = time.perf_counter()
+        for cand in candidates:
+            found = match_spans(query.positive_text, contents[id(cand)])
+            spans[id(cand)] = tuple(found) if found is not None else None
+        timings["spans"] = _ms(start)
+
+    vec_rank = {row.chunk_id: i + 1 for i, row in enumerate(vec_rows)}
+    fts_rank = {row.chunk_id: i + 1 for i, row in enumerate(fts_rows)}
+    hits = tuple(
+        SearchHit(
+            chunk=c.chunk,
+            score=c.score,
+            content=contents[id(c)],
+            match_spans=spans.get(id(c)),
+            expanded_from=expanded.get(id(c)),
+            explain=HitExplain(
+                fts_rank=fts_rank.get(c.chunk.chunk_id),
+                vec_rank=vec_rank.get(c.chunk.chunk_id),
+                fused_rank=c.fused_rank,
+                fused_raw=c.fused.raw,
+                fused_score=c.fused.score,
+                rerank_rank=c.rerank_rank,
+                rerank_score=c.rerank_score,
+                mmr_rank=c.mmr_rank,
+            ),
+        )
+        for c in candidates
+    )
+    timings["total"] = _ms(total_start) + (embed_ms or 0.0)
+    trace = SearchTrace(query.match_expr if run_fts else None, pools.vec if run_vec else 0,
+                        pools.fts if run_fts else 0, len(fused), dropped, timings)
+    return SearchResult(hits, low_confidence([h.score for h in hits], params.min_confidence_ratio),
+                        trace)
+
+
+def _leg_weights(params: SearchParams) -> tuple[float, float]:
+    """Leg weights in fusion; single-leg modes weigh their one leg as configured."""
+    return params.vector_weight, params.fts_weight
+
+
+def _mmr(store: Store, candidates: list[_Candidate], params: SearchParams, limit: int,
+         dim: int | None) -> list[_Candidate]:
+    ids = [c.chunk.chunk_id for c in candidates]
+    stored = store.vectors_by_id(ids, dim or 0) if dim else {}
+    picked = mmr_select(
+        [c.score for c in candidates],
+        [stored.get(cid) for cid in ids],
+        [c.chunk.document_id for c in candidates],
+        mmr_lambda=params.mmr_lambda,
+        same_doc_penalty=params.mmr_same_doc_penalty,
+        limit=limit,
+    )
+    chosen = [candidates[i] for i in picked]
+    for rank, cand in enumerate(chosen, 1):
+        cand.mmr_rank = rank
+    return chosen
+
+
+def _doc_chunk(chunk: IndexedChunk) -> DocChunk:
+    return DocChunk(chunk.chunk_index, chunk.level, chunk.ancestry, chunk.content,
+                    chunk.token_count)
+
+
+def _expand(store: Store, chunk: IndexedChunk,
+            params: SearchParams) -> tuple[str, dict[str, object]] | None:
+    """Parent retriever for one hit; a database error leaves the hit unchanged (§9)."""
+    import apsw
+
+    try:
+        limit = whole_doc_row_limit(params.max_expanded_tokens)
+        rows = store.document_chunks(chunk.document_id, limit)
+        capped = len(rows) >= limit
+        if capped:
+            rows = store.document_chunks(chunk.document_id, 1_000_000)
+    except apsw.Error as exc:
+        messages.warning(f"parent retriever skipped {chunk.path}: {exc}")
+        return None
+    expansion = expand_hit(chunk.chunk_index, [_doc_chunk(r) for r in rows],
+                           whole_doc_threshold_tokens=params.whole_doc_threshold_tokens,
+                           max_expanded_tokens=params.max_expanded_tokens, rows_capped=capped)
+    return expansion.content, expansion.expanded_from

@@ -1,0 +1,148 @@
+"""A read session over an index: identity checks, query vectors (cached) and the KNN source.
+
+Shared by `search`, `eval` and `tune`. The embedding model is loaded only when a query vector is
+not in the query-embedding cache (search.md §4), and never for a search that needs no vector.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from groove_cli import messages
+from groove_cli.index import RuntimeModel, runtime_model, warn_digest
+from groove_cli.retrieve.pipeline import Knn
+from groove_cli.store import Store, cache_put
+from groove_cli.vectors import VectorSnapshot
+
+if TYPE_CHECKING:
+    from groove_cli.models import CrossEncoder, Embedder
+
+
+def cache_key(sha256: str, max_length: int, query_prefix: str, positive_text: str) -> str:
+    """SHA-256 of `onnx_sha256 \\0 max_length \\0 query_prefix \\0 positive text` (§4)."""
+    text = f"{sha256}\0{max_length}\0{query_prefix}\0{positive_text}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class ReadSession:
+    """An open read-only index plus the runtime model, resolved lazily."""
+
+    store: Store
+    db: Path
+    meta: dict[str, str]
+    runtime: RuntimeModel
+    models_dir: Path
+    offline: bool
+    embed_ms: float = 0.0
+    _embedder: Embedder | None = field(default=None, repr=False)
+    _snapshot: VectorSnapshot | None = field(default=None, repr=False)
+    loaded_model: bool = False
+
+    @property
+    def dim(self) -> int:
+        return self.runtime.dim
+
+    @property
+    def context_mode(self) -> str:
+        return self.meta.get("context_mode", "off")
+
+    def _load_embedder(self) -> Embedder:
+        if self._embedder is None:
+            from groove_cli.models import Embedder, resolve_model
+
+            model = resolve_model(self.runtime.name, self.models_dir, offline=self.offline)
+            warn_digest(self.meta, model.name, model.sha256)
+            self.runtime = RuntimeModel(model.name, self.runtime.dim, self.runtime.max_length,
+                                        model.sha256, self.runtime.query_prefix)
+            self._embedder = Embedder.load(model, max_length=self.runtime.max_length)
+            self.loaded_model = True
+        return self._embedder
+
+    def query_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        """Vectors for positive query texts: cache first, then one embedding batch for misses."""
+        if not texts:
+            return []
+        start = time.perf_counter()
+        if self.runtime.sha256 is None:
+            self._load_embedder()
+        assert self.runtime.sha256 is not None
+        keys = [cache_key(self.runtime.sha256, self.runtime.max_length, self.runtime.query_prefix,
+                          text) for text in texts]
+        cached = self.store.cache_get(keys)
+        missing = [i for i, key in enumerate(keys) if key not in cached]
+        if missing:
+            unique = list(dict.fromkeys(texts[i] for i in missing))
+            embedder = self._load_embedder()
+            vectors = embedder.embed_queries(unique)
+            fresh = dict(zip(unique, vectors, strict=True))
+            rows = []
+            for i in missing:
+                cached[keys[i]] = fresh[texts[i]]
+                rows.append((keys[i], fresh[texts[i]]))
+            unique_rows = list({key: vec for key, vec in rows}.items())
+            cache_put(self.db, unique_rows)
+        self.embed_ms = (time.perf_counter() - start) * 1000
+        return [cached[key] for key in keys]
+
+    def knn(self, *, batch: bool = False) -> Knn:
+        """The vector leg's KNN: the numpy snapshot when current, else vec0 (or an in-memory
+        snapshot for batch commands, which amortise the one scan)."""
+        if self._snapshot is None:
+            version = self.store.vectors_version()
+            self._snapshot = VectorSnapshot.load(self.db, version, self.dim)
+            if self._snapshot is None and batch:
+                self._snapshot = VectorSnapshot.from_store(self.store, self.dim)
+        if self._snapshot is not None:
+            return self._snapshot.knn
+        return self.store.vec_search
+
+    def snapshot(self) -> VectorSnapshot:
+        """The snapshot for batch KNN (eval, tune), building it in memory when stale."""
+        self.knn(batch=True)
+        assert self._snapshot is not None
+        return self._snapshot
+
+    def reranker(self, value: str | None) -> CrossEncoder | None:
+        if not value or value == "none":
+            return None
+        from groove_cli.models import CrossEncoder, resolve_model
+
+        model = resolve_model(value, self.models_dir, kind="reranker", offline=self.offline)
+        return CrossEncoder.load(model)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def open_session(db: Path, kb: Path | None, *, model: str | None, max_length: int | None,
+                 models_dir: Path, offline: bool) -> ReadSession:
+    """Open the index read-only and check model identity before loading anything."""
+    kb_hint = str(kb) if kb else "<path>"
+    store = Store.open_readonly(db, kb_hint)
+    try:
+        meta = store.meta()
+        recorded_kb = meta.get("kb_path")
+        if kb is not None and recorded_kb and recorded_kb != str(kb.resolve()):
+            messages.warning(f"the index at {db} was built from {recorded_kb}, not {kb.resolve()}")
+        runtime = runtime_model(meta, model, max_length, models_dir)
+        declared = store.vec_dim()
+        if declared is not None and declared != runtime.dim:
+            from groove_cli.errors import IndexMismatch
+
+            raise IndexMismatch(
+                f"vec_chunks declared float[{declared}] but runtime dim is {runtime.dim}. "
+                "Run index with --force to rebuild."
+            )
+    except BaseException:
+        store.close()
+        raise
+    return ReadSession(store, db, meta, runtime, models_dir, offline)

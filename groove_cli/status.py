@@ -1,0 +1,159 @@
+"""`groove status` and `groove doctor`: read-only views of an index (cli.md §8, §9)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from groove_cli.errors import GrooveError
+from groove_cli.models import peek_model
+from groove_cli.models.registry import PACK_MODEL
+from groove_cli.scan import SourceBytes, collect_files, read_source
+from groove_cli.store import SCHEMA_VERSION, Store
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    new: int
+    changed: int
+    deleted: int
+
+
+@dataclass(frozen=True, slots=True)
+class StatusReport:
+    index: str
+    kb_path: str | None
+    schema_version: int
+    documents: int
+    chunks: int
+    model_name: str | None
+    model_dim: int | None
+    model_max_length: int | None
+    context_mode: str
+    last_indexed: str | None
+    pending: Pending | None
+    quality_threshold: float
+    quality_passing: int
+    quality_below: int
+
+
+def pending_changes(store: Store, kb: Path, exclude_dirs: tuple[str, ...],
+                    parsers: tuple[str, ...]) -> Pending:
+    """Compare the KB with the index by hash, without embedding (no rename detection)."""
+    indexed = store.path_hashes()
+    scan = collect_files(kb, exclude_dirs=exclude_dirs, extensions=parsers)
+    new = changed = 0
+    seen: set[str] = set()
+    for file in scan.files:
+        result = read_source(file)
+        if not isinstance(result, SourceBytes):
+            if result.keeps_rows:
+                seen.add(file.rel)
+            continue
+        seen.add(file.rel)
+        if file.rel not in indexed:
+            new += 1
+        elif indexed[file.rel] != result.sha256:
+            changed += 1
+    deleted = sum(1 for path in indexed if path not in seen)
+    return Pending(new, changed, deleted)
+
+
+def index_status(db: Path, kb: Path | None, *, quality_threshold: float,
+                 exclude_dirs: tuple[str, ...], parsers: tuple[str, ...]) -> StatusReport:
+    store = Store.open_readonly(db, str(kb) if kb else "<path>")
+    try:
+        meta = store.meta()
+        passing, below = store.quality_counts(quality_threshold)
+        pending = pending_changes(store, kb, exclude_dirs, parsers) if kb is not None else None
+        dim = meta.get("embedding_dim")
+        max_length = meta.get("embedding_max_length")
+        return StatusReport(
+            index=str(db),
+            kb_path=meta.get("kb_path"),
+            schema_version=SCHEMA_VERSION,
+            documents=store.document_count(),
+            chunks=store.chunk_count(),
+            model_name=meta.get("embedding_model"),
+            model_dim=int(dim) if dim else None,
+            model_max_length=int(max_length) if max_length else None,
+            context_mode=meta.get("context_mode", "off"),
+            last_indexed=meta.get("last_indexed"),
+            pending=pending,
+            quality_threshold=quality_threshold,
+            quality_passing=passing,
+            quality_below=below,
+        )
+    finally:
+        store.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    check: str
+    severity: str
+    summary: str
+    count: int
+    samples: tuple[str, ...]
+    remedy: str
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorReport:
+    documents: int
+    chunks: int
+    findings: tuple[Finding, ...]
+
+
+def _finding(check: str, summary: str, items: list[int] | list[str], remedy: str,
+             severity: str = "error") -> Finding:
+    return Finding(check, severity, summary, len(items), tuple(str(i) for i in items[:5]), remedy)
+
+
+def model_available(name: str, models_dir: Path) -> bool:
+    """Usable without a download: cached, a local directory, or the installed offline pack."""
+    try:
+        identity = peek_model(name, models_dir)
+    except GrooveError:
+        return False
+    if identity.sha256 is not None:
+        return True
+    from groove_cli.models.pack import find_pack
+
+    return identity.name == PACK_MODEL and find_pack() is not None
+
+
+def run_doctor(db: Path, kb: Path | None, models_dir: Path) -> DoctorReport:
+    """Integrity checks of index.md's invariants plus model availability."""
+    store = Store.open_readonly(db, str(kb) if kb else "<path>")
+    try:
+        report = store.integrity()
+        meta = store.meta()
+        documents, chunks = store.document_count(), store.chunk_count()
+    finally:
+        store.close()
+    force = "groove index --force"
+    findings: list[Finding] = []
+    if report.vector_table_missing:
+        findings.append(Finding("vector-table-missing", "error",
+                                "the vec_chunks table does not exist", 1, (), force))
+    pairs: list[tuple[str, str, list[int] | list[str], str]] = [
+        ("missing-embedding", "chunk(s) have no embedding", report.missing_embedding, force),
+        ("orphan-embedding", "embedding(s) belong to no chunk", report.orphan_embedding, force),
+        ("missing-fts-row", "chunk(s) have no full-text row", report.missing_fts_row,
+         "groove index (a plain run backfills)"),
+        ("orphan-fts-row", "full-text row(s) belong to no chunk", report.orphan_fts_row, force),
+        ("chunk-without-document", "chunk(s) belong to no document",
+         report.chunk_without_document, force),
+        ("document-without-chunks", "document(s) have no chunks",
+         report.document_without_chunks, force),
+    ]
+    for check, summary, items, remedy in pairs:
+        if items:
+            findings.append(_finding(check, f"{len(items)} {summary}", items, remedy))
+    name = meta.get("embedding_model")
+    if name and not model_available(name, models_dir):
+        findings.append(Finding("model-unavailable", "warning",
+                                f"the index's model {name} is not available locally", 1, (name,),
+                                f"groove models resolve {name}"))
+    return DoctorReport(documents, chunks, tuple(findings))

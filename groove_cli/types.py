@@ -1,0 +1,67 @@
+"""Frozen records passed between the store and the stages (no logic beyond small helpers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRow:
+    """A documents row as the indexer writes it."""
+
+    path: str
+    title: str | None
+    topic: str | None
+    category: str | None
+    depth: str | None
+    tags: tuple[str, ...]
+    date: str | None
+    content_hash: str
+    size_bytes: int
+    last_indexed: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRow:
+    """A chunks row as the indexer writes it (the id is assigned by SQLite)."""
+
+    chunk_index: int
+    heading: str | None
+    level: int | None
+    ancestry: tuple[str, ...]
+    content: str
+    context_text: str | None
+    token_count: int | None
+    quality_score: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    """What the indexer needs to know about an indexed document."""
+
+    id: int
+    path: str
+    content_hash: str
+    topic: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedChunk:
+    """A chunk joined with its document: the unit every search leg returns."""
+
+    chunk_id: int
+    document_id: int
+    chunk_index: int
+    heading: str | None
+    level: int | None
+    ancestry: tuple[str, ...]
+    content: str
+    context_text: str | None
+    token_count: int | None
+    quality_score: float
+    path: str
+    title: str | None
+    topic: str | None
+    category: str | None
+    date: str | None
+    tags: tuple[str, ...]
