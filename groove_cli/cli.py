@@ -7,20 +7,34 @@ and `_run` turns them into `groove: error: …` lines with the right exit code, 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from groove_cli import __version__, config, messages
 from groove_cli.config import Settings, load_settings
 from groove_cli.errors import GrooveError, UsageError
+from groove_cli.evaluate.runner import (
+    EvalOutcome,
+    EvalRequest,
+    effective_limit,
+    normalise_k,
+    parse_k_values,
+    run_eval,
+)
+from groove_cli.evaluate import tune as tune_core
+from groove_cli.evaluate.tune_runner import TuneRequest, run_tune
 from groove_cli.index import IndexOptions, IndexReport, index_kb
+from groove_cli.models import ModelStatus, ResolvedModel, list_models, registry_names, resolve_model
 from groove_cli.render import output
 from groove_cli.render import search as render_search
+from groove_cli.render.eval_report import render_eval_text
 from groove_cli.render.progress import progress_for
+from groove_cli.render.tune_report import render_tune_text
 from groove_cli.retrieve.filters import FilterSpec, split_tags
 from groove_cli.retrieve.query import compile_query
 from groove_cli.searching import SearchOutcome, run_search
@@ -460,6 +474,194 @@ def search_cmd(
     outcome = _run(run)
     render_search.print_search(outcome.result, outcome.params, fmt, explain=explain,
                                filter_applied=outcome.filter_applied)
+
+
+# --------------------------------------------------------------------------- eval
+
+GoldenOpt = Annotated[Path | None, typer.Option(
+    "--golden", help="Golden file (default [eval].golden, else <kb>/.groove-eval.yml).")]
+KOpt = Annotated[str | None, typer.Option(
+    "--k", help="Comma list of cut-offs for recall@k / nDCG@k (default [eval].k_values).")]
+
+
+def _k_values(settings: Settings, k: str | None) -> tuple[int, ...]:
+    if k is not None:
+        return parse_k_values(k)
+    return normalise_k([int(str(v)) for v in settings.list_("eval.k_values")])
+
+
+@app.command("eval")
+def eval_cmd(
+    ctx: typer.Context,
+    kb_path: KbOpt = None,
+    model: ModelOpt = None,
+    reranker: RerankerOpt = None,
+    golden: GoldenOpt = None,
+    k: KOpt = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", help="Hits recorded per query (default: the largest k).", min=1)] = None,
+    mode: ModeOpt = None,
+    preset: PresetOpt = None,
+    dense_top_k: DenseOpt = None,
+    sparse_top_k: SparseOpt = None,
+    vector_weight: VecWOpt = None,
+    fts_weight: FtsWOpt = None,
+    min_score: MinScoreOpt = None,
+    rrf_k: RrfOpt = None,
+    mmr: MmrOpt = None,
+    mmr_lambda: MmrLambdaOpt = None,
+    mmr_same_doc_penalty: MmrPenaltyOpt = None,
+    parent_retriever: ParentOpt = None,
+    format: FormatOpt = "text",
+    no_history: Annotated[bool, typer.Option(
+        "--no-history", help="Neither read nor write the history: no diff, no gate.")] = False,
+    no_diff: Annotated[bool, typer.Option(
+        "--no-diff", help="hides the diff only; --fail-on-regression still compares")] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help="Disable colour.")] = False,
+    fail_on_regression: Annotated[bool, typer.Option(
+        "--fail-on-regression",
+        help="Exit 1 when a metric fell by more than [eval].regression_threshold against the "
+             "previous compatible run (the history is saved first).")] = False,
+) -> None:
+    """Score retrieval against a golden query file and compare with the previous run.
+
+    Examples:
+      [bold]groove eval --kb-path ~/notes[/bold]
+      [bold]groove eval --kb-path ~/notes --fail-on-regression --format json[/bold]   (in CI)
+    """
+    fmt = _check_format(format, ("text", "json"))
+
+    def run() -> EvalOutcome:
+        flags = _retrieval_flags(mode, preset, dense_top_k, sparse_top_k, vector_weight,
+                                 fts_weight, min_score, rrf_k, mmr, mmr_lambda,
+                                 mmr_same_doc_penalty, parent_retriever)
+        flags.update(_flags(kb_path=str(kb_path) if kb_path else None, model=model,
+                            reranker=reranker))
+        check_runtime()
+        paths = _paths(ctx, flags, kb_required=True)
+        assert paths.kb is not None
+        s = paths.settings
+        k_values = _k_values(s, k)
+        selected = s.str_("reranker")
+        request = EvalRequest(
+            settings=s, db=paths.db, kb=paths.kb, golden=golden, k_values=k_values,
+            limit=effective_limit(limit, k_values),
+            reranker=None if not selected or selected == "none" else selected,
+            no_history=no_history, no_diff=no_diff, fail_on_regression=fail_on_regression)
+        return run_eval(request)
+
+    outcome = _run(run)
+    if fmt == "json":
+        output.print_json(outcome.report)
+    else:
+        sys.stdout.write(render_eval_text(
+            outcome.full_report, threshold=outcome.threshold, show_diff=outcome.show_diff,
+            color=output.use_color(sys.stdout, no_color), incompatibility=outcome.incompatibility))
+    if outcome.regression_error:
+        messages.error(outcome.regression_error)
+        raise typer.Exit(1)
+
+
+# --------------------------------------------------------------------------- tune
+
+
+@app.command("tune")
+def tune_cmd(
+    ctx: typer.Context,
+    kb_path: KbOpt = None,
+    golden: GoldenOpt = None,
+    model: ModelOpt = None,
+    space: Annotated[str, typer.Option(
+        "--space", help="Grid to sweep: fusion (rrf_k x bm25 weights) or retrieval "
+                        "(vector/fts weight ratio x min_score).")] = "fusion",
+    k: Annotated[str | None, typer.Option(
+        "--k", help="Comma list of cut-offs (0s dropped, 5 always added).")] = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", help="Hits per query (default: the largest k).", min=1)] = None,
+    format: FormatOpt = "text",
+    no_color: Annotated[bool, typer.Option("--no-color", help="Disable colour.")] = False,
+    write: Annotated[bool, typer.Option(
+        "--write", help="Apply an adopted recommendation to groove.toml in place.")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="With --write: write even when the verdict is keep-defaults.")] = False,
+) -> None:
+    """Sweep the fusion knobs with nested cross-validation; recommend only a real gain.
+
+    Deltas are measured against the built-in defaults. A change is adopted only when its
+    held-out gain is above 0.02 nDCG@5, above 3x its paired standard error, stable across
+    folds, and costs no recall or MRR.
+
+    Example: [bold]groove tune --kb-path ~/notes --write[/bold]
+    """
+    fmt = _check_format(format, ("text", "json"))
+    grid_space = _choice("--space", space, ("fusion", "retrieval"))
+
+    def run() -> dict[str, Any]:
+        flags = _flags(kb_path=str(kb_path) if kb_path else None, model=model)
+        check_runtime()
+        paths = _paths(ctx, flags, kb_required=True)
+        assert paths.kb is not None and grid_space is not None
+        s = paths.settings
+        raw_k = parse_k_values(k) if k is not None else [int(str(v)) for v in s.list_("eval.k_values")]
+        request = TuneRequest(
+            settings=s, db=paths.db, kb=paths.kb, golden=golden,
+            k_values=tune_core.normalise_k_values(raw_k), limit=limit,
+            space="fusion" if grid_space == "fusion" else "retrieval",
+            write=write, force=force, config_flag=_globals(ctx).config)
+        return run_tune(request)
+
+    report = _run(run)
+    if fmt == "json":
+        output.print_json(report)
+    else:
+        sys.stdout.write(render_tune_text(report))
+
+
+# --------------------------------------------------------------------------- models
+
+models_app = typer.Typer(
+    help="List and resolve embedding and reranker models.",
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(models_app, name="models")
+
+
+@models_app.command("list")
+def models_list(ctx: typer.Context, format: FormatOpt = "text") -> None:
+    """List the registry models and whether each is cached, convertible, downloadable.
+
+    Example: [bold]groove models list[/bold]
+    """
+    fmt = _check_format(format, ("text", "json"))
+
+    def run() -> list[ModelStatus]:
+        settings = _settings(ctx, {}, announce=False)
+        return list_models(config.models_dir(settings), offline=config.offline_mode())
+
+    output.print_models(_run(run), fmt)
+
+
+@models_app.command("resolve")
+def models_resolve(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Registry name or local model directory.")],
+    offline: Annotated[bool, typer.Option("--offline", help="Never download.")] = False,
+    format: FormatOpt = "text",
+) -> None:
+    """Make a model ready to use: convert the offline pack or download it, then print its folder.
+
+    Example: [bold]groove models resolve multilingual-e5-small[/bold]
+    """
+    fmt = _check_format(format, ("text", "json"))
+
+    def run() -> ResolvedModel:
+        settings = _settings(ctx, {}, announce=False)
+        kind = "reranker" if name in registry_names("reranker") else "embedder"
+        return resolve_model(name, config.models_dir(settings), kind=kind,
+                             offline=offline or config.offline_mode())
+
+    output.print_resolved(_run(run), fmt)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ import sys
 from typing import Any, TextIO
 
 from groove_cli.config import SCHEMA, Settings
+from groove_cli.models import ModelStatus, ResolvedModel
 from groove_cli.status import DoctorReport, StatusReport
 
 
@@ -121,3 +122,28 @@ def print_doctor(report: DoctorReport, fmt: str) -> None:
         if f.count > len(f.samples) and f.samples:
             print_line(f"    ... and {f.count - len(f.samples)} more")
         print_line(f"  fix: {f.remedy}")
+
+
+def print_models(rows: list[ModelStatus], fmt: str) -> None:
+    """`groove models list` (cli.md §10)."""
+    if fmt == "json":
+        print_json([{"name": r.name, "kind": r.kind, "dim": r.dim, "pooling": r.pooling,
+                     "max_length": r.max_length, "status": r.status, "default": r.default}
+                    for r in rows])
+        return
+    width = max(len(r.name) for r in rows) + 2
+    print_line(f"{'name':<{width}}{'kind':<10}{'dim':>5}  {'pooling':<8}{'max_len':>8}  status")
+    for r in rows:
+        mark = "  (default)" if r.default else ""
+        print_line(f"{r.name:<{width}}{r.kind:<10}{r.dim or '-':>5}  {r.pooling or '-':<8}"
+                   f"{r.max_length:>8}  {r.status}{mark}")
+
+
+def print_resolved(model: ResolvedModel, fmt: str) -> None:
+    """`groove models resolve`: the directory, or the JSON record."""
+    if fmt == "json":
+        print_json({"name": model.name, "kind": model.kind, "dir": str(model.dir),
+                    "source": model.source, "dim": model.settings.dim,
+                    "max_length": model.settings.max_length, "sha256": model.sha256})
+        return
+    print_line(str(model.dir))

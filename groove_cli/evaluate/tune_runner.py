@@ -1,0 +1,156 @@
+"""`groove tune` as one core call: fetch each query's lists once, sweep in memory, decide.
+
+tune.md §5: per usable query one vector search (all queries in one matrix product), the FTS
+search once per bm25 weight set, the diagnostics' count — then every condition is fused and
+scored in memory by `evaluate.tune`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from groove_cli import config, messages
+from groove_cli.config import Settings
+from groove_cli.evaluate import tune
+from groove_cli.evaluate.runner import load_golden_set
+from groove_cli.evaluate.tune_write import (
+    creating_config_note,
+    write_recommendation,
+    write_refusal,
+    write_target,
+    written_note,
+)
+from groove_cli.retrieve.query import CompiledQuery, compile_query
+from groove_cli.session import ReadSession, open_session
+
+BUILTIN_BM25 = (2.0, 1.0, 1.0)
+HEADING_HEAVY = (4.0, 0.5, 0.5)
+CONTENT_HEAVY = (0.5, 0.5, 4.0)
+
+
+@dataclass(frozen=True, slots=True)
+class TuneRequest:
+    settings: Settings
+    db: Path
+    kb: Path
+    golden: Path | None
+    k_values: tuple[int, ...]
+    limit: int | None
+    space: tune.Space
+    write: bool = False
+    force: bool = False
+    config_flag: Path | None = None
+
+
+def _scope_notes(s: Settings) -> None:
+    if s.bool_("search.mmr.enabled") or s.bool_("search.parent_retriever.enabled"):
+        messages.note(tune.SCOPE_NOTE_STAGES)
+    keys = [spec.key for spec in config.SCHEMA
+            if spec.key.startswith(("search.fusion.", "search.retrieval."))]
+    if any(s.source(k) != "default" for k in keys):
+        messages.note(tune.SCOPE_NOTE_DEFAULTS)
+
+
+def _vector_lists(session: ReadSession, compiled: list[CompiledQuery], pool: int) -> list[list[int]]:
+    """Each query's vector list: one matrix product for all; exclusions over-fetched, dropped."""
+    vectors = session.query_vectors([q.positive_text for q in compiled])
+    if not vectors:
+        return []
+    snapshot = session.snapshot()
+    k = tune.vector_k(pool, any(q.negative_expr for q in compiled))
+    neighbours = snapshot.knn_batch(np.vstack(vectors), k)
+    lists: list[list[int]] = []
+    for query, found in zip(compiled, neighbours, strict=True):
+        ids = [cid for cid, _ in found]
+        if query.negative_expr is not None:
+            excluded = session.store.fts_match_ids(query.negative_expr)
+            ids = [cid for cid in ids if cid not in excluded]
+        lists.append(ids[:pool])
+    return lists
+
+
+def run_tune(req: TuneRequest) -> dict[str, Any]:
+    """Sweep the grid, cross-validate, and (with --write) apply an adopted recommendation."""
+    s = req.settings
+    _scope_notes(s)
+    golden = load_golden_set(s, req.kb, req.golden)
+    limit = tune.tune_limit(req.limit, req.k_values)
+    if req.limit is not None and req.limit > tune.MAX_TUNE_K:
+        messages.note(f"limit {req.limit} exceeds the retrieval cap; using {tune.MAX_TUNE_K}")
+    usable = [q for q in golden.queries if q.expected]
+    for q in golden.queries:
+        if not q.expected:
+            messages.warning(f"golden query {q.id} has no expected entries; tune skips it")
+    pool = tune.candidate_pool(limit)
+    weight_sets = tune.weight_sets() if req.space == "fusion" else [BUILTIN_BM25]
+    session = open_session(req.db, req.kb, model=s.str_("model"), max_length=s.int_("max_length"),
+                           models_dir=config.models_dir(s), offline=config.offline_mode())
+    try:
+        compiled = [compile_query(q.query) for q in usable]
+        vector_lists = _vector_lists(session, compiled, pool)
+        store = session.store
+        with store.read_transaction():
+            chunk_total = store.chunk_count()
+            context_noop = not store.has_context_text()
+            lists: list[tune.QueryLists] = []
+            diags: list[tune.QueryDiagnostics] = []
+            for query, golden_query, vec_ids in zip(compiled, usable, vector_lists, strict=True):
+                expr = query.match_expr
+                fts_by_weight = [
+                    tuple(store.fts_search_ids(expr, w, pool)) if expr else ()
+                    for w in weight_sets
+                ]
+                builtin = fts_by_weight[weight_sets.index(BUILTIN_BM25)]
+                if req.space == "fusion":
+                    heavy_h = fts_by_weight[weight_sets.index(HEADING_HEAVY)]
+                    heavy_c = fts_by_weight[weight_sets.index(CONTENT_HEAVY)]
+                else:
+                    heavy_h = tuple(store.fts_search_ids(expr, HEADING_HEAVY, pool)) if expr else ()
+                    heavy_c = tuple(store.fts_search_ids(expr, CONTENT_HEAVY, pool)) if expr else ()
+                diags.append(tune.diagnostics(
+                    golden_query.id, vec_ids, builtin, probe_heading_heavy=heavy_h,
+                    probe_content_heavy=heavy_c,
+                    fts_total_matches=store.fts_count(expr) if expr else 0,
+                    chunk_total=chunk_total, limit=limit))
+                lists.append(tune.QueryLists(
+                    id=golden_query.id,
+                    expected=tuple((e.path, e.heading) for e in golden_query.expected),
+                    vector_ids=tuple(vec_ids),
+                    fts_ids_by_weight=tuple(fts_by_weight)))
+            ids = {cid for ql in lists for cid in ql.vector_ids}
+            ids.update(cid for ql in lists for fts in ql.fts_ids_by_weight for cid in fts)
+            meta = {cid: (c.path, c.heading) for cid, c in store.chunks_by_id(ids).items()}
+        model_name = session.runtime.name
+    finally:
+        session.close()
+
+    effective = tune.check_preflight(diags, context_axis_noop=context_noop)
+    sweep = tune.score_matrix(lists, meta, req.space, limit, req.k_values,
+                              progress=messages.progress)
+    loo = tune.loo_cv(sweep.ndcg5, effective, req.space)
+    decision = tune.verdict(sweep, loo)
+    written = _maybe_write(req, decision) if req.write else None
+    return tune.build_tune_json(
+        kb_path=str(req.kb), golden_path=str(golden.path), model=model_name, limit=limit,
+        chunk_total=chunk_total, context_axis_noop=context_noop, diagnostics=diags, sweep=sweep,
+        loo=loo, verdict=decision, written=written)
+
+
+def _maybe_write(req: TuneRequest, decision: tune.Verdict) -> tune.WrittenKeys | None:
+    loaded = req.settings.config.path if req.settings.config else None
+    refusal = write_refusal(decision.decision, force=req.force, loaded=loaded,
+                            user_config=config.user_config_path(), config_flag=req.config_flag)
+    if refusal:
+        messages.warning(refusal)
+        return None
+    target = write_target(loaded, Path.cwd())
+    if loaded is None:
+        messages.note(creating_config_note(target))
+    written = write_recommendation(target, req.space, decision.refit,
+                                   validate=config.validate_text)
+    messages.note(written_note(written))
+    return written
