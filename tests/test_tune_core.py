@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from groove_cli import messages
 from groove_cli.errors import TuneNotApplicable
 from groove_cli.evaluate import tune as T
+from groove_cli.evaluate.golden import Expected
+from groove_cli.evaluate.metrics import HitRecord, score_query
 
 Entry = tuple[str, str | None]
 
@@ -162,6 +164,25 @@ def test_metrics_heading_rule_and_empty_cases() -> None:
     m = T.score_hits([("a.md", None), ("a.md", None)], [("a.md", "x")], [5])
     assert m.recall_at_k[5] == 1.0
     assert m.ndcg_at_k[5] == pytest.approx(1 / (1 + 1 / math.log2(3)))
+
+
+hit_lists = st.lists(st.tuples(st.sampled_from([f"d{i}.md" for i in range(5)]),
+                               st.sampled_from([None, "Setup", "usage", " SETUP"])), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(expected=st.lists(st.tuples(st.sampled_from([f"d{i}.md" for i in range(5)]),
+                                   st.sampled_from([None, "Setup", "usage"])), max_size=4),
+       hits=hit_lists, ks=st.lists(st.integers(0, 15), min_size=1, max_size=4, unique=True))
+def test_metrics_agree_with_eval_metrics(expected: list[Entry], hits: list[Entry],
+                                         ks: list[int]) -> None:
+    """tune and eval must score a ranked list identically (bit for bit)."""
+    mine = T.score_hits(expected, hits, ks)
+    theirs = score_query([Expected(p, h) for p, h in expected],
+                         [HitRecord(i + 1, p, h, 0.0) for i, (p, h) in enumerate(hits)], ks)
+    assert mine.recall_at_k == theirs.recall_at_k
+    assert mine.reciprocal_rank == theirs.reciprocal_rank
+    assert mine.ndcg_at_k == theirs.ndcg_at_k
 
 
 # --------------------------------------------------------------------------- in-memory fusion
@@ -515,6 +536,22 @@ def test_small_gain_and_noise_reasons() -> None:
     )
     assert v.impact.improved == 5 and v.impact.degraded == 5
     assert v.impact.worst_delta == pytest.approx(-0.01) and v.impact.worst_id == "q1"
+
+
+def test_stability_of_exactly_one_half_is_not_enough() -> None:
+    sweep = _sweep(_retrieval_scores([1.0, 1.0, 0.0, 0.45]), np.zeros((20, 4)),
+                   np.zeros((20, 4)))
+    loo = T.loo_cv(sweep.ndcg5, range(4), "retrieval")
+    # refit 2.45/4 > 0.5 ⇒ 12; without q0 or q1: 1.45/3 < 0.5 ⇒ default; without q2: 2.45/3,
+    # without q3: 2/3 ⇒ 12. Stability 2/4; diffs 0, 0, 0 − 0.5, 0.45 − 0.5.
+    assert loo.selections == (8, 8, 12, 12) and loo.stability == 0.5
+    assert loo.mean_delta == pytest.approx(-0.55 / 4)
+    sd = T.sample_sd([0.0, 0.0, -0.5, -0.05])
+    assert T.verdict(sweep, loo).reasons == (
+        "held-out mean delta -0.1375 is not above 0.02",
+        f"held-out mean delta -0.1375 is not above 3.0 × paired SE ({3 * sd / 2:.4f})",
+        "selection stability 0.50 is not above 0.5",
+    )
 
 
 def test_single_query_fails_criteria_two_to_four() -> None:
