@@ -18,6 +18,7 @@ import typer
 from groove_cli import __version__, config, messages
 from groove_cli.config import Settings, load_settings
 from groove_cli.errors import GrooveError, UsageError
+from groove_cli.evaluate import tune as tune_core
 from groove_cli.evaluate.runner import (
     EvalOutcome,
     EvalRequest,
@@ -26,7 +27,6 @@ from groove_cli.evaluate.runner import (
     parse_k_values,
     run_eval,
 )
-from groove_cli.evaluate import tune as tune_core
 from groove_cli.evaluate.tune_runner import TuneRequest, run_tune
 from groove_cli.index import IndexOptions, IndexReport, index_kb
 from groove_cli.models import ModelStatus, ResolvedModel, list_models, registry_names, resolve_model

@@ -36,3 +36,66 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     work.mkdir()
     monkeypatch.chdir(work)
     return work
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def real_models_dir() -> Path:
+    """A models cache holding the real default model, converted once from the offline pack.
+
+    Kept under the repository's `.cache/` (git-ignored) so repeated runs skip the conversion;
+    GROOVE_TEST_MODELS_DIR overrides the location.
+    """
+    import os
+
+    from groove_cli.models import resolve_model
+
+    folder = Path(os.environ.get("GROOVE_TEST_MODELS_DIR", REPO / ".cache" / "test-models"))
+    folder.mkdir(parents=True, exist_ok=True)
+    resolve_model("multilingual-e5-small", folder, offline=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def golden_index(real_models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The sample KB `golden/` copied to a temp dir and indexed once with the real model.
+
+    Returns (kb, db). Tests must not modify it; copy it (see `golden_copy`) to mutate.
+    """
+    import shutil
+
+    from groove_cli.index import IndexOptions, index_kb
+
+    root = tmp_path_factory.mktemp("golden")
+    kb = root / "kb"
+    shutil.copytree(REPO / "golden", kb, ignore=shutil.ignore_patterns(".groove*history*"))
+    db = root / "index.db"
+    index_kb(IndexOptions(kb=kb, db=db, model=None, model_from_flag=False, max_length=None,
+                          models_dir=real_models_dir, quiet=True))
+    return kb, db
+
+
+@pytest.fixture
+def golden_copy(golden_index: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """A private, mutable copy of the indexed sample KB: (kb, db)."""
+    import shutil
+
+    kb, db = golden_index
+    new_kb = tmp_path / "kb"
+    shutil.copytree(kb, new_kb)
+    new_db = tmp_path / "index.db"
+    shutil.copy2(db, new_db)
+    for suffix in (".vectors.npy", ".vectors-ids.npy", ".vectors.json"):
+        side = db.with_name(db.name + suffix)
+        if side.exists():
+            shutil.copy2(side, new_db.with_name(new_db.name + suffix))
+    # the index records the KB's absolute path: point it at the copy
+    from groove_cli.store import Store
+
+    store = Store.open_for_index(new_db)
+    with store.transaction():
+        store.set_meta({"kb_path": str(new_kb.resolve())})
+    store.close()
+    return new_kb, new_db
