@@ -4,6 +4,9 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
+GROOVE  := $(BIN)/groove
+DEMO_KB := golden
+
 .PHONY: install test lint demo eval eval-datasets bench clean
 
 $(STAMP): pyproject.toml
@@ -20,6 +23,26 @@ test: $(STAMP)  ## run the test suite (installs first when needed)
 lint: $(STAMP)  ## ruff + mypy --strict
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict groove_cli
+
+demo: $(STAMP)  ## resolve the default model, index the sample KB, run two searches
+	$(GROOVE) models resolve multilingual-e5-small
+	$(GROOVE) index --kb-path $(DEMO_KB)
+	$(GROOVE) search --kb-path $(DEMO_KB) --format text --limit 3 "how do retry budgets stop retry storms?"
+	$(GROOVE) search --kb-path $(DEMO_KB) --format text --limit 3 "障害が起きたときの連絡手順"
+
+eval: $(STAMP)  ## score retrieval on the sample KB against its golden file
+	$(GROOVE) index --kb-path $(DEMO_KB) --quiet
+	$(GROOVE) eval --kb-path $(DEMO_KB)
+
+eval-datasets: $(STAMP)  ## quality on the CISI and JSQuAD collections -> bench/results/quality.*
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python bench/eval_datasets.py
+
+bench: $(STAMP)  ## speed benchmarks -> bench/results/*.json + .md
+	$(BIN)/python bench/bench_models.py
+	$(BIN)/python bench/bench_index.py
+	$(BIN)/python bench/bench_search.py
+	$(BIN)/python bench/bench_tune.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
