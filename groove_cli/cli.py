@@ -11,36 +11,21 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from groove_cli import __version__, config, messages
 from groove_cli.config import Settings, load_settings
 from groove_cli.errors import GrooveError, UsageError
-from groove_cli.evaluate import tune as tune_core
-from groove_cli.evaluate.runner import (
-    EvalOutcome,
-    EvalRequest,
-    effective_limit,
-    normalise_k,
-    parse_k_values,
-    run_eval,
-)
-from groove_cli.evaluate.tune_runner import TuneRequest, run_tune
-from groove_cli.index import IndexOptions, IndexReport, index_kb
-from groove_cli.models import ModelStatus, ResolvedModel, list_models, registry_names, resolve_model
 from groove_cli.render import output
-from groove_cli.render import search as render_search
-from groove_cli.render.eval_report import render_eval_text
-from groove_cli.render.progress import progress_for
-from groove_cli.render.tune_report import render_tune_text
-from groove_cli.retrieve.filters import FilterSpec, split_tags
-from groove_cli.retrieve.query import compile_query
-from groove_cli.searching import SearchOutcome, run_search
-from groove_cli.signals import StopFlag
-from groove_cli.status import DoctorReport, StatusReport, index_status, run_doctor
-from groove_cli.store import check_runtime
+
+if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays light
+    from groove_cli.evaluate.runner import EvalOutcome
+    from groove_cli.index import IndexReport
+    from groove_cli.models import ModelStatus, ResolvedModel
+    from groove_cli.searching import SearchOutcome
+    from groove_cli.status import DoctorReport, StatusReport
 
 T = TypeVar("T")
 
@@ -227,6 +212,11 @@ def index_cmd(
 
     Example: [bold]groove index --kb-path ~/notes[/bold]
     """
+    from groove_cli.index import IndexOptions, index_kb
+    from groove_cli.render.progress import progress_for
+    from groove_cli.signals import StopFlag
+    from groove_cli.store import check_runtime
+
     if quiet and (progress or verbose):
         raise typer.BadParameter("--quiet conflicts with --progress and --verbose",
                                  param_hint="--quiet")
@@ -275,6 +265,9 @@ def status_cmd(
 
     Example: [bold]groove status --kb-path ~/notes[/bold]
     """
+    from groove_cli.status import index_status
+    from groove_cli.store import check_runtime
+
     fmt = _check_format(format, ("text", "json"))
 
     def run() -> StatusReport | None:
@@ -305,6 +298,9 @@ def doctor_cmd(
 
     Example: [bold]groove doctor --kb-path ~/notes[/bold]
     """
+    from groove_cli.status import run_doctor
+    from groove_cli.store import check_runtime
+
     fmt = _check_format(format, ("text", "json"))
 
     def run() -> DoctorReport:
@@ -442,6 +438,12 @@ def search_cmd(
       [bold]groove search "retry budget" --kb-path ~/notes --format text[/bold]
       [bold]groove search "再ランキング -評価" --mode fts[/bold]
     """
+    from groove_cli.render import search as render_search
+    from groove_cli.retrieve.filters import FilterSpec, split_tags
+    from groove_cli.retrieve.query import compile_query
+    from groove_cli.searching import run_search
+    from groove_cli.store import check_runtime
+
     fmt = _check_format(format, ("json", "text", "files"))
 
     def run() -> SearchOutcome:
@@ -485,6 +487,8 @@ KOpt = Annotated[str | None, typer.Option(
 
 
 def _k_values(settings: Settings, k: str | None) -> tuple[int, ...]:
+    from groove_cli.evaluate.runner import normalise_k, parse_k_values
+
     if k is not None:
         return parse_k_values(k)
     return normalise_k([int(str(v)) for v in settings.list_("eval.k_values")])
@@ -529,6 +533,10 @@ def eval_cmd(
       [bold]groove eval --kb-path ~/notes[/bold]
       [bold]groove eval --kb-path ~/notes --fail-on-regression --format json[/bold]   (in CI)
     """
+    from groove_cli.evaluate.runner import EvalRequest, effective_limit, run_eval
+    from groove_cli.render.eval_report import render_eval_text
+    from groove_cli.store import check_runtime
+
     fmt = _check_format(format, ("text", "json"))
 
     def run() -> EvalOutcome:
@@ -593,6 +601,12 @@ def tune_cmd(
 
     Example: [bold]groove tune --kb-path ~/notes --write[/bold]
     """
+    from groove_cli.evaluate import tune as tune_core
+    from groove_cli.evaluate.runner import parse_k_values
+    from groove_cli.evaluate.tune_runner import TuneRequest, run_tune
+    from groove_cli.render.tune_report import render_tune_text
+    from groove_cli.store import check_runtime
+
     fmt = _check_format(format, ("text", "json"))
     grid_space = _choice("--space", space, ("fusion", "retrieval"))
 
@@ -633,6 +647,8 @@ def models_list(ctx: typer.Context, format: FormatOpt = "text") -> None:
 
     Example: [bold]groove models list[/bold]
     """
+    from groove_cli.models import list_models
+
     fmt = _check_format(format, ("text", "json"))
 
     def run() -> list[ModelStatus]:
@@ -653,6 +669,8 @@ def models_resolve(
 
     Example: [bold]groove models resolve multilingual-e5-small[/bold]
     """
+    from groove_cli.models import registry_names, resolve_model
+
     fmt = _check_format(format, ("text", "json"))
 
     def run() -> ResolvedModel:

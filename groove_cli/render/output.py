@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from groove_cli.config import SCHEMA, Settings
-from groove_cli.models import ModelStatus, ResolvedModel
-from groove_cli.status import DoctorReport, StatusReport
+
+if TYPE_CHECKING:
+    from groove_cli.models import ModelStatus, ResolvedModel
+    from groove_cli.status import DoctorReport, StatusReport
 
 
 def use_color(stream: TextIO, no_color: bool = False) -> bool:
