@@ -1,0 +1,172 @@
+"""ONNX text embedder (models.md §5): prefix, tokenise, run, pool, normalise.
+
+Inputs are batched by length (sorted) so padding stays small; results come back in input
+order. Padded keys are masked inside the graph and padded positions are excluded from mean
+pooling, so a text's vector does not depend on its batch beyond rounding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from groove_cli.errors import ConfigError, ModelError
+from groove_cli.models.directory import ResolvedModel
+from groove_cli.models.registry import ModelSettings
+from groove_cli.models.runtime import Runtime, length_batches, load_runtime, pad_batch
+
+MIN_MAX_LENGTH = 16
+
+
+def check_max_length(max_length: int, own: int) -> None:
+    """`max_length` must lie in [16, the model's own]; ConfigError naming the key otherwise."""
+    if not MIN_MAX_LENGTH <= max_length <= own:
+        raise ConfigError(
+            f"max_length = {max_length} is out of range [{MIN_MAX_LENGTH}, {own}]",
+            f"the model's own max_length is {own}",
+        )
+
+
+class Embedder:
+    """A loaded embedding model. Create with `Embedder.load`."""
+
+    def __init__(
+        self, model: ResolvedModel, runtime: Runtime, max_length: int, dim: int
+    ) -> None:
+        self.model = model
+        self.settings: ModelSettings = model.settings
+        self.max_length = max_length
+        self.dim = dim
+        self._rt = runtime
+        self._tok = runtime.tokenizer
+        self._n_special = int(self._tok.num_special_tokens_to_add(False))
+        self._feed_types = "token_type_ids" in runtime.input_names
+
+    @classmethod
+    def load(cls, model: ResolvedModel, max_length: int | None = None) -> Embedder:
+        """Load `model`; `max_length` may lower the model's own cap (never raise it)."""
+        if model.settings.kind != "embedder":
+            raise ModelError(f"{model.name} is a {model.settings.kind}, not an embedder")
+        own = model.settings.max_length
+        effective = own if max_length is None else max_length
+        check_max_length(effective, own)
+        runtime = load_runtime(model)
+        dim = _check_output(model, runtime)
+        return cls(model, runtime, effective, dim)
+
+    # ------------------------------------------------------------------ tokens
+
+    def _content(self, texts: Sequence[str], prefix: str) -> list[Any]:
+        """Untruncated encodings of prefix + text, without special tokens."""
+        return list(self._tok.encode_batch([prefix + t for t in texts], add_special_tokens=False))
+
+    def _prefix(self, kind: str) -> str:
+        if kind == "query":
+            return self.settings.query_prefix
+        if kind == "passage":
+            return self.settings.passage_prefix
+        raise ValueError(f"kind must be 'query' or 'passage', got {kind!r}")
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each bare text: no prefix, no special tokens, no truncation (index.md §4)."""
+        return [len(e.ids) for e in self._content(texts, "")]
+
+    def input_lengths(self, texts: Sequence[str], kind: str) -> list[int]:
+        """Model input length of each text: prefixed, with special tokens, untruncated.
+
+        A value above `max_length` means that input is truncated when embedded.
+        """
+        return [len(e.ids) + self._n_special for e in self._content(texts, self._prefix(kind))]
+
+    # ------------------------------------------------------------------ embedding
+
+    def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Query vectors, float32 [n, dim]."""
+        return self._embed(texts, self.settings.query_prefix)
+
+    def embed_passages(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Passage vectors, float32 [n, dim]."""
+        return self._embed(texts, self.settings.passage_prefix)
+
+    def _embed(self, texts: Sequence[str], prefix: str) -> npt.NDArray[np.float32]:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        cap = max(self.max_length - self._n_special, 0)
+        rows: list[list[int]] = []
+        for enc in self._content(texts, prefix):
+            if len(enc.ids) > cap:
+                enc.truncate(cap)
+            rows.append(self._tok.post_process(enc).ids)
+        for batch in length_batches([len(r) for r in rows], self.settings.batch_size):
+            out[batch] = self._run([rows[i] for i in batch])
+        return out
+
+    def _run(self, rows: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
+        ids, mask = pad_batch(rows, self._rt.pad_id)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if self._feed_types:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        (hidden,) = self._rt.session.run([self.settings.output], feeds)
+        hidden = np.asarray(hidden, dtype=np.float32)
+        if hidden.ndim != 3 or hidden.shape[-1] != self.dim:
+            raise ModelError(
+                f"{self.model.name}: output {self.settings.output!r} has shape "
+                f"{list(hidden.shape)}, expected [batch, seq, {self.dim}]"
+            )
+        pooled = pool(hidden, mask, self.settings.pooling or "mean")
+        if self.settings.normalise:
+            pooled = l2_normalise(pooled)
+        return pooled
+
+
+def pool(
+    hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64], pooling: str
+) -> npt.NDArray[np.float32]:
+    """CLS (token 0) or attention-mask-weighted mean over tokens (special tokens included)."""
+    if pooling == "cls":
+        first: npt.NDArray[np.float32] = np.ascontiguousarray(hidden[:, 0, :], dtype=np.float32)
+        return first
+    weights = mask.astype(np.float32)
+    summed = np.einsum("bsh,bs->bh", hidden, weights)
+    counts = np.maximum(weights.sum(axis=1, keepdims=True), 1.0)
+    mean: npt.NDArray[np.float32] = (summed / counts).astype(np.float32)
+    return mean
+
+
+def l2_normalise(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Rows scaled to unit L2 norm (a zero row stays zero)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit: npt.NDArray[np.float32] = (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+    return unit
+
+
+def _check_output(model: ResolvedModel, runtime: Runtime) -> int:
+    """The embedding size the graph declares for `output`; refuses a wrong rank or size."""
+    outputs = {o.name: o for o in runtime.session.get_outputs()}
+    name = model.settings.output
+    if name not in outputs:
+        raise ModelError(
+            f"{model.onnx_path}: the graph has no output {name!r} "
+            f"(outputs: {', '.join(outputs)})"
+        )
+    shape = list(outputs[name].shape or [])
+    expected = model.settings.dim
+    if len(shape) != 3:
+        raise ModelError(
+            f"{model.onnx_path}: output {name!r} has shape {shape}, expected [batch, seq, hidden]"
+        )
+    last = shape[-1]
+    if isinstance(last, int) and expected is not None and last != expected:
+        raise ModelError(
+            f"{model.onnx_path}: output {name!r} has dimension {last}, but {model.name} "
+            f"expects {expected}"
+        )
+    if expected is not None:
+        return expected
+    if isinstance(last, int):
+        return last
+    raise ModelError(f"{model.onnx_path}: cannot tell the embedding size of output {name!r}")

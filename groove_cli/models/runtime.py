@@ -1,0 +1,175 @@
+"""Shared loading for embedder and reranker: onnxruntime session + tokenizer, concurrently.
+
+onnxruntime and tokenizers are imported here, inside functions, so that importing
+`groove_cli.models` stays cheap (the query-embedding cache lets most searches skip them).
+
+Session options follow models.md §9: CPUExecutionProvider, all cores, full graph optimisation;
+the optimised graph is saved next to the model once (`SessionOptions.optimized_model_filepath`,
+file name keyed by the model's ONNX digest and the onnxruntime version, so a changed
+model.onnx or runtime never reuses a stale one) and later loads read it with optimisation
+disabled.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from groove_cli import messages
+from groove_cli.errors import ModelError
+from groove_cli.models.directory import ResolvedModel
+
+# Above this ONNX size the optimised copy keeps its weights in an external file (protobuf
+# cannot serialise a single message over 2 GB).
+_EXTERNAL_DATA_ABOVE = 1_500_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """A loaded model: the onnxruntime session, its tokenizer and the tokenizer's pad id."""
+
+    session: Any
+    tokenizer: Any
+    pad_id: int
+    input_names: tuple[str, ...]
+
+
+def optimized_path(model: ResolvedModel) -> Path:
+    """Where the optimised graph of `model` is cached (next to its model.onnx)."""
+    import onnxruntime as ort
+
+    onnx = model.onnx_path
+    return onnx.with_name(f"{onnx.stem}.opt-{model.sha256[:16]}-ort{ort.__version__}.onnx")
+
+
+def _session_options(optimise: bool) -> Any:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = os.cpu_count() or 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    so.graph_optimization_level = (
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if optimise
+        else ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    )
+    return so
+
+
+def create_session(model: ResolvedModel) -> Any:
+    """An InferenceSession for `model`, reusing or writing the cached optimised graph."""
+    import onnxruntime as ort
+
+    providers = ["CPUExecutionProvider"]
+    cached = optimized_path(model)
+    if cached.is_file():
+        try:
+            return ort.InferenceSession(str(cached), _session_options(False), providers=providers)
+        except Exception as exc:  # a corrupt or foreign cache file: rebuild it
+            messages.debug(f"ignoring optimised graph {cached}: {exc}")
+            cached.unlink(missing_ok=True)
+    so = _session_options(True)
+    tmp = cached.with_name(f"{cached.name}.tmp{os.getpid()}-{threading.get_ident()}")
+    save = os.access(cached.parent, os.W_OK)
+    if save:
+        so.optimized_model_filepath = str(tmp)
+        if model.onnx_size > _EXTERNAL_DATA_ABOVE:
+            so.add_session_config_entry(
+                "session.optimized_model_external_initializers_file_name", cached.name + ".data"
+            )
+            so.add_session_config_entry(
+                "session.optimized_model_external_initializers_min_size_in_bytes", "1024"
+            )
+    try:
+        session = ort.InferenceSession(str(model.onnx_path), so, providers=providers)
+    except Exception as exc:
+        tmp.unlink(missing_ok=True)
+        raise ModelError(f"cannot load {model.onnx_path}: {exc}") from exc
+    if save:
+        try:
+            os.replace(tmp, cached)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+    return session
+
+
+def load_tokenizer(path: Path) -> tuple[Any, int]:
+    """The tokenizer with truncation and padding switched off, and its pad id.
+
+    Pad id: the file's own padding setting when present, else `<pad>` (XLM-R, id 1) or
+    `[PAD]` (BERT, id 0), else 0.
+    """
+    from tokenizers import Tokenizer
+
+    try:
+        tok = Tokenizer.from_file(str(path))
+    except Exception as exc:
+        raise ModelError(f"cannot load {path}: {exc}") from exc
+    pad_id: int | None = None
+    if tok.padding:
+        pad_id = int(tok.padding["pad_id"])
+    else:
+        for token in ("<pad>", "[PAD]"):
+            found = tok.token_to_id(token)
+            if found is not None:
+                pad_id = int(found)
+                break
+    tok.no_padding()
+    tok.no_truncation()
+    return tok, pad_id if pad_id is not None else 0
+
+
+def load_runtime(model: ResolvedModel) -> Runtime:
+    """Load tokenizer (in a thread) and session concurrently — the tokenizer is the slow one."""
+    result: dict[str, Any] = {}
+
+    def _tok() -> None:
+        try:
+            result["tok"] = load_tokenizer(model.tokenizer_path)
+        except BaseException as exc:  # re-raised in the caller's thread
+            result["error"] = exc
+
+    worker = threading.Thread(target=_tok, name="groove-tokenizer", daemon=True)
+    worker.start()
+    try:
+        session = create_session(model)
+    finally:
+        worker.join()
+    if "error" in result:
+        raise result["error"]
+    tok, pad_id = result["tok"]
+    names = tuple(i.name for i in session.get_inputs())
+    for required in ("input_ids", "attention_mask"):
+        if required not in names:
+            raise ModelError(
+                f"{model.onnx_path}: the graph has no {required!r} input (inputs: {', '.join(names)})"
+            )
+    return Runtime(session=session, tokenizer=tok, pad_id=pad_id, input_names=names)
+
+
+def pad_batch(
+    rows: Sequence[Sequence[int]], pad_id: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Right-pad id rows to the longest: (input_ids, attention_mask), int64 [batch, seq]."""
+    width = max((len(r) for r in rows), default=0)
+    ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = row
+        mask[i, : len(row)] = 1
+    return ids, mask
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Input indices grouped into batches of similar length (sorted, stable), so padding is small."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
