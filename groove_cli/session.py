@@ -20,7 +20,7 @@ from groove_cli import messages
 from groove_cli.index import RuntimeModel, runtime_model, warn_digest
 from groove_cli.retrieve.pipeline import Knn
 from groove_cli.store import Store, cache_put
-from groove_cli.vectors import VectorSnapshot
+from groove_cli.vectors import VectorSnapshot, vec0_knn
 
 if TYPE_CHECKING:
     from groove_cli.models import CrossEncoder, Embedder
@@ -103,7 +103,7 @@ class ReadSession:
                 self._snapshot = VectorSnapshot.from_store(self.store, self.dim)
         if self._snapshot is not None:
             return self._snapshot.knn
-        return self.store.vec_search
+        return vec0_knn(self.store)
 
     def snapshot(self) -> VectorSnapshot:
         """The snapshot for batch KNN (eval, tune), building it in memory when stale."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy.typing as npt
 from groove_cli.store import Store
 
 Neighbours = list[tuple[int, float]]
+MAX_VEC_K = 4096
 
 
 def _paths(db: Path) -> tuple[Path, Path, Path]:
@@ -110,6 +112,31 @@ class VectorSnapshot:
             chosen = part[order]
             out.append([(int(self.ids[i]), float(row[i])) for i in chosen])
         return out
+
+
+def vec0_knn(store: Store) -> Callable[[npt.NDArray[np.float32], int], Neighbours]:
+    """Plain vec0 KNN made to agree with the snapshot at the k-th distance.
+
+    vec0 picks arbitrarily among rows tied with the k-th distance, and a NULL-distance row (a
+    zero vector) can take one of its k slots. Asking for more rows until the row after the k-th
+    is strictly farther (or every row was returned) gives ties to the lower chunk id, as the
+    snapshot does, and never returns fewer than k usable rows.
+    """
+    total = store.chunk_count()
+
+    def knn(query: npt.NDArray[np.float32], k: int) -> Neighbours:
+        k = min(k, MAX_VEC_K)
+        if k <= 0:
+            return []
+        fetch = min(k + 1, MAX_VEC_K)
+        while True:
+            found = store.vec_search(query, fetch)
+            settled = len(found) > k and found[k][1] > found[k - 1][1]
+            if settled or fetch >= min(total, MAX_VEC_K):
+                return found[:k]
+            fetch = min(fetch * 2, MAX_VEC_K)
+
+    return knn
 
 
 def refresh_snapshot(store: Store, db: Path) -> None:

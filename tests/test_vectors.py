@@ -1,0 +1,187 @@
+"""The numpy vector snapshot against plain vec0 KNN, and its version stamp (vectors.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from groove_cli.index import RuntimeModel
+from groove_cli.session import ReadSession
+from groove_cli.store import Store
+from groove_cli.types import ChunkRow, DocumentRow
+from groove_cli.vectors import VectorSnapshot, refresh_snapshot, vec0_knn
+
+DIM = 6
+ROWS = 300
+ZERO_ROW = 77  # position of the zero vector; its chunk id is ZERO_ROW + 1
+TIED = (3, 10, 200)  # positions holding one and the same vector
+PAIR = (49, 50)
+
+
+def _vectors() -> npt.NDArray[np.float32]:
+    rng = np.random.default_rng(20250521)
+    vectors = rng.normal(size=(ROWS, DIM)).astype(np.float32)
+    for position in TIED[1:]:
+        vectors[position] = vectors[TIED[0]]
+    vectors[PAIR[1]] = vectors[PAIR[0]]
+    vectors[ZERO_ROW] = 0.0
+    return vectors
+
+
+def _write(store: Store, vectors: npt.NDArray[np.float32], start: int = 0) -> None:
+    with store.transaction():
+        for offset, vector in enumerate(vectors):
+            i = start + offset
+            doc = DocumentRow(f"n{i}.md", None, None, None, None, (), None, f"h{i}", 1, "t")
+            chunk = ChunkRow(0, None, None, (), f"chunk {i}", None, None, 1.0)
+            store.write_document(doc, [chunk], vector[None, :], None)
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Store]]:
+    """300 random 6-dim vectors (chunk id = position + 1), three identical, two identical, one zero."""
+    db = tmp_path_factory.mktemp("vectors") / "index.db"
+    store = Store.open_for_index(db)
+    store.create_vec_table(DIM)
+    _write(store, _vectors())
+    store.close()
+    reader = Store.open_readonly(db)
+    yield db, reader
+    reader.close()
+
+
+def _reference(query: npt.NDArray[np.float32], k: int) -> list[int]:
+    """Exact cosine KNN in float64, zero vectors dropped, ties by chunk id."""
+    vectors = _vectors().astype(np.float64)
+    norms = np.linalg.norm(vectors, axis=1)
+    q = query.astype(np.float64)
+    ranked = sorted(
+        (1.0 - float(vectors[i] @ q) / (norms[i] * np.linalg.norm(q)), i + 1)
+        for i in range(ROWS) if norms[i] > 0
+    )
+    return [cid for _, cid in ranked[:k]]
+
+
+def _queries() -> list[npt.NDArray[np.float32]]:
+    vectors = _vectors()
+    rng = np.random.default_rng(7)
+    return [vectors[TIED[0]], vectors[PAIR[0]], vectors[5],
+            *rng.normal(size=(12, DIM)).astype(np.float32)]
+
+
+KS = (1, 2, 3, 4, 10, 57, 298, 299, 300, 1000)
+
+
+def test_snapshot_drops_the_zero_vector_and_sorts_ids(index: tuple[Path, Store]) -> None:
+    _, store = index
+    snapshot = VectorSnapshot.from_store(store, DIM)
+    assert snapshot.ids.tolist() == [i + 1 for i in range(ROWS) if i != ZERO_ROW]
+    assert np.allclose(np.linalg.norm(snapshot.matrix, axis=1), 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("k", KS)
+def test_snapshot_knn_equals_vec0_knn(index: tuple[Path, Store], k: int) -> None:
+    _, store = index
+    snapshot = VectorSnapshot.from_store(store, DIM)
+    vec0 = vec0_knn(store)
+    for query in _queries():
+        expected = _reference(query, k)
+        from_snapshot = [cid for cid, _ in snapshot.knn(query, k)]
+        from_vec0 = [cid for cid, _ in vec0(query, k)]
+        assert from_snapshot == expected
+        assert from_vec0 == expected
+        assert ZERO_ROW + 1 not in from_vec0
+
+
+def test_ties_at_the_kth_distance_go_to_the_lower_chunk_id(index: tuple[Path, Store]) -> None:
+    # The query equals the vector shared by chunks 4, 11 and 201: all three at distance ~0.
+    _, store = index
+    query = _vectors()[TIED[0]]
+    snapshot = VectorSnapshot.from_store(store, DIM)
+    for knn in (snapshot.knn, vec0_knn(store)):
+        assert [cid for cid, _ in knn(query, 1)] == [4]
+        assert [cid for cid, _ in knn(query, 2)] == [4, 11]
+        top3 = knn(query, 3)
+        assert [cid for cid, _ in top3] == [4, 11, 201]
+        assert top3[0][1] == top3[1][1] == top3[2][1]
+
+
+def test_every_usable_row_comes_back_despite_the_zero_vector(index: tuple[Path, Store]) -> None:
+    # vec0 alone returns the zero vector's NULL distance inside its k rows; it must not cost a slot.
+    _, store = index
+    query = _queries()[-1]
+    assert len(vec0_knn(store)(query, ROWS - 1)) == ROWS - 1
+    assert len(VectorSnapshot.from_store(store, DIM).knn(query, ROWS - 1)) == ROWS - 1
+    assert len(vec0_knn(store)(query, 0)) == 0
+
+
+def test_batch_knn_matches_single_queries(index: tuple[Path, Store]) -> None:
+    # Same ids in the same order; distances may differ in the last bits (one matrix product).
+    _, store = index
+    snapshot = VectorSnapshot.from_store(store, DIM)
+    queries = np.stack(_queries())
+    batch = snapshot.knn_batch(queries, 10)
+    assert [[cid for cid, _ in row] for row in batch] == [_reference(q, 10) for q in queries]
+
+
+def _session(store: Store, db: Path) -> ReadSession:
+    runtime = RuntimeModel("test", DIM, 512, None, "")
+    return ReadSession(store, db, store.meta(), runtime, db.parent, offline=True)
+
+
+def test_stale_stamp_is_ignored(tmp_path: Path) -> None:
+    db = tmp_path / "index.db"
+    store = Store.open_for_index(db)
+    store.create_vec_table(DIM)
+    vectors = _vectors()[:40]
+    _write(store, vectors)
+    refresh_snapshot(store, db)
+    old_version = store.vectors_version()
+    assert VectorSnapshot.load(db, old_version, DIM) is not None
+    assert VectorSnapshot.load(db, old_version, DIM + 1) is None  # wrong dimension
+
+    # A new vector identical to the query bumps the version; the old snapshot lacks it.
+    query = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], dtype=np.float32)
+    _write(store, query[None, :], start=40)
+    new_version = store.vectors_version()
+    assert new_version != old_version
+    assert VectorSnapshot.load(db, new_version, DIM) is None
+    store.close()
+
+    reader = Store.open_readonly(db)
+    try:
+        session = _session(reader, db)
+        # stale: the session falls back to vec0, which sees chunk 41
+        assert session.knn()(query, 1)[0][0] == 41
+        # a stale snapshot built in memory for batch commands sees it too
+        batch = _session(reader, db)
+        assert batch.snapshot().ids.tolist() == list(range(1, 42))
+    finally:
+        reader.close()
+
+    writer = Store.open_for_index(db)
+    refresh_snapshot(writer, db)
+    writer.close()
+    assert VectorSnapshot.load(db, new_version, DIM) is not None
+
+
+def test_a_current_stamp_is_trusted(tmp_path: Path) -> None:
+    # The reader does not re-check a current snapshot's content against vec0: the stamp decides.
+    db = tmp_path / "index.db"
+    store = Store.open_for_index(db)
+    store.create_vec_table(DIM)
+    _write(store, _vectors()[:20])
+    version = store.vectors_version()
+    store.close()
+    planted = VectorSnapshot(np.array([999], dtype=np.int64),
+                             np.eye(1, DIM, dtype=np.float32))
+    planted.save(db, version)
+    reader = Store.open_readonly(db)
+    try:
+        assert _session(reader, db).knn()(np.ones(DIM, dtype=np.float32), 5)[0][0] == 999
+    finally:
+        reader.close()
