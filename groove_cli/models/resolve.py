@@ -344,16 +344,21 @@ def resolve_model(
         found = _from_cache(entry, models_dir)  # another process may have finished it
         if found is not None:
             return found
+        pack_error: ModelError | None = None
         if entry.has_pack:
             from groove_cli.models.pack import find_pack
 
             if find_pack() is not None:
                 try:
                     return _convert_pack(entry, models_dir)
-                except ModelError as exc:
-                    messages.warning(exc.message)
+                except ModelError as exc:  # move on to the next option (§7.1)
+                    pack_error = exc
         if not offline and hub.hub_available():
+            if pack_error is not None:
+                messages.warning(pack_error.message)
             return _download(entry, models_dir)
+    if pack_error is not None:
+        raise ModelError(pack_error.message, not_available_error(entry.name, models_dir).message)
     raise not_available_error(entry.name, models_dir)
 
 
