@@ -260,6 +260,11 @@ class Indexer:
         if not self.opt.quiet:
             messages.progress(text)
 
+    def _note(self, text: str) -> None:
+        """A `groove: note:` line (cli.md §2); --quiet keeps only Indexing, Found and Done."""
+        if not self.opt.quiet:
+            messages.note(text)
+
     def _verbose(self, text: str) -> None:
         if self.opt.verbose:
             messages.progress(text)
@@ -339,7 +344,7 @@ class Indexer:
         fingerprint = chunker_fingerprint(opt.exclude_headings)
         rechunk = store.chunk_count() > 0 and meta.get("chunker_fingerprint") != fingerprint
         if rechunk and not fresh:
-            self._line("chunking settings changed since the last run; every file is re-read")
+            self._note("chunking settings changed since the last run; every file is re-read")
         with store.transaction():
             backfilled = store.backfill_fts()
         if backfilled:
@@ -364,7 +369,7 @@ class Indexer:
             self.progress.finish()
         if self.truncated:
             assert self.runtime is not None
-            self._line(f"{self.truncated} chunk(s) exceed max_length {self.runtime.max_length} "
+            self._note(f"{self.truncated} chunk(s) exceed max_length {self.runtime.max_length} "
                        "tokens and were truncated for embedding")
         if not self.interrupted:
             with store.transaction():
@@ -377,7 +382,7 @@ class Indexer:
         if recorded == desired:
             return recorded
         if store.chunk_count() == 0:
-            self._line(f"index is empty; adopting '{desired}' for empty index (was '{recorded}').")
+            self._note(f"index is empty; adopting '{desired}' for empty index (was '{recorded}').")
             store.set_meta({"context_mode": desired})
             return desired
         messages.warning(
