@@ -177,8 +177,9 @@ class _Paths:
     db: Path
 
 
-def _paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: bool) -> _Paths:
-    settings = _settings(ctx, flags)
+def _paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: bool,
+           announce: bool = True) -> _Paths:
+    settings = _settings(ctx, flags, announce=announce)
     db_flag = _globals(ctx).db
     kb = config.kb_path(settings, required=kb_required and db_flag is None)
     if kb_required and kb is None:
@@ -224,7 +225,7 @@ def index_cmd(
     def run() -> IndexReport:
         check_runtime()
         paths = _paths(ctx, _flags(kb_path=str(kb_path) if kb_path else None,
-                                   model=model), kb_required=True)
+                                   model=model), kb_required=True, announce=not quiet)
         s = paths.settings
         assert paths.kb is not None
         options = IndexOptions(
@@ -272,7 +273,8 @@ def status_cmd(
 
     def run() -> StatusReport | None:
         check_runtime()
-        paths = _paths(ctx, _flags(kb_path=str(kb_path) if kb_path else None), kb_required=True)
+        # With --db, status and doctor need no KB path (cli.md §1).
+        paths = _paths(ctx, _flags(kb_path=str(kb_path) if kb_path else None), kb_required=False)
         if not paths.db.is_file():
             hint = paths.kb if paths.kb else "<path>"
             messages.note(f"no index found at {paths.db}. Run `groove index --kb-path {hint}` first.")
@@ -305,7 +307,8 @@ def doctor_cmd(
 
     def run() -> DoctorReport:
         check_runtime()
-        paths = _paths(ctx, _flags(kb_path=str(kb_path) if kb_path else None), kb_required=True)
+        # With --db, status and doctor need no KB path (cli.md §1).
+        paths = _paths(ctx, _flags(kb_path=str(kb_path) if kb_path else None), kb_required=False)
         return run_doctor(paths.db, paths.kb, config.models_dir(paths.settings))
 
     report = _run(run)
