@@ -172,3 +172,11 @@ def test_length_batches_sort_cap_inputs_and_padded_tokens() -> None:
     assert length_batches(lengths, 2) == [[1, 3], [4, 2], [0]]
     # 3 inputs of width 4 = 12 padded tokens > 10, so the budget splits before the third.
     assert length_batches([4, 4, 4, 20], 8, max_tokens=10) == [[0, 1], [2], [3]]
+
+
+def test_output_of_the_wrong_rank_is_refused_at_load(tmp_path: Path) -> None:
+    from tests.onnx_builders import reranker
+
+    toml = settings_toml(dim=1) + 'output = "logits"\n'  # a [batch, 1] output
+    with pytest.raises(ModelError, match=r"expected \[batch, seq, hidden\]"):
+        load(tmp_path, reranker(token_types=False).onnx, toml)

@@ -86,26 +86,6 @@ def test_charsmap_reproduces_a_per_code_point_map() -> None:
 # --------------------------------------------------------------------------- the real pack
 
 
-@needs_pack
-def test_normaliser_matches_the_pack_map_on_every_code_point() -> None:
-    from tokenizers import Tokenizer
-
-    from groove_cli.models.pack import build_tokenizer_json
-
-    assert PACK is not None
-    pack = read_pack(PACK)
-    assert (len(pack.pieces), pack.unk_id, pack.pad_id, len(pack.norm_map)) == (
-        250_002, 3, 1, 4_837,
-    )
-    tok = Tokenizer.from_str(build_tokenizer_json(pack))
-    cps = [cp for cp in range(0x110000) if not 0xD800 <= cp < 0xE000]
-    # "|" separates code points so no two form one grapheme cluster.
-    got = tok.normalizer.normalize_str("|".join(map(chr, cps)))
-    mapped = ("".join(map(chr, pack.norm_map[cp])) if cp in pack.norm_map else chr(cp)
-              for cp in cps)
-    assert got == re.sub(" {2,}", " ", "|".join(mapped))
-
-
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ResolvedModel, list[str]]]:
     """Convert the pack once into a fresh temporary models folder, capturing progress lines."""
@@ -171,6 +151,20 @@ def test_converted_model_matches_the_pack_engine(embedder: Embedder, is_query: b
         cosine = float(ours[i] @ ref / (np.linalg.norm(ours[i]) * np.linalg.norm(ref)))
         assert cosine >= 0.999, text
         assert lengths[i] == engine.token_count(text, is_query) < 510, text
+
+
+def test_normaliser_matches_the_pack_map_on_every_code_point(embedder: Embedder) -> None:
+    assert PACK is not None
+    pack = read_pack(PACK)
+    assert (len(pack.pieces), pack.unk_id, pack.pad_id, len(pack.norm_map)) == (
+        250_002, 3, 1, 4_837,
+    )
+    cps = [cp for cp in range(0x110000) if not 0xD800 <= cp < 0xE000]
+    # "|" separates code points so no two form one grapheme cluster.
+    got = embedder._tok.normalizer.normalize_str("|".join(map(chr, cps)))
+    mapped = ("".join(map(chr, pack.norm_map[cp])) if cp in pack.norm_map else chr(cp)
+              for cp in cps)
+    assert got == re.sub(" {2,}", " ", "|".join(mapped))
 
 
 def test_token_ids_match_the_genuine_tokenizer(embedder: Embedder) -> None:
