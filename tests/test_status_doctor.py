@@ -1,0 +1,381 @@
+"""`groove status` and `groove doctor` (cli.md §3, §8, §9) against real indexes.
+
+Most tests use the tiny-model sample KB of `test_index.py` (3 documents, 4 chunks with quality
+1.0, 0.7, 1.0 and 0.1); the golden tests read the session's real `golden/` index. Doctor tests
+damage an index by hand through a plain apsw connection, then check each finding.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import apsw
+import numpy as np
+import pytest
+import sqlite_vec
+from typer.testing import CliRunner, Result
+
+from groove_cli.chunk import parse_document
+from groove_cli.cli import app
+from groove_cli.scan import collect_files
+from tests.onnx_builders import model_dir
+from tests.test_index import (
+    BETA,
+    DIM,
+    KB_FILES,
+    MAX_LENGTH,
+    TINY_MODEL_TOML,
+    Groove,
+    chunk_ids,
+    make_groove,
+    meta,
+    rows,
+    table_dump,
+    tiny_embedder_onnx,
+    write,
+    write_kb,
+)
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("tiny-model") / "embedder"
+    return model_dir(folder, tiny_embedder_onnx(), TINY_MODEL_TOML).resolve()
+
+
+@pytest.fixture
+def indexed(tiny_model: Path, workdir: Path, tmp_path: Path) -> Groove:
+    """The sample KB indexed once with the tiny model."""
+    groove = make_groove(workdir, tmp_path, tiny_model)
+    write_kb(groove.kb)
+    result = groove.index()
+    assert result.exit_code == 0, result.stderr
+    return groove
+
+
+@contextmanager
+def writable(db: Path) -> Iterator[apsw.Connection]:
+    """A read-write connection with sqlite-vec loaded, to damage an index by hand."""
+    con = apsw.Connection(str(db))
+    con.enable_load_extension(True)
+    con.load_extension(sqlite_vec.loadable_path())
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def status(groove: Groove, *args: str, kb: bool = True) -> Result:
+    kb_args = ["--kb-path", str(groove.kb)] if kb else []
+    return groove.run("status", *kb_args, *args)
+
+
+def doctor(groove: Groove, *args: str, kb: bool = True) -> Result:
+    kb_args = ["--kb-path", str(groove.kb)] if kb else []
+    return groove.run("doctor", *kb_args, *args)
+
+
+def schema_version(db: Path) -> int:
+    value = rows(db, "PRAGMA user_version")[0][0]
+    assert isinstance(value, int)
+    return value
+
+
+# =========================================================================== status
+
+
+def test_status_text_reports_counts_model_and_nothing_pending(indexed: Groove) -> None:
+    before = table_dump(indexed.db)
+    result = status(indexed)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"Index: {indexed.db}",
+        f"KB: {indexed.kb.resolve()}",
+        f"Schema version: {schema_version(indexed.db)}",
+        "Documents: 3",
+        "Chunks: 4",
+        f"Model: {indexed.model} ({DIM} dim, max_length {MAX_LENGTH})",
+        "Context mode: off",
+        f"Last indexed: {meta(indexed.db)['last_indexed']}",
+        "Pending: 0 new / 0 changed / 0 deleted",
+        # quality 1.0, 0.7, 1.0 pass the default 0.3; 0.1 does not
+        "Quality filter (threshold=0.3): 3 passing, 1 below threshold",
+    ]
+    assert table_dump(indexed.db) == before
+
+
+def test_status_json_counts_pending_changes_without_indexing(indexed: Groove) -> None:
+    kb = indexed.kb
+    write(kb, "new.md", BETA + "\n")  # new
+    write(kb, "eng/search/beta.md", "the cat sat on the mat\n")  # changed
+    (kb / "ops/gamma.md").unlink()  # deleted
+    (kb / "alpha.md").rename(kb / "alpha-moved.md")  # no rename detection: 1 new + 1 deleted
+    before = table_dump(indexed.db)
+
+    result = status(indexed, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc == {
+        "index": str(indexed.db),
+        "kb_path": str(kb.resolve()),
+        "schema_version": schema_version(indexed.db),
+        "documents": 3,
+        "chunks": 4,
+        "model": {"name": str(indexed.model), "dim": DIM, "max_length": MAX_LENGTH},
+        "context_mode": "off",
+        "last_indexed": meta(indexed.db)["last_indexed"],
+        "pending": {"new": 2, "changed": 1, "deleted": 2},
+        "quality_filter": {"threshold": 0.3, "passing": 3, "below": 1},
+    }
+    assert list(doc) == ["index", "kb_path", "schema_version", "documents", "chunks", "model",
+                         "context_mode", "last_indexed", "pending", "quality_filter"]
+    assert result.stdout.endswith("}\n") and '\n  "index"' in result.stdout
+    assert table_dump(indexed.db) == before
+
+    text = status(indexed)
+    assert "Pending: 2 new / 1 changed / 2 deleted" in text.stdout.splitlines()
+
+
+def test_pending_keeps_too_large_files_and_drops_refused_links(indexed: Groove) -> None:
+    kb = indexed.kb
+    os.truncate(kb / "eng/search/beta.md", 50 * 1024 * 1024 + 1)  # skipped, rows kept
+    (kb / "ops/gamma.md").unlink()
+    os.symlink(kb / "alpha.md", kb / "ops/gamma.md")  # refused: counts as not seen
+    result = status(indexed)
+    assert "Pending: 0 new / 0 changed / 1 deleted" in result.stdout.splitlines()
+
+
+def test_status_quality_filter_threshold_and_disabled(indexed: Groove) -> None:
+    indexed.configure("[quality_filter]\nthreshold = 0.75\n")
+    result = status(indexed)
+    assert result.stdout.splitlines()[-1] == (
+        "Quality filter (threshold=0.75): 2 passing, 2 below threshold")
+    indexed.configure("[quality_filter]\nthreshold = 0.7\n")  # DOGS scores exactly 1 - 0.3
+    assert status(indexed).stdout.splitlines()[-1] == (
+        "Quality filter (threshold=0.7): 3 passing, 1 below threshold")
+
+    indexed.configure("[quality_filter]\nenabled = false\n")
+    text = status(indexed)
+    assert text.stdout.splitlines()[-1] == "Pending: 0 new / 0 changed / 0 deleted"
+    assert not any(line.startswith("Quality filter") for line in text.stdout.splitlines())
+    doc = json.loads(status(indexed, "--format", "json").stdout)
+    assert doc["quality_filter"] is None
+
+
+def test_status_with_db_only_has_no_pending(indexed: Groove) -> None:
+    result = status(indexed, kb=False)
+    assert result.exit_code == 0, result.stderr
+    assert not any(line.startswith("Pending") for line in result.stdout.splitlines())
+    assert "Documents: 3" in result.stdout.splitlines()
+    doc = json.loads(status(indexed, "--format", "json", kb=False).stdout)
+    assert doc["pending"] is None
+    assert doc["kb_path"] == str(indexed.kb.resolve())
+
+
+def test_status_without_an_index_is_a_note_and_exit_0(indexed: Groove, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    result = indexed.run("status", "--kb-path", str(indexed.kb), db=missing)
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        f"groove: note: no index found at {missing}. Run `groove index --kb-path {indexed.kb}` "
+        "first.")
+    bare = indexed.run("status", db=missing)
+    assert bare.exit_code == 0 and bare.stdout == ""
+    assert bare.stderr.splitlines()[-1] == (
+        f"groove: note: no index found at {missing}. Run `groove index --kb-path <path>` first.")
+    assert not missing.exists()
+
+
+def test_status_of_the_golden_index(golden_index: tuple[Path, Path], workdir: Path) -> None:
+    kb, db = golden_index
+    files = collect_files(kb, exclude_dirs=(), extensions=("md",)).files
+    scores = [chunk.quality_score
+              for f in files for chunk in parse_document(f.path.read_text("utf-8"), f.rel).chunks]
+    assert (len(files), len(scores)) == (27, 106)
+    passing = sum(1 for q in scores if q >= 0.3)
+
+    result = runner.invoke(app, ["--db", str(db), "status", "--kb-path", str(kb),
+                                 "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert (doc["documents"], doc["chunks"]) == (27, 106)
+    assert doc["model"] == {"name": "multilingual-e5-small", "dim": 384, "max_length": 512}
+    assert doc["pending"] == {"new": 0, "changed": 0, "deleted": 0}
+    assert doc["quality_filter"] == {"threshold": 0.3, "passing": passing,
+                                     "below": 106 - passing}
+
+
+# =========================================================================== doctor
+
+
+def test_doctor_clean_index(indexed: Groove) -> None:
+    before = table_dump(indexed.db)
+    result = doctor(indexed)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "groove doctor — 3 document(s), 4 chunk(s)\nNo issues found.\n"
+    as_json = doctor(indexed, "--format", "json", kb=False)
+    assert as_json.exit_code == 0, as_json.stderr
+    assert json.loads(as_json.stdout) == {"documents": 3, "chunks": 4, "findings": []}
+    assert table_dump(indexed.db) == before
+
+
+def test_doctor_reports_each_kind_of_damage(indexed: Groove) -> None:
+    db = indexed.db
+    (gamma,) = chunk_ids(db, "ops/gamma.md")
+    (beta,) = chunk_ids(db, "eng/search/beta.md")
+    with writable(db) as con:
+        con.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (gamma,))
+        con.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (9001, ?)",
+                    (np.ones(DIM, dtype="<f4").tobytes(),))
+        con.execute("DELETE FROM fts_chunks WHERE rowid = ?", (beta,))
+        con.execute("INSERT INTO fts_chunks(rowid, heading, context, content) "
+                    "VALUES (9002, '', '', 'stray text')")
+        con.execute("INSERT INTO documents(path, content_hash, size_bytes, last_indexed) "
+                    "VALUES ('ghost.md', 'x', 0, '2026-01-01T00:00:00Z')")
+
+    result = doctor(indexed, "--format", "json")
+    assert result.exit_code == 1
+    doc = json.loads(result.stdout)
+    assert (doc["documents"], doc["chunks"]) == (4, 4)
+    force = "groove index --force"
+    expected = [
+        ("missing-embedding", 1, [str(gamma)], force),
+        ("orphan-embedding", 1, ["9001"], force),
+        ("missing-fts-row", 1, [str(beta)], "groove index (a plain run backfills)"),
+        ("orphan-fts-row", 1, ["9002"], force),
+        ("document-without-chunks", 1, ["ghost.md"], force),
+    ]
+    findings = doc["findings"]
+    assert [(f["check"], f["count"], f["samples"], f["remedy"]) for f in findings] == expected
+    assert all(f["severity"] == "error" and f["summary"] for f in findings)
+    assert all(list(f) == ["check", "severity", "summary", "count", "samples", "remedy"]
+               for f in findings)
+
+    text = doctor(indexed)
+    assert text.exit_code == 1
+    lines = text.stdout.splitlines()
+    assert lines[0] == "groove doctor — 4 document(s), 4 chunk(s)"
+    report: list[str] = []
+    for f in findings:
+        report += [f"[error] {f['check']}: {f['summary']}",
+                   *(f"    {s}" for s in f["samples"]), f"  fix: {f['remedy']}"]
+    assert lines[1:] == report
+
+
+def test_doctor_lists_five_samples_and_the_rest_as_a_count(indexed: Groove) -> None:
+    for i in range(5):
+        write(indexed.kb, f"more/m{i}.md", f"note {i}: {BETA}\n")
+    assert indexed.index().exit_code == 0
+    ids = sorted(int(str(r[0])) for r in rows(indexed.db, "SELECT id FROM chunks"))
+    assert len(ids) == 9
+    with writable(indexed.db) as con:
+        for cid in ids[:7]:
+            con.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
+    result = doctor(indexed)
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("[error] missing-embedding")))
+    assert lines[start + 1 : start + 8] == [
+        *(f"    {cid}" for cid in ids[:5]), "    ... and 2 more", "  fix: groove index --force"]
+    doc = json.loads(doctor(indexed, "--format", "json").stdout)
+    assert [(f["check"], f["count"], f["samples"]) for f in doc["findings"]] == [
+        ("missing-embedding", 7, [str(cid) for cid in ids[:5]])]
+
+
+def test_doctor_finds_a_chunk_without_document(indexed: Groove) -> None:
+    with writable(indexed.db) as con:  # foreign keys are off on a plain connection
+        con.execute("INSERT INTO chunks(id, document_id, chunk_index, content, quality_score) "
+                    "VALUES (9003, 9999, 0, 'lost', 0.1)")
+        con.execute("INSERT INTO fts_chunks(rowid, heading, context, content) "
+                    "VALUES (9003, '', '', 'lost')")
+        con.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (9003, ?)",
+                    (np.ones(DIM, dtype="<f4").tobytes(),))
+    doc = json.loads(doctor(indexed, "--format", "json").stdout)
+    assert [(f["check"], f["count"], f["samples"], f["remedy"]) for f in doc["findings"]] == [
+        ("chunk-without-document", 1, ["9003"], "groove index --force")]
+    assert (doc["documents"], doc["chunks"]) == (3, 5)
+
+
+def test_doctor_missing_vector_table(indexed: Groove) -> None:
+    with writable(indexed.db) as con:
+        con.execute("DROP TABLE vec_chunks")
+    result = doctor(indexed)
+    assert result.exit_code == 1
+    assert result.stdout.splitlines()[1:] == [
+        "[error] vector-table-missing: the vec_chunks table does not exist",
+        "  fix: groove index --force"]
+    doc = json.loads(doctor(indexed, "--format", "json").stdout)
+    assert [(f["check"], f["count"], f["samples"]) for f in doc["findings"]] == [
+        ("vector-table-missing", 1, [])]
+
+
+def test_doctor_warns_when_the_model_is_unavailable(tiny_model: Path, workdir: Path,
+                                                   tmp_path: Path) -> None:
+    model = tmp_path / "model-copy"
+    shutil.copytree(tiny_model, model)
+    groove = make_groove(workdir, tmp_path, model)
+    write_kb(groove.kb)
+    assert groove.index().exit_code == 0
+    shutil.rmtree(model)
+    result = doctor(groove, "--format", "json")
+    assert result.exit_code == 1
+    (finding,) = json.loads(result.stdout)["findings"]
+    assert (finding["check"], finding["severity"], finding["samples"], finding["remedy"]) == (
+        "model-unavailable", "warning", [str(model)], f"groove models resolve {model}")
+    text = doctor(groove)
+    assert f"[warning] model-unavailable: {finding['summary']}" in text.stdout.splitlines()
+
+
+def test_doctor_remedies_repair_the_index(indexed: Groove) -> None:
+    db = indexed.db
+    (beta,) = chunk_ids(db, "eng/search/beta.md")
+    with writable(db) as con:
+        con.execute("DELETE FROM fts_chunks WHERE rowid = ?", (beta,))
+    assert doctor(indexed).exit_code == 1
+    plain = indexed.index()
+    assert "Backfilled 1 chunks into FTS index" in plain.stderr.splitlines()
+    assert doctor(indexed).exit_code == 0
+
+    (gamma,) = chunk_ids(db, "ops/gamma.md")
+    with writable(db) as con:
+        con.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (gamma,))
+    assert doctor(indexed).exit_code == 1
+    assert indexed.index("--force").exit_code == 0
+    result = doctor(indexed)
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[-1] == "No issues found."
+    assert {path: len(chunk_ids(db, path)) for path in KB_FILES} == {
+        "alpha.md": 2, "eng/search/beta.md": 1, "ops/gamma.md": 1}
+
+
+def test_doctor_without_an_index_is_an_error(indexed: Groove, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    result = indexed.run("doctor", "--kb-path", str(indexed.kb), db=missing)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        f"groove: error: no index found at {missing}. Run `groove index --kb-path {indexed.kb}` "
+        "first.")
+    bare = indexed.run("doctor", db=missing)
+    assert bare.exit_code == 1 and bare.stdout == ""
+    assert bare.stderr.splitlines()[-1] == (
+        f"groove: error: no index found at {missing}. Run `groove index --kb-path <path>` "
+        "first.")
+    assert not missing.exists()
+
+
+def test_doctor_on_the_golden_index(golden_index: tuple[Path, Path], real_models_dir: Path,
+                                    workdir: Path) -> None:
+    kb, db = golden_index
+    (workdir / "groove.toml").write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n")
+    result = runner.invoke(app, ["--db", str(db), "doctor", "--kb-path", str(kb)])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.stdout == "groove doctor — 27 document(s), 106 chunk(s)\nNo issues found.\n"
