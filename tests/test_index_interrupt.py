@@ -1,0 +1,147 @@
+"""Ctrl-C and a hard kill during `groove index` leave a valid index (index.md §6.2, cli.md §4).
+
+`groove index` runs in a real subprocess over 600 one-chunk notes with the tiny model of
+`test_index.py`: loading it takes milliseconds, so the run spends its time writing one
+transaction per file (a few seconds in all), which is the window the signal must land in. The
+test waits until documents appear in the index (polled through a read-only connection), sends
+the signal, then checks the exit, `groove doctor`, and that a re-run indexes exactly the rest.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import apsw
+import pytest
+
+from tests.onnx_builders import model_dir
+from tests.test_index import (
+    TINY_MODEL_TOML,
+    Counts,
+    Groove,
+    done,
+    make_groove,
+    rows,
+    tiny_embedder_onnx,
+    write,
+)
+
+NOTES = 600
+INTERRUPTED = re.compile(r"Interrupted after (\d+) of (\d+) files; the index is valid and the next "
+                         r"run continues from here\.")
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("tiny-model") / "embedder"
+    return model_dir(folder, tiny_embedder_onnx(), TINY_MODEL_TOML).resolve()
+
+
+@pytest.fixture
+def big_kb(tiny_model: Path, workdir: Path, tmp_path: Path) -> Groove:
+    """600 short notes in 10 folders, one chunk each."""
+    groove = make_groove(workdir, tmp_path, tiny_model)
+    for i in range(NOTES):
+        write(groove.kb, f"d{i % 10}/note-{i:04d}.md", f"note {i}: the cat sat on the mat\n")
+    return groove
+
+
+def start_index(groove: Groove) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "groove_cli", "--db", str(groove.db), "index",
+         "--kb-path", str(groove.kb)],
+        cwd=groove.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def document_count(db: Path) -> int:
+    """Documents committed so far, or 0 while the index file or its schema does not exist yet."""
+    try:
+        con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error:
+        return 0
+    try:
+        value = con.execute("SELECT count(*) FROM documents").fetchall()[0][0]
+        return int(str(value))
+    except apsw.Error:
+        return 0
+    finally:
+        con.close()
+
+
+def wait_until_writing(groove: Groove, proc: subprocess.Popen[str], at_least: int = 10) -> None:
+    deadline = time.monotonic() + 60
+    while document_count(groove.db) < at_least:
+        if proc.poll() is not None:
+            _, err = proc.communicate()
+            pytest.fail(f"index ended (exit {proc.returncode}) before the signal:\n{err}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.communicate()
+            pytest.fail("index wrote no documents within 60 s")
+        time.sleep(0.005)
+
+
+def assert_doctor_clean(groove: Groove, documents: int) -> None:
+    result = groove.run("doctor", "--kb-path", str(groove.kb))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.stdout == (f"groove doctor — {documents} document(s), {documents} chunk(s)\n"
+                             "No issues found.\n")
+
+
+def written_ids(db: Path) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for path, cid in rows(db, "SELECT d.path, c.id FROM documents d JOIN chunks c "
+                              "ON c.document_id = d.id ORDER BY c.id"):
+        found.setdefault(str(path), []).append(int(str(cid)))
+    return found
+
+
+def test_ctrl_c_exits_130_with_a_valid_index_and_the_rerun_finishes(big_kb: Groove) -> None:
+    proc = start_index(big_kb)
+    wait_until_writing(big_kb, proc)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    lines = err.splitlines()
+    match = INTERRUPTED.fullmatch(lines[-1])
+    assert match is not None, err
+    processed, total = int(match.group(1)), int(match.group(2))
+    assert total == NOTES
+    assert not any(line.startswith("Done in") for line in lines)
+    assert "Traceback" not in err
+    # Every file processed before the stop was written whole; nothing else was.
+    kept = written_ids(big_kb.db)
+    assert len(kept) == processed and 0 < processed < NOTES
+    assert_doctor_clean(big_kb, processed)
+
+    rerun = big_kb.index()
+    assert rerun.exit_code == 0, rerun.stderr
+    assert done(rerun) == Counts(docs=NOTES, updated=NOTES - processed, renamed=0, deleted=0,
+                                 skipped=0, chunks=NOTES)
+    after = written_ids(big_kb.db)
+    assert {path: after[path] for path in kept} == kept  # the first run's rows were reused
+    assert_doctor_clean(big_kb, NOTES)
+
+
+def test_kill_leaves_a_valid_index_and_the_rerun_finishes(big_kb: Groove) -> None:
+    proc = start_index(big_kb)
+    wait_until_writing(big_kb, proc)
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+
+    kept = written_ids(big_kb.db)
+    assert 0 < len(kept) < NOTES
+    assert all(len(ids) == 1 for ids in kept.values())
+    assert_doctor_clean(big_kb, len(kept))
+
+    rerun = big_kb.index()  # the lock died with the process
+    assert rerun.exit_code == 0, rerun.stderr
+    assert done(rerun) == Counts(docs=NOTES, updated=NOTES - len(kept), renamed=0, deleted=0,
+                                 skipped=0, chunks=NOTES)
+    assert_doctor_clean(big_kb, NOTES)
