@@ -29,7 +29,7 @@ from groove_cli.retrieve.pipeline import (
     search,
 )
 from groove_cli.retrieve.query import compile_query
-from groove_cli.searching import build_params
+from groove_cli.searching import build_params, search_reranker
 from groove_cli.store import Store
 from groove_cli.types import ChunkRow, DocumentRow
 from groove_cli.vectors import vec0_knn
@@ -499,6 +499,20 @@ def test_build_params_marks_where_top_k_came_from() -> None:
     file_dense = {**balanced, "search.retrieval.dense_top_k": 30}
     assert pools(file_dense, {}, rerank=True) == Pools(30, 250, 50)
     assert pools(balanced, {"search.retrieval.sparse_top_k": 12}, rerank=True) == Pools(250, 12, 50)
+
+
+@pytest.mark.parametrize(("file_values", "flags", "expected"), [
+    ({}, {}, None),
+    ({}, {"reranker": "bge-reranker-v2-m3"}, "bge-reranker-v2-m3"),
+    ({"reranker": "bge-reranker-v2-m3"}, {}, "bge-reranker-v2-m3"),  # rerank_by_default true
+    ({"reranker": "bge-reranker-v2-m3", "rerank_by_default": False}, {}, None),
+    ({"reranker": "bge-reranker-v2-m3", "rerank_by_default": False},
+     {"reranker": "bge-reranker-v2-m3"}, "bge-reranker-v2-m3"),  # a flag is unconditional
+    ({"reranker": "bge-reranker-v2-m3"}, {"reranker": "none"}, None),
+])
+def test_which_reranker_search_runs(file_values: dict[str, object], flags: dict[str, object],
+                                    expected: str | None) -> None:
+    assert search_reranker(resolve(file_values, flags)) == expected
 
 
 # Sixty chunks "delta 01" … "delta 60": identical FTS scores, so the FTS leg ranks by id
