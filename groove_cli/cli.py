@@ -568,6 +568,7 @@ def eval_cmd(
         sys.stdout.write(render_eval_text(
             outcome.full_report, threshold=outcome.threshold, show_diff=outcome.show_diff,
             color=output.use_color(sys.stdout, no_color), incompatibility=outcome.incompatibility))
+        sys.stdout.flush()  # the report must precede the gate's error when both go to one log
     if outcome.regression_error:
         messages.error(outcome.regression_error)
         raise typer.Exit(1)
