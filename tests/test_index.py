@@ -9,6 +9,7 @@ words. The helpers here are shared with `test_status_doctor.py` and `test_index_
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -599,6 +600,51 @@ def test_other_kb_path_is_refused_without_force(indexed: Groove, tmp_path: Path)
     assert forced.exit_code == 0, forced.stderr
     assert done(forced) == Counts(docs=1, updated=1, renamed=0, deleted=0, skipped=0, chunks=1)
     assert meta(indexed.db)["kb_path"] == str(new)
+
+
+def test_vector_table_of_another_dimension_is_refused(indexed: Groove) -> None:
+    con = apsw.Connection(str(indexed.db))
+    con.enable_load_extension(True)
+    con.load_extension(sqlite_vec.loadable_path())
+    con.execute("DROP TABLE vec_chunks")
+    con.execute("CREATE VIRTUAL TABLE vec_chunks USING vec0(chunk_id INTEGER PRIMARY KEY, "
+                "embedding float[4] distance_metric=cosine)")
+    con.close()
+    result = indexed.index()
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"groove: error: vec_chunks declared float[4] but runtime dim is {DIM}. Run index with "
+        "--force to rebuild.")
+    assert LOADING not in result.stderr
+
+
+def test_changed_model_files_with_the_same_identity_only_warn(groove: Groove,
+                                                             tmp_path: Path) -> None:
+    model = tmp_path / "model-copy"
+    shutil.copytree(groove.model, model)
+    copy = Groove(groove.work, groove.kb, groove.db, model.resolve(), groove.models_dir)
+    copy.configure()
+    copy.index_ok()
+    (model / "model.onnx").write_bytes(tiny_embedder_onnx(TABLE[::-1].copy()))
+    result = copy.index_ok()
+    assert (f"groove: warning: the model files for {model.resolve()} differ from those this "
+            "index was built with; rankings may shift slightly. Run `groove index --force` to "
+            "rebuild.") in result.stderr.splitlines()
+    assert done(result) == Counts(docs=3, updated=0, renamed=0, deleted=0, skipped=0, chunks=4)
+
+
+def test_a_second_indexer_is_refused_while_the_lock_is_held(indexed: Groove) -> None:
+    lock = indexed.db.with_name(indexed.db.name + ".lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = indexed.index()
+    finally:
+        os.close(fd)
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"groove: error: another groove index is running on {indexed.db}")
+    assert indexed.index().exit_code == 0
 
 
 # =========================================================================== chunker and context mode

@@ -23,6 +23,7 @@ from typer.testing import CliRunner, Result
 from groove_cli.chunk import parse_document
 from groove_cli.cli import app
 from groove_cli.scan import collect_files
+from groove_cli.store import SCHEMA_VERSION
 from tests.onnx_builders import model_dir
 from tests.test_index import (
     BETA,
@@ -379,3 +380,23 @@ def test_doctor_on_the_golden_index(golden_index: tuple[Path, Path], real_models
     result = runner.invoke(app, ["--db", str(db), "doctor", "--kb-path", str(kb)])
     assert result.exit_code == 0, result.stdout + result.stderr
     assert result.stdout == "groove doctor — 27 document(s), 106 chunk(s)\nNo issues found.\n"
+
+
+@pytest.mark.parametrize("command", ["status", "doctor"])
+def test_schema_too_old_or_too_new_is_an_error(indexed: Groove, tmp_path: Path,
+                                               command: str) -> None:
+    old = tmp_path / "old.db"
+    old.touch()  # an empty SQLite file: schema version 0
+    result = indexed.run(command, "--kb-path", str(indexed.kb), db=old)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        f"groove: error: the index at {old} uses schema version 0; run `groove index --kb-path "
+        f"{indexed.kb}` to upgrade it.")
+
+    with writable(indexed.db) as con:
+        con.execute("PRAGMA user_version = 99")
+    newer = indexed.run(command, "--kb-path", str(indexed.kb))
+    assert newer.exit_code == 1 and newer.stdout == ""
+    assert newer.stderr.splitlines()[-1] == (
+        f"groove: error: the index at {indexed.db} was written by a newer groove (schema version "
+        f"99; this groove supports up to {SCHEMA_VERSION}).")
