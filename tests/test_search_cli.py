@@ -8,6 +8,7 @@ served from the cache (search.md §4).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -125,6 +126,32 @@ def test_a_cached_query_does_not_load_the_model(warm: Warm, real_models_dir: Pat
     for first, second in zip(warm.vectors, again, strict=True):
         assert np.array_equal(first, second)
     assert _cache_rows(warm.db) == len(HYBRID_QUERIES)
+    # keys per search.md §4: SHA-256 of onnx digest \0 max_length \0 query prefix \0 text
+    runtime = session.runtime
+    assert (runtime.max_length, runtime.query_prefix) == (512, "query: ")
+    assert runtime.sha256 and runtime.sha256 == session.meta["embedding_model_sha256"]
+    keys = [hashlib.sha256("\x00".join((runtime.sha256, "512", "query: ", text)).encode())
+            .hexdigest() for text in HYBRID_QUERIES]
+    store = Store.open_readonly(warm.db)
+    try:
+        assert sorted(store.cache_get(keys)) == sorted(keys)
+    finally:
+        store.close()
+
+
+def test_same_hits_without_the_vector_snapshot(warm: Warm, config_file: Path, tmp_path: Path,
+                                               workdir: Path) -> None:
+    bare = tmp_path / "index.db"
+    for suffix in ("", "-wal"):
+        source = warm.db.with_name(warm.db.name + suffix)
+        if source.exists():
+            shutil.copy2(source, bare.with_name(bare.name + suffix))
+    assert not bare.with_name(bare.name + ".vectors.json").exists()
+    args = ("retry budget", "--limit", "30", "--explain")
+    with_snapshot = ok_json(groove(config_file, warm.db, *args))["results"]
+    with_vec0 = ok_json(groove(config_file, bare, *args))["results"]
+    assert [(h["path"], h["heading"], h["explain"]["vec_rank"]) for h in with_vec0] == [
+        (h["path"], h["heading"], h["explain"]["vec_rank"]) for h in with_snapshot]
 
 
 def test_index_force_empties_the_cache(warm: Warm, real_models_dir: Path, tmp_path: Path) -> None:
