@@ -49,9 +49,10 @@ class TuneRequest:
 def _scope_notes(s: Settings) -> None:
     if s.bool_("search.mmr.enabled") or s.bool_("search.parent_retriever.enabled"):
         messages.note(tune.SCOPE_NOTE_STAGES)
-    keys = [spec.key for spec in config.SCHEMA
-            if spec.key.startswith(("search.fusion.", "search.retrieval."))]
-    if any(s.source(k) != "default" for k in keys):
+    # restating a built-in value in groove.toml is not a difference (tune.md §1)
+    specs = [spec for spec in config.SCHEMA
+             if spec.key.startswith(("search.fusion.", "search.retrieval."))]
+    if any(s[spec.key] != spec.default for spec in specs):
         messages.note(tune.SCOPE_NOTE_DEFAULTS)
 
 
