@@ -16,7 +16,7 @@ import numpy as np
 from groove_cli import config, messages
 from groove_cli.config import Settings
 from groove_cli.evaluate import tune
-from groove_cli.evaluate.runner import load_golden_set
+from groove_cli.evaluate.runner import golden_index_warnings, load_golden_set
 from groove_cli.evaluate.tune_write import (
     creating_config_note,
     write_recommendation,
@@ -95,6 +95,7 @@ def run_tune(req: TuneRequest) -> dict[str, Any]:
         vector_lists = _vector_lists(session, compiled, pool)
         store = session.store
         with store.read_transaction():
+            golden_index_warnings(session, golden)  # expected entries the index lacks, as eval
             chunk_total = store.chunk_count()
             context_noop = not store.has_context_text()
             lists: list[tune.QueryLists] = []
