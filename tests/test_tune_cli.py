@@ -490,3 +490,39 @@ def test_statements_per_query_do_not_depend_on_the_number_of_conditions(
             assert counts[expr] == 1
         assert set(counts) == set(searches)
         assert scans == [('"qqqq"',)]  # the exclusion's one id scan
+
+
+# --------------------------------------------------------------------------- inputs and targets
+
+
+def test_expected_entries_are_checked_against_the_index_as_in_eval(
+        tune_kb: TuneKb, workdir: Path, real_models_dir: Path) -> None:
+    write_config(workdir, real_models_dir)
+    queries = yaml.safe_load(tune_kb.win.read_text(encoding="utf-8"))["queries"]
+    queries[0]["expected"].append({"path": "entries/ant.md", "heading": "Nope"})
+    queries[1]["expected"].append({"path": "entries/missing.md"})
+    golden = _write_golden(workdir / "checked.yml", queries)
+    result = run_tune(tune_kb, golden)
+    assert result.exit_code == 0
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("groove: warning: golden")]
+    assert warnings == [
+        'groove: warning: golden: queries[0].expected[1]: no chunk of entries/ant.md has the '
+        'heading "Nope"',
+        "groove: warning: golden: queries[1].expected[1]: path entries/missing.md is not in the "
+        "index",
+    ]
+
+
+def test_write_without_a_loaded_config_creates_one_in_the_working_directory(
+        tune_kb: TuneKb, workdir: Path, real_models_dir: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # no groove.toml anywhere: the default models folder (under XDG_CACHE_HOME) holds the model
+    cache = tmp_path / "cache"
+    (cache / "groove").mkdir(parents=True)
+    (cache / "groove" / "models").symlink_to(real_models_dir, target_is_directory=True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    result = run_tune(tune_kb, tune_kb.win, "--write")
+    assert result.exit_code == 0, result.output
+    created = Path.cwd() / "groove.toml"
+    assert f"groove: note: no config file was loaded; creating {created}" in result.stderr
+    assert created.read_text(encoding="utf-8") == snippet("search.fusion", REFIT) + "\n"
