@@ -201,8 +201,14 @@ def test_golden_file_in_the_spec_format_is_accepted(warm: Sample, workdir: Path,
          "  - id: same\n    query: restore\n    expected: []\n",
          'duplicate query id "same" at queries[1]; ids default to the first 32 characters of '
          "the query, so give one of them an explicit id"),
+        ("queries:\n  - query: 42\n    expected: []\n", "queries[0].query: expected a string"),
+        ("queries:\n  - query: ok\n    expected: []\n  - query: '   '\n    expected: []\n",
+         "queries[1]: the query is empty"),
+        ("queries:\n  - id: nots\n    query: -foo -bar\n    expected: []\n",
+         'queries[0] (id "nots"): the query contains only exclusions (-term); add at least one '
+         "term to search for"),
     ],
-    ids=["unknown-field", "duplicate-id"],
+    ids=["unknown-field", "duplicate-id", "type", "empty-query", "only-exclusions"],
 )
 def test_golden_errors_exit_1(warm: Sample, workdir: Path, content: str, message: str) -> None:
     (workdir / "bad.yml").write_text(content, encoding="utf-8")
