@@ -170,6 +170,15 @@ def test_weighted_rrf_balanced_weights_hand_computed(fusion: Store) -> None:
     assert result.hits[3].score == pytest.approx(0.6)  # config.md §5: vector-only 1st scores 0.6
 
 
+def test_equal_weights_are_plain_rrf(fusion: Store) -> None:
+    # only the ratio matters: 3 / 3 gives the order and (up to rounding) the scores of 1 / 1
+    plain = run(fusion, "zebra", vector=(1.0, 0.0))
+    scaled = run(fusion, "zebra", SearchParams(vector_weight=3.0, fts_weight=3.0),
+                 vector=(1.0, 0.0))
+    assert ids(scaled) == ids(plain)
+    assert [h.score for h in scaled.hits] == pytest.approx([h.score for h in plain.hits])
+
+
 def test_normalised_score_bounds(fusion: Store) -> None:
     # (0, 1) query vector: chunk 1 is first in both legs and scores exactly 1.0
     result = run(fusion, "zebra", vector=(0.0, 1.0))
@@ -455,6 +464,24 @@ def test_mmr_default_lambda(mmr_store: Store) -> None:
 def test_mmr_same_doc_penalty(mmr_store: Store) -> None:
     # λ = 1, penalty .5: step 2: 2 → .6559 − .5 = .1559 < 3 → .3228; step 3: 2 → .1559 > 4 → 0
     assert ids(_mmr(mmr_store, 1.0, 0.5)) == [1, 3, 2]
+
+
+def test_mmr_drops_candidates_without_a_stored_vector(tmp_path: Path) -> None:
+    store = build(tmp_path / "index.db", MMR_NOTES)
+    store.close()
+    writer = Store.open_for_index(tmp_path / "index.db")
+    with writer.transaction():
+        writer.con.execute("DELETE FROM vec_chunks WHERE chunk_id = 2")
+    writer.close()
+    reader = Store.open_readonly(tmp_path / "index.db")
+    try:
+        # chunk 2 is no longer a vector candidate; in FTS mode it is fused but has no vector
+        params = SearchParams(limit=4, mode="fts", mmr=True, mmr_lambda=1.0)
+        query = "one two three four"
+        assert set(ids(run(reader, query, replace(params, mmr=False)))) == {1, 2, 3, 4}
+        assert set(ids(run(reader, query, params))) == {1, 3, 4}
+    finally:
+        reader.close()
 
 
 # --------------------------------------------------------------------------- pool sizes
