@@ -275,3 +275,23 @@ def test_importing_the_package_and_peeking_load_no_runtime(tmp_path: Path) -> No
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
     )
     assert out.stdout.strip() == ""
+
+
+def test_model_lock_serialises_holders(tmp_path: Path) -> None:
+    import threading
+
+    from groove_cli.models.resolve import model_lock
+
+    acquired = threading.Event()
+
+    def second() -> None:
+        with model_lock(tmp_path, "bge-m3"):
+            acquired.set()
+
+    with model_lock(tmp_path, "bge-m3"):
+        worker = threading.Thread(target=second)
+        worker.start()
+        assert not acquired.wait(0.3)  # blocked while the first holder keeps the lock
+    assert acquired.wait(5)
+    worker.join()
+    assert (tmp_path / ".bge-m3.lock").is_file()
