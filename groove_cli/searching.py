@@ -107,17 +107,17 @@ def run_search(settings: Settings, db: Path, kb: Path | None, text: str, *, limi
     settings_warnings(settings, params)
     query_warnings(query)
     applied = filter_applied(filters, explicit_min_confidence_ratio=explicit_ratio)
-    run_vec, run_fts = legs_to_run(query, params)
+    legs = legs_to_run(query, params)
     session = open_session(db, kb, model=settings.str_("model"), max_length=settings.int_("max_length"),
                            models_dir=config.models_dir(settings), offline=config.offline_mode())
     try:
-        if not run_vec and not run_fts:
+        if not legs.any:
             messages.note(NOTHING_TO_SEARCH)
-        vector = session.query_vectors([query.positive_text])[0] if run_vec else None
+        vector = session.query_vectors([query.positive_text])[0] if legs.vector else None
         reranker = session.reranker(reranker_name) if reranker_name else None
         result = search(session.store, query, params, vector=vector, knn=session.knn(),
                         reranker=reranker, dim=session.dim,
-                        embed_ms=session.embed_ms if run_vec else None)
+                        embed_ms=session.embed_ms if legs.vector else None)
     finally:
         session.close()
     return SearchOutcome(result, params, applied)

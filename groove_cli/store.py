@@ -23,6 +23,8 @@ import numpy.typing as npt
 from groove_cli.errors import GrooveError, IndexMissing
 from groove_cli.types import ChunkRow, DocumentRow, IndexedChunk, StoredDocument
 
+FTS_TABLES = ("fts_chunks", "fts_words")
+"""The trigram table (CJK and everything else) and the word-level table (Latin, stemmed)."""
 MIN_SQLITE = (3, 45, 0)
 MIN_SQLITE_VEC = (0, 1, 9)
 QUERY_CACHE_MAX_ROWS = 10_000
@@ -79,6 +81,12 @@ def _migrations() -> list[tuple[int, str]]:
 
 
 SCHEMA_VERSION = max(number for number, _ in _migrations())
+
+
+def _check_table(table: str) -> None:
+    """Table names cannot be bound parameters; only the two FTS tables are ever interpolated."""
+    if table not in FTS_TABLES:
+        raise ValueError(f"not an FTS table: {table!r}")
 
 
 def _scalar_int(con: apsw.Connection, sql: str, args: tuple[object, ...] = ()) -> int:
@@ -319,7 +327,8 @@ class Store:
 
     def _delete_chunk_rows(self, ids: Sequence[int]) -> None:
         for cid in ids:
-            self.con.execute("DELETE FROM fts_chunks WHERE rowid = ?", (cid,))
+            for table in FTS_TABLES:
+                self.con.execute(f"DELETE FROM {table} WHERE rowid = ?", (cid,))
             self.con.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
             self.con.execute("DELETE FROM chunks WHERE id = ?", (cid,))
 
@@ -356,11 +365,13 @@ class Store:
         self.bump_vectors_version()
         return doc_id
 
-    def _insert_fts(self, cid: int, heading: str | None, context: str | None, content: str) -> None:
-        self.con.execute(
-            "INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
-            (cid, heading or "", context or "", content),
-        )
+    def _insert_fts(self, cid: int, heading: str | None, context: str | None, content: str,
+                    tables: Sequence[str] = FTS_TABLES) -> None:
+        for table in tables:
+            self.con.execute(
+                f"INSERT INTO {table}(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+                (cid, heading or "", context or "", content),
+            )
 
     @staticmethod
     def _doc_values(doc: DocumentRow) -> tuple[object, ...]:
@@ -395,15 +406,16 @@ class Store:
 
     def reset(self, dim: int) -> None:
         """`index --force`: empty every table and recreate vec_chunks at `dim` (index.md §6.3)."""
-        self.con.execute("DELETE FROM fts_chunks")
+        for table in FTS_TABLES:
+            self.con.execute(f"DELETE FROM {table}")
         self.con.execute("DELETE FROM chunks")
         self.con.execute("DELETE FROM documents")
         self.con.execute("DELETE FROM query_cache")
         self.create_vec_table(dim)
         self.bump_vectors_version()
 
-    def _fts_rowids(self) -> set[int]:
-        return {int(r[0]) for r in self.con.execute("SELECT rowid FROM fts_chunks")}
+    def _fts_rowids(self, table: str) -> set[int]:
+        return {int(r[0]) for r in self.con.execute(f"SELECT rowid FROM {table}")}
 
     def _vec_ids(self) -> set[int]:
         if self.vec_dim() is None:
@@ -411,44 +423,51 @@ class Store:
         return {int(r[0]) for r in self.con.execute("SELECT chunk_id FROM vec_chunks")}
 
     def backfill_fts(self) -> int:
-        """Insert FTS rows for chunks that lack one (a repair); returns how many."""
-        have = self._fts_rowids()
-        missing = [
-            (int(cid), heading, ctx, str(content))
-            for cid, heading, ctx, content in self.con.execute(
-                "SELECT id, heading, context_text, content FROM chunks")
-            if int(cid) not in have
-        ]
-        for cid, heading, ctx, content in missing:
-            self._insert_fts(cid, heading, ctx, content)
-        return len(missing)
+        """Insert FTS rows for chunks that lack one in either table (a repair); returns how
+        many chunks were repaired."""
+        have = {table: self._fts_rowids(table) for table in FTS_TABLES}
+        repaired = 0
+        rows: list[tuple[int, str | None, str | None, str]] = self.con.execute(
+            "SELECT id, heading, context_text, content FROM chunks").fetchall()  # type: ignore[assignment]
+        for cid, heading, ctx, content in rows:
+            missing = [t for t in FTS_TABLES if cid not in have[t]]
+            if missing:
+                self._insert_fts(cid, heading, ctx, content, missing)
+                repaired += 1
+        return repaired
 
     # ------------------------------------------------------------------ search reads
 
-    def fts_search(self, expr: str, weights: tuple[float, float, float], n: int) -> list[IndexedChunk]:
-        """The FTS leg (search.md §3): bm25 ascending, ties by chunk id."""
+    def fts_search(self, expr: str, weights: tuple[float, float, float], n: int,
+                   table: str = "fts_chunks") -> list[IndexedChunk]:
+        """An FTS leg (search.md §3): bm25 ascending, ties by chunk id."""
+        _check_table(table)
         sql = (
-            f"SELECT {_CHUNK_COLUMNS}, bm25(fts_chunks, ?, ?, ?) AS rank FROM fts_chunks f "
+            f"SELECT {_CHUNK_COLUMNS}, bm25({table}, ?, ?, ?) AS rank FROM {table} f "
             "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.document_id "
-            "WHERE fts_chunks MATCH ? ORDER BY rank, c.id LIMIT ?"
+            f"WHERE {table} MATCH ? ORDER BY rank, c.id LIMIT ?"
         )
         return [_row_to_chunk(row[:-1]) for row in self.con.execute(sql, (*weights, expr, n))]
 
-    def fts_search_ids(self, expr: str, weights: tuple[float, float, float], n: int) -> list[int]:
-        """The FTS leg's ranked ids only (tune re-runs it per weight set)."""
+    def fts_search_ids(self, expr: str, weights: tuple[float, float, float], n: int,
+                       table: str = "fts_chunks") -> list[int]:
+        """An FTS leg's ranked ids only (tune re-runs it per weight set)."""
+        _check_table(table)
         sql = (
-            "SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? "
-            "ORDER BY bm25(fts_chunks, ?, ?, ?), rowid LIMIT ?"
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ? "
+            f"ORDER BY bm25({table}, ?, ?, ?), rowid LIMIT ?"
         )
         return [int(r[0]) for r in self.con.execute(sql, (expr, *weights, n))]
 
-    def fts_match_ids(self, expr: str) -> set[int]:
+    def fts_match_ids(self, expr: str, table: str = "fts_chunks") -> set[int]:
         """Unranked, unlimited ids matching `expr` (the exclusion scan of search.md §4)."""
+        _check_table(table)
         return {int(r[0]) for r in self.con.execute(
-            "SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ?", (expr,))}
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expr,))}
 
-    def fts_count(self, expr: str) -> int:
-        return _scalar_int(self.con, "SELECT count(*) FROM fts_chunks WHERE fts_chunks MATCH ?",
+    def fts_count(self, expr: str, table: str = "fts_chunks") -> int:
+        _check_table(table)
+        return _scalar_int(self.con, f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
                            (expr,))
 
     def vec_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
@@ -534,13 +553,13 @@ class Store:
         chunk_ids = {int(r[0]) for r in self.con.execute("SELECT id FROM chunks")}
         has_vec = self.vec_dim() is not None
         vec_ids = self._vec_ids()
-        fts_ids = self._fts_rowids()
+        fts_ids = [self._fts_rowids(table) for table in FTS_TABLES]
         return IntegrityReport(
             vector_table_missing=not has_vec and bool(chunk_ids),
             missing_embedding=sorted(chunk_ids - vec_ids) if has_vec else [],
             orphan_embedding=sorted(vec_ids - chunk_ids),
-            missing_fts_row=sorted(chunk_ids - fts_ids),
-            orphan_fts_row=sorted(fts_ids - chunk_ids),
+            missing_fts_row=sorted(set.union(*(chunk_ids - ids for ids in fts_ids))),
+            orphan_fts_row=sorted(set.union(*(ids - chunk_ids for ids in fts_ids))),
             chunk_without_document=[int(r[0]) for r in self.con.execute(
                 "SELECT id FROM chunks WHERE document_id NOT IN (SELECT id FROM documents) "
                 "ORDER BY id")],

@@ -239,6 +239,9 @@ class QueryLists:
     expected: tuple[tuple[str, str | None], ...]
     vector_ids: tuple[int, ...]
     fts_ids_by_weight: tuple[tuple[int, ...], ...]
+    word_ids_by_weight: tuple[tuple[int, ...], ...] = ()
+    """The word-level table's lists, one per weight set like `fts_ids_by_weight`; empty when
+    the query has no Latin word (the leg does not run)."""
 
 
 ChunkMeta = Mapping[int, tuple[str, str | None]]
@@ -268,67 +271,65 @@ class _Fused:
     valid: BoolArray
 
 
-def _fuse_rows(vector_ids: Sequence[int], fts_lists: Sequence[Sequence[int]], rows: _Rows,
-               limit: int) -> _Fused:
-    """Weighted RRF of search.md §5 for many rows at once.
+def _ranks(universe: IntArray, ids: Sequence[int]) -> FloatArray:
+    """1-based rank of every universe id in `ids`, +inf where absent."""
+    ranks = np.full(universe.size, np.inf)
+    if len(ids):
+        ranks[np.searchsorted(universe, np.asarray(ids, dtype=np.int64))] = np.arange(
+            1, len(ids) + 1, dtype=np.float64)
+    return ranks
 
-    A row's candidates are laid out as the vector list followed by its FTS list; an FTS id that the
-    vector list also holds adds its term to the vector column and leaves its own column empty.
-    Sorting by (raw descending, id ascending) then reproduces the reference order bit for bit,
-    because every raw value is the same float64 expression `w_v/(k+r_v) + w_f/(k+r_f)`.
+
+def _fuse_rows(vector_ids: Sequence[int], fts_lists: Sequence[Sequence[int]],
+               word_lists: Sequence[Sequence[int]], rows: _Rows, limit: int) -> _Fused:
+    """Weighted RRF of search.md §5 for many rows at once, over up to three legs.
+
+    Every candidate of the query (the union of all lists) is a column; a leg contributes
+    `w / (k + rank)`, which is exactly 0.0 where the candidate is absent (rank +inf), so the
+    float64 sum vector + trigram + words is the reference's, term for term in leg order. A
+    stable sort on −raw over id-sorted columns then breaks ties by chunk id. Row r uses the
+    trigram and word lists of weight set `rows.fts_list[r]`.
     """
-    vec = np.asarray(vector_ids, dtype=np.int64)
-    n_vec = vec.size
-    n_lists = len(fts_lists)
-    width = max((len(ids) for ids in fts_lists), default=0)
-    fts = np.full((n_lists, width), -1, dtype=np.int64)
-    lengths = np.zeros(n_lists, dtype=np.int64)
-    for i, listed in enumerate(fts_lists):
-        fts[i, : len(listed)] = listed
-        lengths[i] = len(listed)
-    in_list = np.arange(width)[None, :] < lengths[:, None]
-    vec_pos = np.full((n_lists, width), -1, dtype=np.int64)
-    if n_vec and width:
-        by_id = np.argsort(vec, kind="stable")
-        sorted_vec = vec[by_id]
-        found_at = np.clip(np.searchsorted(sorted_vec, fts), 0, n_vec - 1)
-        hit = (sorted_vec[found_at] == fts) & in_list
-        vec_pos = np.where(hit, by_id[found_at], -1)
-
     n_rows = rows.rrf_k.size
+    arrays = [np.asarray(ids, dtype=np.int64) for ids in (vector_ids, *fts_lists, *word_lists)]
+    universe = np.unique(np.concatenate(arrays)) if arrays else np.empty(0, dtype=np.int64)
     k = rows.rrf_k[:, None]
-    vec_raw = rows.vector_weight[:, None] / (k + np.arange(1, n_vec + 1, dtype=np.float64)[None, :])
-    fts_term = rows.fts_weight[:, None] / (k + np.arange(1, width + 1, dtype=np.float64)[None, :])
-    row_pos = vec_pos[rows.fts_list]
-    row_in = in_list[rows.fts_list]
-    shared_r, shared_c = np.nonzero(row_pos >= 0)
-    vec_raw[shared_r, row_pos[shared_r, shared_c]] += fts_term[shared_r, shared_c]
-    fts_raw = np.where(row_in & (row_pos < 0), fts_term, -np.inf)
-    raw = np.concatenate([vec_raw, fts_raw], axis=1)
-    col_ids = np.concatenate([np.broadcast_to(vec, (n_rows, n_vec)), fts[rows.fts_list]], axis=1)
-
-    order = np.lexsort((col_ids, -raw), axis=1)[:, :limit]
-    top_raw = np.take_along_axis(raw, order, axis=1)
-    top_ids = np.take_along_axis(col_ids, order, axis=1)
-    valid = np.isfinite(top_raw)
+    vec_rank = _ranks(universe, vector_ids)[None, :]
+    fts_rank = np.stack([_ranks(universe, ids) for ids in fts_lists])[rows.fts_list]
+    raw = rows.vector_weight[:, None] / (k + vec_rank) + rows.fts_weight[:, None] / (k + fts_rank)
+    present = np.isfinite(vec_rank) | np.isfinite(fts_rank)
     best = np.zeros(n_rows)
-    if n_vec:
+    if len(vector_ids):
         best = best + rows.vector_weight / (rows.rrf_k + 1)
-    has_fts = lengths[rows.fts_list] > 0
-    best = np.where(has_fts, best + rows.fts_weight / (rows.rrf_k + 1), best)
+    fts_lengths = np.array([len(ids) for ids in fts_lists])[rows.fts_list]
+    best = np.where(fts_lengths > 0, best + rows.fts_weight / (rows.rrf_k + 1), best)
+    if word_lists:
+        word_rank = np.stack([_ranks(universe, ids) for ids in word_lists])[rows.fts_list]
+        raw = raw + rows.fts_weight[:, None] / (k + word_rank)
+        present |= np.isfinite(word_rank)
+        word_lengths = np.array([len(ids) for ids in word_lists])[rows.fts_list]
+        best = np.where(word_lengths > 0, best + rows.fts_weight / (rows.rrf_k + 1), best)
+    raw = np.where(present, raw, -np.inf)
+    order = np.argsort(-raw, axis=1, kind="stable")[:, :limit]
+    top_raw = np.take_along_axis(raw, order, axis=1)
+    valid = np.isfinite(top_raw)
+    top_ids = np.where(valid, universe[order], -1)
     with np.errstate(divide="ignore", invalid="ignore"):
         score = np.where(valid, top_raw / np.where(best > 0, best, 1.0)[:, None], -np.inf)
-    return _Fused(np.where(valid, top_ids, -1), top_raw, score, valid)
+    return _Fused(top_ids, top_raw, score, valid)
 
 
 def fuse_lists(vector_ids: Sequence[int], fts_ids: Sequence[int], *, limit: int,
                rrf_k: float = BUILTIN_RRF_K, vector_weight: float = BUILTIN_LEG_WEIGHT,
-               fts_weight: float = BUILTIN_LEG_WEIGHT,
-               min_score: float = BUILTIN_MIN_SCORE) -> list[tuple[int, float]]:
-    """One condition fused as search.md §5: `(chunk id, normalised score)` pairs, best first."""
+               fts_weight: float = BUILTIN_LEG_WEIGHT, min_score: float = BUILTIN_MIN_SCORE,
+               word_ids: Sequence[int] | None = None) -> list[tuple[int, float]]:
+    """One condition fused as search.md §5: `(chunk id, normalised score)` pairs, best first.
+
+    `word_ids` is the word-level full-text leg (None when it did not run).
+    """
     rows = _Rows(np.array([vector_weight]), np.array([fts_weight]), np.array([0]),
                  np.array([float(rrf_k)]))
-    fused = _fuse_rows(vector_ids, [fts_ids], rows, limit)
+    fused = _fuse_rows(vector_ids, [fts_ids], [] if word_ids is None else [word_ids], rows, limit)
     keep = fused.valid[0] & (fused.score[0] >= min_score)
     return [(int(i), float(s)) for i, s in zip(fused.ids[0][keep], fused.score[0][keep],
                                                 strict=True)]
@@ -496,7 +497,8 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
         if progress is not None:
             progress(progress_line(q + 1, len(queries), n_cond, query.id))
         _check_lists(query, n_lists)
-        fused = _fuse_rows(query.vector_ids, query.fts_ids_by_weight, rows, max(limit, 1))
+        fused = _fuse_rows(query.vector_ids, query.fts_ids_by_weight, query.word_ids_by_weight,
+                           rows, max(limit, 1))
         valid = fused.valid[row_of] & (fused.score[row_of] >= floors[:, None])
         ids = fused.ids[row_of]
         rel = _relevance(query, chunk_meta, ids, valid)
@@ -509,7 +511,10 @@ def _check_lists(query: QueryLists, n_lists: int) -> None:
     if len(query.fts_ids_by_weight) != n_lists:
         raise ValueError(f"query {query.id!r}: expected {n_lists} FTS list(s), "
                          f"got {len(query.fts_ids_by_weight)}")
-    for ids in (query.vector_ids, *query.fts_ids_by_weight):
+    if query.word_ids_by_weight and len(query.word_ids_by_weight) != n_lists:
+        raise ValueError(f"query {query.id!r}: expected 0 or {n_lists} word list(s), "
+                         f"got {len(query.word_ids_by_weight)}")
+    for ids in (query.vector_ids, *query.fts_ids_by_weight, *query.word_ids_by_weight):
         if len(set(ids)) != len(ids):
             raise ValueError(f"query {query.id!r}: a candidate list repeats a chunk id")
 

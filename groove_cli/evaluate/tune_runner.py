@@ -7,6 +7,7 @@ scored in memory by `evaluate.tune`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from groove_cli.evaluate.tune_write import (
 )
 from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.session import ReadSession, open_session
+from groove_cli.store import Store
 
 BUILTIN_BM25 = (2.0, 1.0, 1.0)
 HEADING_HEAVY = (4.0, 0.5, 0.5)
@@ -74,6 +76,48 @@ def _vector_lists(session: ReadSession, compiled: list[CompiledQuery], pool: int
     return lists
 
 
+class _ListFetcher:
+    """One query's ranked FTS lists per table and bm25 weight set, each fetched at most once.
+
+    Pre-flight needs only the built-in and the two probe weight sets; the other sets of the
+    fusion grid are fetched after pre-flight, so a run that exits 2 has not paid for them.
+    """
+
+    def __init__(self, store: Store, query: CompiledQuery, pool: int) -> None:
+        self.store = store
+        self.pool = pool
+        self.exprs = {"fts_chunks": query.match_expr, "fts_words": query.word_expr}
+        self.cache: dict[tuple[str, tuple[float, float, float]], tuple[int, ...]] = {}
+
+    def fetch(self, table: str, weights: tuple[float, float, float]) -> tuple[int, ...]:
+        expr = self.exprs[table]
+        if expr is None:
+            return ()
+        key = (table, weights)
+        if key not in self.cache:
+            self.cache[key] = tuple(self.store.fts_search_ids(expr, weights, self.pool, table))
+        return self.cache[key]
+
+    def combined(self, weights: tuple[float, float, float]) -> list[int]:
+        """Both tables' candidates (trigram first), for the diagnostics."""
+        return list(dict.fromkeys((*self.fetch("fts_chunks", weights),
+                                   *self.fetch("fts_words", weights))))
+
+    def lists(self, table: str, weight_sets: Sequence[tuple[float, float, float]]
+              ) -> tuple[tuple[int, ...], ...]:
+        return tuple(self.fetch(table, w) for w in weight_sets)
+
+    def diagnostics(self, query_id: str, vec_ids: Sequence[int], chunk_total: int,
+                    limit: int) -> tune.QueryDiagnostics:
+        matches = max((self.store.fts_count(expr, table)
+                       for table, expr in self.exprs.items() if expr), default=0)
+        return tune.diagnostics(
+            query_id, vec_ids, self.combined(BUILTIN_BM25),
+            probe_heading_heavy=self.combined(HEADING_HEAVY),
+            probe_content_heavy=self.combined(CONTENT_HEAVY),
+            fts_total_matches=matches, chunk_total=chunk_total, limit=limit)
+
+
 def run_tune(req: TuneRequest) -> dict[str, Any]:
     """Sweep the grid, cross-validate, and (with --write) apply an adopted recommendation."""
     s = req.settings
@@ -98,39 +142,33 @@ def run_tune(req: TuneRequest) -> dict[str, Any]:
             golden_index_warnings(session, golden)  # expected entries the index lacks, as eval
             chunk_total = store.chunk_count()
             context_noop = not store.has_context_text()
-            lists: list[tune.QueryLists] = []
-            diags: list[tune.QueryDiagnostics] = []
-            for query, golden_query, vec_ids in zip(compiled, usable, vector_lists, strict=True):
-                expr = query.match_expr
-                fts_by_weight = [
-                    tuple(store.fts_search_ids(expr, w, pool)) if expr else ()
-                    for w in weight_sets
-                ]
-                builtin = fts_by_weight[weight_sets.index(BUILTIN_BM25)]
-                if req.space == "fusion":
-                    heavy_h = fts_by_weight[weight_sets.index(HEADING_HEAVY)]
-                    heavy_c = fts_by_weight[weight_sets.index(CONTENT_HEAVY)]
-                else:
-                    heavy_h = tuple(store.fts_search_ids(expr, HEADING_HEAVY, pool)) if expr else ()
-                    heavy_c = tuple(store.fts_search_ids(expr, CONTENT_HEAVY, pool)) if expr else ()
-                diags.append(tune.diagnostics(
-                    golden_query.id, vec_ids, builtin, probe_heading_heavy=heavy_h,
-                    probe_content_heavy=heavy_c,
-                    fts_total_matches=store.fts_count(expr) if expr else 0,
-                    chunk_total=chunk_total, limit=limit))
-                lists.append(tune.QueryLists(
+            fetchers = [_ListFetcher(store, q, pool) for q in compiled]
+            diags = [
+                fetcher.diagnostics(golden_query.id, vec_ids, chunk_total, limit)
+                for fetcher, golden_query, vec_ids in zip(fetchers, usable, vector_lists,
+                                                          strict=True)
+            ]
+            effective = tune.check_preflight(diags, context_axis_noop=context_noop)
+            lists = [
+                tune.QueryLists(
                     id=golden_query.id,
                     expected=tuple((e.path, e.heading) for e in golden_query.expected),
                     vector_ids=tuple(vec_ids),
-                    fts_ids_by_weight=tuple(fts_by_weight)))
+                    fts_ids_by_weight=fetcher.lists("fts_chunks", weight_sets),
+                    word_ids_by_weight=(fetcher.lists("fts_words", weight_sets)
+                                        if fetcher.exprs["fts_words"] else ()),
+                )
+                for fetcher, golden_query, vec_ids in zip(fetchers, usable, vector_lists,
+                                                          strict=True)
+            ]
             ids = {cid for ql in lists for cid in ql.vector_ids}
-            ids.update(cid for ql in lists for fts in ql.fts_ids_by_weight for cid in fts)
+            ids.update(cid for ql in lists
+                       for fts in (*ql.fts_ids_by_weight, *ql.word_ids_by_weight) for cid in fts)
             meta = {cid: (c.path, c.heading) for cid, c in store.chunks_by_id(ids).items()}
         model_name = session.runtime.name
     finally:
         session.close()
 
-    effective = tune.check_preflight(diags, context_axis_noop=context_noop)
     sweep = tune.score_matrix(lists, meta, req.space, limit, req.k_values,
                               progress=messages.progress)
     loo = tune.loo_cv(sweep.ndcg5, effective, req.space)

@@ -28,7 +28,8 @@ def hit_json(hit: SearchHit, explain: bool) -> dict[str, Any]:
     if explain:
         e = hit.explain
         doc["explain"] = {
-            "fts_rank": e.fts_rank, "vec_rank": e.vec_rank, "fused_rank": e.fused_rank,
+            "fts_rank": e.fts_rank, "fts_word_rank": e.fts_word_rank, "vec_rank": e.vec_rank,
+            "fused_rank": e.fused_rank,
             "fused_raw": e.fused_raw, "fused_score": e.fused_score, "rerank_rank": e.rerank_rank,
             "rerank_score": e.rerank_score, "mmr_rank": e.mmr_rank,
         }
@@ -42,7 +43,8 @@ def _rank(value: int | None) -> str:
 def explain_line(hit: SearchHit) -> str:
     e = hit.explain
     fused = f"{_rank(e.fused_rank)} ({e.fused_score:.4f})" if e.fused_score is not None else "-"
-    return (f"explain: fts={_rank(e.fts_rank)} vec={_rank(e.vec_rank)} fused={fused} "
+    return (f"explain: fts={_rank(e.fts_rank)} words={_rank(e.fts_word_rank)} "
+            f"vec={_rank(e.vec_rank)} fused={fused} "
             f"rerank={_rank(e.rerank_rank)} mmr={_rank(e.mmr_rank)}")
 
 
@@ -57,6 +59,10 @@ def explain_stderr(result: SearchResult, params: SearchParams) -> None:
         messages.always(f"explain: fts MATCH {trace.fts_expr}")
     else:
         messages.always("explain: fts skipped (no phrase)")
+    if trace.word_expr is not None:
+        messages.always(f"explain: words MATCH {trace.word_expr}")
+    else:
+        messages.always("explain: words skipped (no Latin word)")
     messages.always(f"explain: pool vec={trace.pool_vec} fts={trace.pool_fts} "
                     f"fused={len(result.hits)} (dropped by min_score: {trace.dropped_by_min_score})")
     parts = " ".join(

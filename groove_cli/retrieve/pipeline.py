@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -69,6 +69,7 @@ class HitExplain:
     """A hit's 1-based rank in every stage (None when the stage did not run or lacks it)."""
 
     fts_rank: int | None
+    fts_word_rank: int | None
     vec_rank: int | None
     fused_rank: int | None
     fused_raw: float | None
@@ -93,6 +94,7 @@ class SearchTrace:
     """What `--explain` prints on stderr."""
 
     fts_expr: str | None
+    word_expr: str | None
     pool_vec: int
     pool_fts: int
     fused: int
@@ -107,14 +109,27 @@ class SearchResult:
     trace: SearchTrace
 
 
-def legs_to_run(query: CompiledQuery, params: SearchParams) -> tuple[bool, bool]:
-    """(vector leg runs, FTS leg runs) for a mode (search.md §5)."""
-    has_expr = query.match_expr is not None
+class Legs(NamedTuple):
+    """Which legs run: the vector leg and the two full-text legs (trigram, word-level)."""
+
+    vector: bool
+    fts: bool
+    words: bool
+
+    @property
+    def any(self) -> bool:
+        return self.vector or self.fts or self.words
+
+
+def legs_to_run(query: CompiledQuery, params: SearchParams) -> Legs:
+    """The legs a mode runs (search.md §5); a full-text leg needs its expression."""
+    has_tri, has_words = query.match_expr is not None, query.word_expr is not None
     if params.mode == "vector":
-        return True, False
+        return Legs(True, False, False)
     if params.mode == "fts":
-        return False, has_expr
-    return params.vector_weight > 0, params.fts_weight > 0 and has_expr
+        return Legs(False, has_tri, has_words)
+    text_on = params.fts_weight > 0
+    return Legs(params.vector_weight > 0, text_on and has_tri, text_on and has_words)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,8 +170,8 @@ def _passes(row_filter: RowFilter, chunk: IndexedChunk) -> bool:
 
 
 def fts_leg(store: Store, expr: str, params: SearchParams, count: int,
-            row_filter: RowFilter) -> list[IndexedChunk]:
-    rows = store.fts_search(expr, params.bm25_weights, fetch_size(count, row_filter.active))
+            row_filter: RowFilter, table: str = "fts_chunks") -> list[IndexedChunk]:
+    rows = store.fts_search(expr, params.bm25_weights, fetch_size(count, row_filter.active), table)
     return [row for row in rows if _passes(row_filter, row)][:count]
 
 
@@ -202,38 +217,41 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
     timings["embed"] = embed_ms
     row_filter = compile_filters(params.filters)
     pools = pool_sizes(params)
-    run_vec, run_fts = legs_to_run(query, params)
+    legs = legs_to_run(query, params)
 
-    excluded: set[int] | None = None
     fts_rows: list[IndexedChunk] = []
-    if run_fts:
-        assert query.match_expr is not None
+    word_rows: list[IndexedChunk] = []
+    if legs.fts or legs.words:
         start = time.perf_counter()
-        fts_rows = fts_leg(store, query.match_expr, params, pools.fts, row_filter)
+        if legs.fts:
+            assert query.match_expr is not None
+            fts_rows = fts_leg(store, query.match_expr, params, pools.fts, row_filter)
+        if legs.words:
+            assert query.word_expr is not None
+            word_rows = fts_leg(store, query.word_expr, params, pools.fts, row_filter, "fts_words")
         timings["fts"] = _ms(start)
     vec_rows: list[IndexedChunk] = []
-    if run_vec:
+    if legs.vector:
         if vector is None:
             raise ValueError("the vector leg runs but no query vector was given")
         start = time.perf_counter()
-        if query.negative_expr is not None:
-            excluded = store.fts_match_ids(query.negative_expr)
-        vec_rows = vector_leg(store, knn, vector, pools.vec, row_filter, excluded)
+        vec_rows = vector_leg(store, knn, vector, pools.vec, row_filter, excluded_ids(store, query))
         timings["vec"] = _ms(start)
 
     start = time.perf_counter()
-    legs: list[tuple[float, Sequence[int]]] = []
-    weights = _leg_weights(params)
-    if run_vec:
-        legs.append((weights[0], [row.chunk_id for row in vec_rows]))
-    if run_fts:
-        legs.append((weights[1], [row.chunk_id for row in fts_rows]))
-    fused_all = weighted_rrf(legs, params.rrf_k)
+    ranked: list[tuple[float, Sequence[int]]] = []
+    if legs.vector:
+        ranked.append((params.vector_weight, [row.chunk_id for row in vec_rows]))
+    if legs.fts:
+        ranked.append((params.fts_weight, [row.chunk_id for row in fts_rows]))
+    if legs.words:
+        ranked.append((params.fts_weight, [row.chunk_id for row in word_rows]))
+    fused_all = weighted_rrf(ranked, params.rrf_k)
     fused = apply_min_score(fused_all, params.min_score)
     dropped = len(fused_all) - len(fused)
     if pools.fused is not None:
         fused = fused[: pools.fused]
-    by_id = {row.chunk_id: row for row in (*vec_rows, *fts_rows)}
+    by_id = {row.chunk_id: row for row in (*vec_rows, *fts_rows, *word_rows)}
     candidates = [_Candidate(by_id[f.chunk_id], f, i + 1, f.score) for i, f in enumerate(fused)]
     timings["fuse"] = _ms(start)
 
@@ -275,6 +293,7 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
 
     vec_rank = {row.chunk_id: i + 1 for i, row in enumerate(vec_rows)}
     fts_rank = {row.chunk_id: i + 1 for i, row in enumerate(fts_rows)}
+    word_rank = {row.chunk_id: i + 1 for i, row in enumerate(word_rows)}
     hits = tuple(
         SearchHit(
             chunk=c.chunk,
@@ -284,6 +303,7 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
             expanded_from=expanded.get(id(c)),
             explain=HitExplain(
                 fts_rank=fts_rank.get(c.chunk.chunk_id),
+                fts_word_rank=word_rank.get(c.chunk.chunk_id),
                 vec_rank=vec_rank.get(c.chunk.chunk_id),
                 fused_rank=c.fused_rank,
                 fused_raw=c.fused.raw,
@@ -296,15 +316,24 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
         for c in candidates
     )
     timings["total"] = _ms(total_start) + (embed_ms or 0.0)
-    trace = SearchTrace(query.match_expr if run_fts else None, pools.vec if run_vec else 0,
-                        pools.fts if run_fts else 0, len(fused), dropped, timings)
+    trace = SearchTrace(query.match_expr if legs.fts else None,
+                        query.word_expr if legs.words else None, pools.vec if legs.vector else 0,
+                        pools.fts if legs.fts or legs.words else 0, len(fused), dropped, timings)
     return SearchResult(hits, low_confidence([h.score for h in hits], params.min_confidence_ratio),
                         trace)
 
 
-def _leg_weights(params: SearchParams) -> tuple[float, float]:
-    """Leg weights in fusion; single-leg modes weigh their one leg as configured."""
-    return params.vector_weight, params.fts_weight
+def excluded_ids(store: Store, query: CompiledQuery) -> set[int] | None:
+    """Chunks the query's exclusions match in either full-text table (dropped from the vector
+    leg so both halves agree on what was excluded); None without exclusions."""
+    if query.negative_expr is None and query.word_negative_expr is None:
+        return None
+    ids: set[int] = set()
+    if query.negative_expr is not None:
+        ids |= store.fts_match_ids(query.negative_expr)
+    if query.word_negative_expr is not None:
+        ids |= store.fts_match_ids(query.word_negative_expr, "fts_words")
+    return ids
 
 
 def _mmr(store: Store, candidates: list[_Candidate], params: SearchParams, limit: int,

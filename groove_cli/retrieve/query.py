@@ -14,11 +14,20 @@ from dataclasses import dataclass
 from typing import Literal
 
 from groove_cli.errors import UsageError
+from groove_cli.retrieve.words import (
+    MIN_WORD_CHARS,
+    dedupe_cap,
+    is_latin_text,
+    latin_words,
+    match_expression,
+    or_expr,
+    select_terms,
+)
 
 MIN_PHRASE_CHARS = 3
 MAX_PHRASES = 32
 MAX_NEG_PHRASES = 32
-FTS_QUERY_VERSION = 1
+FTS_QUERY_VERSION = 2  # 2: Latin words go to the word-level table (fts_words)
 
 EMPTY_QUERY = "the query is empty"
 ONLY_EXCLUSIONS = (
@@ -42,9 +51,14 @@ class CompiledQuery:
     phrases: tuple[str, ...]
     negatives: tuple[str, ...]
     match_expr: str | None
+    """The trigram table's expression: CJK (non-Latin) phrases only."""
     negative_expr: str | None
     phrases_capped: bool
     negatives_capped: bool
+    word_terms: tuple[str, ...] = ()
+    """Latin-script words and quoted Latin phrases for the word-level table."""
+    word_expr: str | None = None
+    word_negative_expr: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,10 +244,13 @@ def _or(phrases: tuple[str, ...]) -> str:
     return " OR ".join(_fts_phrase(p) for p in phrases)
 
 
-def _exclusions(text: str, segments: list[_Segment]) -> tuple[list[tuple[int, int]], list[str]]:
-    """Find exclusion markers (§2.2): the spans to cut out and the negative phrases, in order."""
+def _exclusions(text: str, segments: list[_Segment]
+                ) -> tuple[list[tuple[int, int]], list[str], list[str]]:
+    """Find exclusion markers (§2.2): the spans to cut out, the negative phrases and the
+    excluded Latin words (for the word-level table), in order."""
     removals: list[tuple[int, int]] = []
     negatives: list[str] = []
+    negative_words: list[str] = []
     for k, seg in enumerate(segments):
         if seg.kind != "plain":
             continue
@@ -249,6 +266,8 @@ def _exclusions(text: str, segments: list[_Segment]) -> tuple[list[tuple[int, in
                     while end < seg.end and not text[end].isspace() and text[end] != '"':
                         end += 1
                     negatives.extend(_plain_phrases(text[nxt:end]))
+                    negative_words.extend(w for w in latin_words(text[nxt:end])
+                                          if len(w) >= MIN_WORD_CHARS)
                     removals.append((p, end))
                     p = end
                     continue
@@ -256,9 +275,11 @@ def _exclusions(text: str, segments: list[_Segment]) -> tuple[list[tuple[int, in
                 quoted = segments[k + 1]
                 if _quoted_phrase_ok(quoted.content):
                     negatives.append(quoted.content)
+                if is_latin_text(quoted.content) and "\0" not in quoted.content:
+                    negative_words.append(quoted.content)
                 removals.append((p, quoted.end))
             p += 1
-    return removals, negatives
+    return removals, negatives, negative_words
 
 
 def compile_query(text: str) -> CompiledQuery:
@@ -270,7 +291,7 @@ def compile_query(text: str) -> CompiledQuery:
     if not text.strip():
         raise UsageError(EMPTY_QUERY)
     segments = _segments(text)
-    removals, negative_list = _exclusions(text, segments)
+    removals, negative_list, negative_word_list = _exclusions(text, segments)
     pieces: list[str] = []
     cursor = 0
     for start, end in removals:
@@ -285,27 +306,34 @@ def compile_query(text: str) -> CompiledQuery:
     phrases, phrases_capped = _dedupe_cap(_positive_phrases(positive_segments), MAX_PHRASES)
     negatives, negatives_capped = _dedupe_cap(negative_list, MAX_NEG_PHRASES)
 
-    positive: tuple[str, ...] = phrases
-    if not positive:
+    # Latin phrases go to the word-level table; the trigram table keeps the others (CJK).
+    positive: tuple[str, ...] = tuple(p for p in phrases if not is_latin_text(p))
+    if not phrases:
         plain = "".join(s.content for s in positive_segments if s.kind == "plain").strip()
         if _quoted_phrase_ok(plain):
             positive = (plain,)
 
+    word_candidates: list[tuple[str, bool]] = []
+    for seg in positive_segments:
+        if seg.kind == "quoted":
+            if is_latin_text(seg.content) and "\0" not in seg.content:
+                word_candidates.append((seg.content, True))
+        else:
+            word_candidates.extend((w, False) for w in latin_words(seg.content))
+    word_terms, words_capped = select_terms(word_candidates)
+    word_negatives, word_negatives_capped = dedupe_cap(negative_word_list)
+
     negative_expr = _or(negatives) if negatives else None
-    match_expr: str | None
-    if not positive:
-        match_expr = None
-    elif negative_expr is None:
-        match_expr = _or(positive)
-    else:
-        match_expr = f"({_or(positive)}) NOT ({negative_expr})"
     return CompiledQuery(
         text=text,
         positive_text=positive_text,
         phrases=phrases,
         negatives=negatives,
-        match_expr=match_expr,
+        match_expr=match_expression(positive, negatives),
         negative_expr=negative_expr,
-        phrases_capped=phrases_capped,
-        negatives_capped=negatives_capped,
+        phrases_capped=phrases_capped or words_capped,
+        negatives_capped=negatives_capped or word_negatives_capped,
+        word_terms=word_terms,
+        word_expr=match_expression(word_terms, word_negatives),
+        word_negative_expr=or_expr(word_negatives) if word_negatives else None,
     )
