@@ -1,0 +1,220 @@
+"""Shared helpers of the benchmark scripts: paths, the groove subprocess, timing statistics,
+machine notes and result files.
+
+Every benchmark reports ratios against a reference measured in the same run, because the
+machine (2 cores) is shared with other work: absolute times drift, ratios much less. Repeated
+measurements are summarised by their median.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+WORK = BENCH / "work"
+RESULTS = BENCH / "results"
+DATASETS = Path("/work/shared/datasets")
+GROOVE = ROOT / ".venv" / "bin" / "groove"
+DEFAULT_MODEL = "multilingual-e5-small"
+
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+@dataclass(frozen=True, slots=True)
+class GrooveRun:
+    """One finished `groove` subprocess: wall time, exit code and both streams."""
+
+    args: tuple[str, ...]
+    wall_s: float
+    cpu_s: float
+    """User + system CPU seconds of the child: far less sensitive to other load than wall."""
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        """stdout parsed as the one JSON document groove writes."""
+        return json.loads(self.stdout)
+
+
+def empty_config(folder: Path) -> Path:
+    """An empty `groove.toml` in `folder`: passed as `--config`, it keeps every run on the
+    built-in defaults whatever `groove.toml` another engineer leaves in the checkout."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "groove.toml"
+    if not path.exists():
+        path.write_text("# benchmark runs: built-in defaults only\n", encoding="utf-8")
+    return path
+
+
+def run_groove(args: Sequence[str], *, config: Path, db: Path | None = None,
+               check: bool = True, env: dict[str, str] | None = None) -> GrooveRun:
+    """Run `.venv/bin/groove --config CONFIG [--db DB] ARGS…` and time it (wall clock).
+
+    Raises RuntimeError with stderr when `check` and the exit code is not 0.
+    """
+    full = [str(GROOVE), "--config", str(config)]
+    if db is not None:
+        full += ["--db", str(db)]
+    full += list(args)
+    child_env = dict(os.environ)
+    child_env.update(env or {})
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(full, capture_output=True, text=True, env=child_env, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    run = GrooveRun(tuple(full), wall, cpu, proc.returncode, proc.stdout, proc.stderr)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(full)} exited {proc.returncode}:\n{proc.stderr}")
+    return run
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0–100) with linear interpolation between closest ranks."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
+
+
+def load_average() -> list[float]:
+    """1/5/15-minute load averages: how busy the shared machine was around a measurement."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def machine() -> dict[str, Any]:
+    """What a reader needs to interpret the numbers."""
+    return {
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "load_average": load_average(),
+    }
+
+
+def write_results(name: str, data: dict[str, Any], markdown: str) -> tuple[Path, Path]:
+    """Write `bench/results/{name}.json` (2-space indent, UTF-8) and `{name}.md`."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    json_path = RESULTS / f"{name}.json"
+    md_path = RESULTS / f"{name}.md"
+    json_path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    md_path.write_text(markdown.rstrip("\n") + "\n", encoding="utf-8")
+    return json_path, md_path
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+@dataclass(frozen=True, slots=True)
+class Collection:
+    """A dataset under /work/shared/datasets and its benchmark work folder."""
+
+    name: str
+
+    @property
+    def source(self) -> Path:
+        return DATASETS / self.name
+
+    @property
+    def docs(self) -> Path:
+        return self.source / "docs"
+
+    @property
+    def work(self) -> Path:
+        return WORK / self.name
+
+    @property
+    def kb(self) -> Path:
+        """The work-dir KB: a symlink to the read-only docs folder (never copied)."""
+        return self.work / "kb"
+
+    @property
+    def db(self) -> Path:
+        return self.work / "index.db"
+
+    @property
+    def config(self) -> Path:
+        return empty_config(self.work)
+
+    def doc_count(self) -> int:
+        return sum(1 for _ in self.docs.glob("*.md"))
+
+    def prepare_kb(self) -> Path:
+        """Create the KB symlink (groove records the resolved dataset path as kb_path)."""
+        self.work.mkdir(parents=True, exist_ok=True)
+        if not self.kb.is_symlink():
+            if self.kb.exists():
+                shutil.rmtree(self.kb)
+            self.kb.symlink_to(self.docs, target_is_directory=True)
+        return self.kb
+
+    def remove_index(self) -> None:
+        """Delete the index file and everything groove keeps beside it."""
+        for path in self.work.glob("index.db*"):
+            path.unlink()
+
+    def status(self) -> dict[str, Any]:
+        """`groove status --format json` of the work index (with the KB, so pending is known)."""
+        run = run_groove(["status", "--kb-path", str(self.kb), "--format", "json"],
+                         config=self.config, db=self.db)
+        data: dict[str, Any] = run.json()
+        return data
+
+    def index_is_current(self) -> bool:
+        """True when the work index holds every document and nothing is pending."""
+        if not self.db.is_file():
+            return False
+        try:
+            data = self.status()
+        except (RuntimeError, json.JSONDecodeError):
+            return False
+        pending = data.get("pending") or {}
+        return (data.get("documents") == self.doc_count()
+                and not any(pending.get(key) for key in ("new", "changed", "deleted")))
+
+    def ensure_index(self) -> GrooveRun | None:
+        """Index the collection unless a complete index is already there; returns the run."""
+        self.prepare_kb()
+        if self.index_is_current():
+            return None
+        return run_groove(["index", "--kb-path", str(self.kb), "--quiet"], config=self.config,
+                          db=self.db)
+
+
+JSQUAD = Collection("jsquad")
+CISI = Collection("cisi")
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else float("inf")
+
+
+def fmt_ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"

@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Indexing benchmark: JSQuAD (2,304 documents) with the default model.
+
+    .venv/bin/python bench/bench_index.py [--reuse]
+
+1. `groove index` from scratch into `bench/work/jsquad/index.db` (KB = a symlink to
+   /work/shared/datasets/jsquad/docs); documents and chunks from the `Done` line must equal
+   `groove status --format json`.
+2. Throughput ratio: indexed chunks/s ÷ the bare embedder's chunks/s on the very same embedding
+   inputs (`Embedder.embed_passages`, same model, model load excluded) — target ≥ 0.9. The
+   full index is slow on 2 cores, so it runs once; the load average around each phase is
+   recorded because the machine is shared.
+3. A no-change re-run: wall time (median of 5 subprocess runs, target ≤ 1 s) and the absence
+   of `Loading embedding model` in its stderr.
+
+`--reuse` keeps an existing complete index and skips 1–2 (the re-run part only); the index is
+reused by eval_datasets.py and bench_tune.py.
+
+Writes bench/results/index.json and index.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import (
+    DEFAULT_MODEL,
+    JSQUAD,
+    RESULTS,
+    Collection,
+    load_average,
+    machine,
+    median,
+    ratio,
+    run_groove,
+    verdict,
+    write_results,
+)
+
+from groove_cli.chunk import parse_document
+from groove_cli.index import embedding_input
+
+RERUNS = 5
+DONE_RE = re.compile(r"Done in (\d+)ms: (\d+) docs .*?, (\d+) chunks")
+LOADING = "Loading embedding model"
+
+
+def chunk_inputs(kb: Path) -> list[str]:
+    """The embedding inputs `index` produces for the KB (off context mode, no exclusions)."""
+    inputs: list[str] = []
+    for path in sorted(kb.glob("*.md")):
+        parsed = parse_document(path.read_text(encoding="utf-8"), path.name, exclude_headings=())
+        inputs.extend(embedding_input(chunk, False) for chunk in parsed.chunks)
+    return inputs
+
+
+def bare_embedder_seconds(inputs: list[str]) -> tuple[float, float, float]:
+    """(model load s, embed_passages wall s, embed_passages CPU s) for `inputs`, default model."""
+    from groove_cli.models import Embedder, default_models_dir, resolve_model
+
+    start = time.perf_counter()
+    model = resolve_model(DEFAULT_MODEL, default_models_dir(), offline=True)
+    embedder = Embedder.load(model)
+    loaded = time.perf_counter()
+    cpu = time.process_time()
+    embedder.embed_passages(inputs)
+    return loaded - start, time.perf_counter() - loaded, time.process_time() - cpu
+
+
+def parse_done(stderr: str) -> tuple[int, int, int]:
+    """(ms, docs, chunks) from the index `Done` line."""
+    match = DONE_RE.search(stderr)
+    if match is None:
+        raise RuntimeError(f"no Done line in:\n{stderr}")
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))
+
+
+def full_index(coll: Collection) -> dict[str, Any]:
+    """Index from scratch, then the bare embedder on the same inputs."""
+    coll.remove_index()
+    coll.prepare_kb()
+    load_before = load_average()
+    run = run_groove(["index", "--kb-path", str(coll.kb)], config=coll.config, db=coll.db)
+    load_after_index = load_average()
+    index_cpu_s = run.cpu_s
+    done_ms, docs, chunks = parse_done(run.stderr)
+    status = coll.status()
+    inputs = chunk_inputs(coll.docs)
+    load_s, embed_s, embed_cpu_s = bare_embedder_seconds(inputs)
+    load_after_embed = load_average()
+    index_cps = chunks / run.wall_s
+    bare_cps = len(inputs) / embed_s
+    return {
+        "documents": docs,
+        "chunks": chunks,
+        "dataset_documents": coll.doc_count(),
+        "status_documents": status["documents"],
+        "status_chunks": status["chunks"],
+        "status_matches": status["documents"] == docs and status["chunks"] == chunks,
+        "status_pending": status["pending"],
+        "index_wall_s": run.wall_s,
+        "index_cpu_s": index_cpu_s,
+        "index_done_ms": done_ms,
+        "index_chunks_per_s": index_cps,
+        "index_chunks_per_s_done_line": chunks / (done_ms / 1000),
+        "bare_inputs": len(inputs),
+        "bare_model_load_s": load_s,
+        "bare_embed_s": embed_s,
+        "bare_embed_cpu_s": embed_cpu_s,
+        "cpu_ratio": ratio(embed_cpu_s / len(inputs), index_cpu_s / chunks),
+        "bare_chunks_per_s": bare_cps,
+        "throughput_ratio": ratio(index_cps, bare_cps),
+        "throughput_ratio_done_line": ratio(chunks / (done_ms / 1000), bare_cps),
+        "throughput_target": 0.9,
+        "throughput_met": ratio(index_cps, bare_cps) >= 0.9,
+        "load_average": {"before_index": load_before, "after_index": load_after_index,
+                         "after_bare_embed": load_after_embed},
+        "index_stderr_tail": run.stderr.strip().splitlines()[-3:],
+    }
+
+
+def rerun(coll: Collection) -> dict[str, Any]:
+    """No-change re-runs: median wall time and whether the model was loaded."""
+    walls: list[float] = []
+    cpus: list[float] = []
+    loaded: list[bool] = []
+    done: list[int] = []
+    for _ in range(RERUNS):
+        run = run_groove(["index", "--kb-path", str(coll.kb)], config=coll.config, db=coll.db)
+        walls.append(run.wall_s)
+        cpus.append(run.cpu_s)
+        loaded.append(LOADING in run.stderr)
+        done.append(parse_done(run.stderr)[0])
+    wall = median(walls)
+    return {
+        "runs": RERUNS,
+        "wall_s": walls,
+        "median_wall_s": wall,
+        "cpu_s": cpus,
+        "median_cpu_s": median(cpus),
+        "median_done_ms": median([float(d) for d in done]),
+        "target_s": 1.0,
+        "met": wall <= 1.0,
+        "model_loaded_in_any_run": any(loaded),
+    }
+
+
+def previous_full_index() -> dict[str, Any] | None:
+    """The from-scratch measurement of an earlier run, kept when `--reuse` skips it."""
+    path = RESULTS / "index.json"
+    if not path.is_file():
+        return None
+    found = json.loads(path.read_text(encoding="utf-8")).get("full_index")
+    return found if isinstance(found, dict) else None
+
+
+def markdown(data: dict[str, Any]) -> str:
+    lines = ["# Indexing benchmark (JSQuAD, multilingual-e5-small)", ""]
+    full = data.get("full_index")
+    if full:
+        lines += [
+            f"- Indexed {full['documents']} documents / {full['chunks']} chunks "
+            f"(dataset: {full['dataset_documents']} files); `groove status --format json` "
+            f"reports {full['status_documents']} / {full['status_chunks']} — "
+            f"{'same counts' if full['status_matches'] else 'DIFFERENT counts'}.",
+            f"- Index from scratch: {full['index_wall_s']:.1f} s wall (subprocess, model load "
+            f"included; `Done` line {full['index_done_ms'] / 1000:.1f} s) = "
+            f"{full['index_chunks_per_s']:.2f} chunks/s.",
+            f"- Bare `Embedder.embed_passages` on the same {full['bare_inputs']} inputs: "
+            f"{full['bare_embed_s']:.1f} s (model load {full['bare_model_load_s']:.1f} s "
+            f"excluded) = {full['bare_chunks_per_s']:.2f} chunks/s.",
+            f"- **Throughput ratio {full['throughput_ratio']:.3f}** (index ÷ bare; target ≥ 0.9, "
+            f"{verdict(full['throughput_met'])}); by the `Done` line "
+            f"{full['throughput_ratio_done_line']:.3f}; by CPU seconds per chunk (less "
+            f"sensitive to the other load) {full['cpu_ratio']:.3f} (index child CPU "
+            f"{full['index_cpu_s']:.1f} s incl. model load, bare embed CPU "
+            f"{full['bare_embed_cpu_s']:.1f} s).",
+            f"- Load average (1/5/15 min) before / after index / after bare embed: "
+            f"{full['load_average']['before_index']} / {full['load_average']['after_index']} / "
+            f"{full['load_average']['after_bare_embed']} on {data['machine']['cpu_count']} cores "
+            "(shared machine; each phase ran once because it takes minutes).",
+        ]
+    re_run = data["rerun"]
+    lines += [
+        f"- **No-change re-run: median {re_run['median_wall_s']:.3f} s** wall over "
+        f"{re_run['runs']} runs (target ≤ 1 s, {verdict(re_run['met'])}; child CPU median "
+        f"{re_run['median_cpu_s']:.3f} s; `Done` line median "
+        f"{re_run['median_done_ms']:.0f} ms); `{LOADING}` "
+        f"{'appeared' if re_run['model_loaded_in_any_run'] else 'absent in every run'}.",
+        "",
+        "Command: `.venv/bin/python bench/bench_index.py`.",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep an existing complete index; measure only the re-run")
+    args = parser.parse_args()
+    coll = JSQUAD
+    data: dict[str, Any] = {"benchmark": "index", "collection": coll.name,
+                            "model": DEFAULT_MODEL, "machine": machine()}
+    if args.reuse and coll.index_is_current():
+        data["full_index"] = previous_full_index()
+    else:
+        data["full_index"] = full_index(coll)
+    data["rerun"] = rerun(coll)
+    write_results("index", data, markdown(data))
+    print(markdown(data))
+
+
+if __name__ == "__main__":
+    main()
