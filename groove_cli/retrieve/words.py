@@ -63,14 +63,16 @@ def select_terms(candidates: Sequence[tuple[str, bool]]) -> tuple[tuple[str, ...
     """Word-table terms from (term, quoted) pairs in query order.
 
     Quoted terms are kept as they are; plain words shorter than 2 characters are dropped, and
-    so are stopwords unless the query has nothing but stopwords. Terms are deduplicated
-    case-insensitively and capped at 32; the flag says whether the cap dropped any.
+    so are stopwords unless the query has nothing but stopwords. A word repeated in the query
+    stays repeated: FTS5's bm25 sums over the OR-ed phrases, so repetition is BM25's query term
+    frequency (on CISI, nDCG@10 0.355 with duplicates removed, 0.388 with them kept). At most 32
+    terms are kept; the flag says whether the cap dropped any.
     """
     usable = [(t, q) for t, q in candidates if q or len(t) >= MIN_WORD_CHARS]
-    kept = [(t, q) for t, q in usable if q or t.casefold() not in ENGLISH_STOPWORDS]
+    kept = [t for t, q in usable if q or t.casefold() not in ENGLISH_STOPWORDS]
     if not kept:
-        kept = usable
-    return dedupe_cap([t for t, _ in kept])
+        kept = [t for t, _ in usable]
+    return tuple(kept[:MAX_WORD_TERMS]), len(kept) > MAX_WORD_TERMS
 
 
 def dedupe_cap(terms: Sequence[str]) -> tuple[tuple[str, ...], bool]:
