@@ -25,6 +25,7 @@ from groove_cli.evaluate.tune_write import (
     write_target,
     written_note,
 )
+from groove_cli.retrieve.pipeline import excluded_ids, fetch_size
 from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.session import ReadSession, open_session
 from groove_cli.store import Store
@@ -69,8 +70,8 @@ def _vector_lists(session: ReadSession, compiled: list[CompiledQuery], pool: int
     lists: list[list[int]] = []
     for query, found in zip(compiled, neighbours, strict=True):
         ids = [cid for cid, _ in found]
-        if query.negative_expr is not None:
-            excluded = session.store.fts_match_ids(query.negative_expr)
+        excluded = excluded_ids(session.store, query)
+        if excluded is not None:
             ids = [cid for cid in ids if cid not in excluded]
         lists.append(ids[:pool])
     return lists
@@ -87,15 +88,21 @@ class _ListFetcher:
         self.store = store
         self.pool = pool
         self.exprs = {"fts_chunks": query.match_expr, "fts_words": query.word_expr}
+        self.excluded = excluded_ids(store, query) if query.word_expr else None
         self.cache: dict[tuple[str, tuple[float, float, float]], tuple[int, ...]] = {}
 
     def fetch(self, table: str, weights: tuple[float, float, float]) -> tuple[int, ...]:
+        """The table's ranked list at `weights`; the word list drops excluded ids (over-fetched
+        like the search's word leg) because its expression cannot hold CJK negatives."""
         expr = self.exprs[table]
         if expr is None:
             return ()
         key = (table, weights)
         if key not in self.cache:
-            self.cache[key] = tuple(self.store.fts_search_ids(expr, weights, self.pool, table))
+            drop = self.excluded if table == "fts_words" else None
+            n = fetch_size(self.pool, drop is not None)
+            ids = self.store.fts_search_ids(expr, weights, n, table)
+            self.cache[key] = tuple([i for i in ids if not drop or i not in drop][: self.pool])
         return self.cache[key]
 
     def combined(self, weights: tuple[float, float, float]) -> list[int]:

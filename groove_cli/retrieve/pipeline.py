@@ -169,10 +169,13 @@ def _passes(row_filter: RowFilter, chunk: IndexedChunk) -> bool:
                              topic=chunk.topic, path=chunk.path, tags=chunk.tags, date=chunk.date)
 
 
-def fts_leg(store: Store, expr: str, params: SearchParams, count: int,
-            row_filter: RowFilter, table: str = "fts_chunks") -> list[IndexedChunk]:
-    rows = store.fts_search(expr, params.bm25_weights, fetch_size(count, row_filter.active), table)
-    return [row for row in rows if _passes(row_filter, row)][:count]
+def fts_leg(store: Store, expr: str, params: SearchParams, count: int, row_filter: RowFilter,
+            table: str = "fts_chunks", excluded: set[int] | None = None) -> list[IndexedChunk]:
+    """A full-text leg; `excluded` drops ids an exclusion matched in the other table."""
+    filtered = row_filter.active or excluded is not None
+    rows = store.fts_search(expr, params.bm25_weights, fetch_size(count, filtered), table)
+    return [row for row in rows
+            if _passes(row_filter, row) and not (excluded and row.chunk_id in excluded)][:count]
 
 
 def vector_leg(store: Store, knn: Knn, vector: npt.NDArray[np.float32], count: int,
@@ -219,6 +222,9 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
     pools = pool_sizes(params)
     legs = legs_to_run(query, params)
 
+    # Exclusions: the trigram expression carries its NOT; the word leg and the vector leg drop
+    # the ids either table's negative expression matches, so every leg excludes the same chunks.
+    excluded = excluded_ids(store, query) if legs.vector or legs.words else None
     fts_rows: list[IndexedChunk] = []
     word_rows: list[IndexedChunk] = []
     if legs.fts or legs.words:
@@ -228,14 +234,15 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
             fts_rows = fts_leg(store, query.match_expr, params, pools.fts, row_filter)
         if legs.words:
             assert query.word_expr is not None
-            word_rows = fts_leg(store, query.word_expr, params, pools.fts, row_filter, "fts_words")
+            word_rows = fts_leg(store, query.word_expr, params, pools.fts, row_filter,
+                                "fts_words", excluded)
         timings["fts"] = _ms(start)
     vec_rows: list[IndexedChunk] = []
     if legs.vector:
         if vector is None:
             raise ValueError("the vector leg runs but no query vector was given")
         start = time.perf_counter()
-        vec_rows = vector_leg(store, knn, vector, pools.vec, row_filter, excluded_ids(store, query))
+        vec_rows = vector_leg(store, knn, vector, pools.vec, row_filter, excluded)
         timings["vec"] = _ms(start)
 
     start = time.perf_counter()

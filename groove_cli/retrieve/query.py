@@ -25,6 +25,11 @@ from groove_cli.retrieve.words import (
 )
 
 MIN_PHRASE_CHARS = 3
+# In a query with CJK phrases a lone Latin token (a unit such as "km", a single name) is served
+# by the trigram match; the word-level leg joins only from 2 Latin words on. Measured on 1,000
+# JSQuAD queries (fts mode): nDCG@10 0.847 before the word leg, 0.839 with a word leg for every
+# Latin token, 0.845 with this rule.
+MIN_MIXED_WORD_TERMS = 2
 MAX_PHRASES = 32
 MAX_NEG_PHRASES = 32
 FTS_QUERY_VERSION = 2  # 2: Latin words go to the word-level table (fts_words)
@@ -306,8 +311,10 @@ def compile_query(text: str) -> CompiledQuery:
     phrases, phrases_capped = _dedupe_cap(_positive_phrases(positive_segments), MAX_PHRASES)
     negatives, negatives_capped = _dedupe_cap(negative_list, MAX_NEG_PHRASES)
 
-    # Latin phrases go to the word-level table; the trigram table keeps the others (CJK).
-    positive: tuple[str, ...] = tuple(p for p in phrases if not is_latin_text(p))
+    # Routing by script (issue #8): a query with CJK phrases keeps every phrase on the trigram
+    # table, as before; an all-Latin query sends its words to the word-level table only.
+    mixed = any(not is_latin_text(p) for p in phrases)
+    positive: tuple[str, ...] = phrases if mixed else ()
     if not phrases:
         plain = "".join(s.content for s in positive_segments if s.kind == "plain").strip()
         if _quoted_phrase_ok(plain):
@@ -321,6 +328,8 @@ def compile_query(text: str) -> CompiledQuery:
         else:
             word_candidates.extend((w, False) for w in latin_words(seg.content))
     word_terms, words_capped = select_terms(word_candidates)
+    if mixed and len(word_terms) < MIN_MIXED_WORD_TERMS:
+        word_terms = ()
     word_negatives, word_negatives_capped = dedupe_cap(negative_word_list)
 
     negative_expr = _or(negatives) if negatives else None

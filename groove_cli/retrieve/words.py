@@ -40,23 +40,22 @@ def is_latin_letter(ch: str) -> bool:
 
 
 def is_latin_text(text: str) -> bool:
-    """True when every letter of `text` is Latin (digits and punctuation allowed) and one exists
-    among letters or digits."""
-    has_word_char = False
+    """True when `text` has a Latin letter and every letter in it is Latin (digits and
+    punctuation allowed). Numbers alone are not Latin words: they stay on the trigram table."""
+    has_letter = False
     for ch in text:
         if ch.isalpha():
             if not is_latin_letter(ch):
                 return False
-            has_word_char = True
-        elif ch.isdigit():
-            has_word_char = True
-    return has_word_char
+            has_letter = True
+    return has_letter
 
 
 def latin_words(text: str) -> list[str]:
-    """Latin-script words of plain text, in order; other scripts act as separators."""
+    """Latin-script words of plain text, in order; other scripts act as separators and tokens
+    without a Latin letter (numbers) are left out."""
     latin_only = "".join(ch if not ch.isalpha() or is_latin_letter(ch) else " " for ch in text)
-    return [m.group(0) for m in _WORD.finditer(latin_only)]
+    return [m.group(0) for m in _WORD.finditer(latin_only) if is_latin_text(m.group(0))]
 
 
 def select_terms(candidates: Sequence[tuple[str, bool]]) -> tuple[tuple[str, ...], bool]:
