@@ -90,7 +90,15 @@ class ProgressSink(Protocol):
     def finish(self) -> None: ...
 
 
-class _NoProgress:
+class NullProgress:
+    """Reports nothing (quiet runs, and the default when no display is given)."""
+
+    def __enter__(self) -> NullProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
     def start(self, total: int) -> None:
         pass
 
@@ -243,7 +251,7 @@ class Indexer:
     def __init__(self, options: IndexOptions, progress: ProgressSink | None = None,
                  should_stop: Callable[[], bool] | None = None) -> None:
         self.opt = options
-        self.progress = progress or _NoProgress()
+        self.progress = progress or NullProgress()
         self.should_stop = should_stop or (lambda: False)
         self.embedder: Embedder | None = None
         self.model: ResolvedModel | None = None

@@ -78,18 +78,12 @@ class ReadSession:
         keys = [cache_key(self.runtime.sha256, self.runtime.max_length, self.runtime.query_prefix,
                           text) for text in texts]
         cached = self.store.cache_get(keys)
-        missing = [i for i, key in enumerate(keys) if key not in cached]
+        missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in cached}
         if missing:
-            unique = list(dict.fromkeys(texts[i] for i in missing))
-            embedder = self._load_embedder()
-            vectors = embedder.embed_queries(unique)
-            fresh = dict(zip(unique, vectors, strict=True))
-            rows = []
-            for i in missing:
-                cached[keys[i]] = fresh[texts[i]]
-                rows.append((keys[i], fresh[texts[i]]))
-            unique_rows = list({key: vec for key, vec in rows}.items())
-            cache_put(self.db, unique_rows)
+            vectors = self._load_embedder().embed_queries(list(missing.values()))
+            fresh = dict(zip(missing, vectors, strict=True))
+            cache_put(self.db, list(fresh.items()))
+            cached.update(fresh)
         self.embed_ms = (time.perf_counter() - start) * 1000
         return [cached[key] for key in keys]
 

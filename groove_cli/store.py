@@ -8,7 +8,6 @@ embedding cache, `status` and `doctor` (index.md §9).
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -600,8 +599,3 @@ def cache_put(db: Path, rows: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> 
     except apsw.Error:
         return False
     return True
-
-
-def pack_floats(values: Sequence[float]) -> bytes:
-    """Little-endian float32 bytes (used by tests that write vectors by hand)."""
-    return struct.pack(f"<{len(values)}f", *values)

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from groove_cli.store import Store
 
 Neighbours = list[tuple[int, float]]
+BLOCK_FLOATS = 16_000_000
 MAX_VEC_K = 4096
 
 
@@ -98,7 +99,15 @@ class VectorSnapshot:
         if rows == 0:
             return [[] for _ in range(queries.shape[0])]
         k = min(k, rows)
-        dist = self.distances(queries)
+        out: list[Neighbours] = []
+        # bound the distance block to ~16M floats (64 MB) however many queries come at once
+        block = max(1, BLOCK_FLOATS // rows)
+        for first in range(0, queries.shape[0], block):
+            out.extend(self._top_k(self.distances(queries[first : first + block]), k))
+        return out
+
+    def _top_k(self, dist: npt.NDArray[np.float32], k: int) -> list[Neighbours]:
+        rows = self.ids.shape[0]
         out: list[Neighbours] = []
         for row in dist:
             if k < rows:

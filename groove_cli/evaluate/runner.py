@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from groove_cli import config, messages
 from groove_cli.config import Settings
 from groove_cli.evaluate import history
@@ -21,7 +23,14 @@ from groove_cli.evaluate.golden import GoldenSet, expected_warnings, find_golden
 from groove_cli.evaluate.metrics import HitRecord, QueryMetrics, score_query
 from groove_cli.evaluate.report import build_json_report, build_run, utc_timestamp
 from groove_cli.retrieve.filters import FilterSpec
-from groove_cli.retrieve.pipeline import MAX_LIMIT, SearchParams, legs_to_run, search
+from groove_cli.retrieve.pipeline import (
+    MAX_LIMIT,
+    SearchParams,
+    fetch_size,
+    legs_to_run,
+    pool_sizes,
+    search,
+)
 from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.searching import build_params, query_warnings, settings_warnings
 from groove_cli.session import ReadSession, open_session
@@ -143,12 +152,14 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
         vectors = session.query_vectors([compiled[i].positive_text for i in need_vec])
         by_query = dict(zip(need_vec, vectors, strict=True))
         reranker = session.reranker(req.reranker)
-        knn = session.knn(batch=True)
+        neighbours = _batch_neighbours(session, compiled, params, by_query)
         with session.store.read_transaction():
             golden_index_warnings(session, golden)
             hits: list[list[HitRecord]] = []
             for i, query in enumerate(compiled):
-                hits.append(_records(session, query, params, by_query.get(i), knn, reranker))
+                found = neighbours.get(i, [])
+                hits.append(_records(session, query, params, by_query.get(i),
+                                     lambda _vec, k, found=found: found[:k], reranker))
             rows = list(session.store.corpus_rows())
             documents = session.store.document_count()
             chunks = session.store.chunk_count()
@@ -191,6 +202,24 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
     full = build_json_report(run, compared, threshold=threshold, show_diff=True)
     return EvalOutcome(report, full, threshold, not (req.no_diff or req.no_history),
                        incompatibility, error)
+
+
+def _batch_neighbours(session: ReadSession, compiled: Sequence[CompiledQuery],
+                      params: SearchParams, vectors: dict[int, Any]
+                      ) -> dict[int, list[tuple[int, float]]]:
+    """Every query's vector-leg neighbours from one matrix product per block of queries.
+
+    Each query gets the k its vector leg asks for (×10 with exclusions); a prefix of a longer
+    list ordered by (distance, id) is exactly the shorter list, so one k serves all.
+    """
+    if not vectors:
+        return {}
+    pools = pool_sizes(params)
+    k = max(min(fetch_size(pools.vec, compiled[i].negative_expr is not None
+                           or compiled[i].word_negative_expr is not None), 4096) for i in vectors)
+    order = sorted(vectors)
+    found = session.snapshot().knn_batch(np.vstack([vectors[i] for i in order]), k)
+    return dict(zip(order, found, strict=True))
 
 
 def _records(session: ReadSession, query: CompiledQuery, params: SearchParams,

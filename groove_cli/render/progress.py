@@ -20,6 +20,7 @@ from rich.progress import (
 from rich.text import Text
 
 from groove_cli import messages
+from groove_cli.index import NullProgress
 
 
 class TransferSpeedColumnFiles(ProgressColumn):
@@ -104,27 +105,10 @@ class PlainProgress:
         pass
 
 
-class NoProgress:
-    def __enter__(self) -> NoProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def start(self, total: int) -> None:
-        pass
-
-    def advance(self, done: int, chunks: int) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
-
-
-def progress_for(*, quiet: bool, plain_lines: bool) -> RichProgress | PlainProgress | NoProgress:
+def progress_for(*, quiet: bool, plain_lines: bool) -> RichProgress | PlainProgress | NullProgress:
     """Pick the display: a bar on a terminal (not --quiet), plain lines with --progress."""
     if quiet:
-        return NoProgress()
+        return NullProgress()
     if sys.stderr.isatty():
         return RichProgress()
-    return PlainProgress() if plain_lines else NoProgress()
+    return PlainProgress() if plain_lines else NullProgress()
