@@ -9,69 +9,116 @@ from groove_cli.retrieve.query import (
     FTS_QUERY_VERSION,
     MAX_NEG_PHRASES,
     MAX_PHRASES,
+    MIN_MIXED_WORD_TERMS,
     MIN_PHRASE_CHARS,
     CompiledQuery,
     compile_query,
     query_phrases,
 )
+from groove_cli.retrieve.words import ENGLISH_STOPWORDS, MAX_WORD_TERMS, MIN_WORD_CHARS
 
-# search.md §2.6, every row that compiles to an expression.
-PINNED = [
-    ("再ランキングの評価について", '"再ランキング" OR "ランキング" OR "の評価" OR "について"'),
-    ("retry budget の設定", '"retry" OR "budget" OR "の設定"'),
-    ('"Foundry Local" の設定', '"Foundry Local" OR "の設定"'),
-    ("システム化", '"システム化" OR "システム"'),
-    ("再ランキング化", '"再ランキング化" OR "再ランキング" OR "ランキング"'),
-    ("の再ランキング", '"の再ランキング" OR "ランキング"'),
-    ("の評価は", '"の評価は" OR "の評価"'),
-    ("評価・分析", '"評価・分析" OR "評価・"'),
-    ("再 ランキング", '"ランキング"'),
-    ("abc abc def", '"abc" OR "def"'),
-    ('"ab" テスト', '"テスト"'),
-    ("foo OR bar", '"foo" OR "bar"'),
-    ('foo "bar" AND', '"foo" OR "bar" OR "AND"'),
-    ("heading:foo", '"heading" OR "foo"'),
-    ('abc "def', '"abc" OR "def"'),
-    ('"say ""hi"""', '"say ""hi"""'),
-    ("UI について", '"について"'),
-    ("ML pipelines", '"pipelines"'),
-    ("UI と ML", '"UI と ML"'),  # every fragment short: fallback
-    ("!!! ??? 、。", '"!!! ??? 、。"'),  # fallback
-    ("---", '"---"'),
-    ("sqlite-vec", '"sqlite-vec"'),
-    ("E0382", '"E0382"'),
-    ("E-0382", '"E-0382"'),
-    ("python -async", '("python") NOT ("async")'),
-    ("python -再ランキング", '("python") NOT ("再ランキング" OR "ランキング")'),
-    ('python -"再ランキング"', '("python") NOT ("再ランキング")'),
-    ("python -ab", '"python"'),
-    ('"-foo" bar', '"-foo" OR "bar"'),
+# search.md §2.6, every row that compiles to an expression, as (query, trigram MATCH, word-level
+# MATCH) since issue #8: an all-Latin query goes to `fts_words` only; a query with a CJK (or any
+# non-Latin, e.g. number-only) phrase keeps every phrase on the trigram table, and the word leg
+# joins it from MIN_MIXED_WORD_TERMS (2) Latin terms on. Word terms are plain words of >= 2
+# characters minus English stopwords (unless quoted, or unless nothing else is left), repeats kept.
+PINNED: list[tuple[str, str | None, str | None]] = [
+    ("再ランキングの評価について", '"再ランキング" OR "ランキング" OR "の評価" OR "について"', None),
+    ("retry budget の設定", '"retry" OR "budget" OR "の設定"', '"retry" OR "budget"'),
+    # one Latin term (the quoted phrase) in a mixed query: the trigram match serves it
+    ('"Foundry Local" の設定', '"Foundry Local" OR "の設定"', None),
+    ("システム化", '"システム化" OR "システム"', None),
+    ("再ランキング化", '"再ランキング化" OR "再ランキング" OR "ランキング"', None),
+    ("の再ランキング", '"の再ランキング" OR "ランキング"', None),
+    ("の評価は", '"の評価は" OR "の評価"', None),
+    ("評価・分析", '"評価・分析" OR "評価・"', None),
+    ("再 ランキング", '"ランキング"', None),
+    ("abc abc def", None, '"abc" OR "abc" OR "def"'),  # repeats kept: BM25 query term frequency
+    ('"ab" テスト', '"テスト"', None),
+    ("foo OR bar", None, '"foo" OR "bar"'),  # `or` is a stopword (and never an operator)
+    ('foo "bar" AND', None, '"foo" OR "bar"'),  # `and` is a stopword
+    ("heading:foo", None, '"heading" OR "foo"'),
+    ('abc "def', None, '"abc" OR "def"'),
+    ('"say ""hi"""', None, '"say ""hi"""'),
+    ("UI について", '"について"', None),
+    ("ML pipelines", None, '"ML" OR "pipelines"'),  # 2-letter words count in the word table
+    ("UI と ML", '"UI と ML"', '"UI" OR "ML"'),  # no trigram phrase: fallback; no CJK phrase
+    ("!!! ??? 、。", '"!!! ??? 、。"', None),  # fallback
+    ("---", '"---"', None),
+    ("sqlite-vec", None, '"sqlite-vec"'),
+    ("E0382", None, '"E0382"'),
+    ("E-0382", None, '"E-0382"'),
+    ("python -async", None, '("python") NOT ("async")'),
+    # CJK negatives cannot be written for the word table: they stay in `negative_expr`, whose
+    # ids the word and vector legs drop
+    ("python -再ランキング", None, '"python"'),
+    ('python -"再ランキング"', None, '"python"'),
+    ("python -ab", None, '("python") NOT ("ab")'),  # a 2-letter word is a word-level exclusion
+    ('"-foo" bar', None, '"-foo" OR "bar"'),
+    # --- English stopwords (NLTK's 179), quoting, stemming, mixed scripts (issue #8)
+    ("What problems are there in making titles?", None, '"problems" OR "making" OR "titles"'),
+    ("the of", None, '"the" OR "of"'),  # nothing but stopwords: all kept
+    ('"the who"', None, '"the who"'),  # a quoted phrase is kept whole, stopwords included
+    ('"the" who', None, '"the"'),  # quoting rescues a stopword; the plain `who` is dropped
+    ("The THE the", None, '"The" OR "THE" OR "the"'),  # stopwords only, repeats kept
+    # no stemming in the compiler: FTS5's porter tokenizer stems both the rows and the terms
+    ("retrieving systems", None, '"retrieving" OR "systems"'),
+    ("Café crème", None, '"Café" OR "crème"'),  # accented letters are Latin
+    ("ab", None, '"ab"'),
+    ('"x"', None, '"x"'),  # a quoted Latin term has no minimum length
+    ("Python入門", '"Python入門" OR "Python"', None),  # one Latin word in a CJK query
+    ("Python と Rust の比較", '"Python" OR "Rust" OR "の比較"', '"Python" OR "Rust"'),
+    # a number-only phrase is not Latin: it keeps the query's phrases on the trigram table
+    ("error 404 page", '"error" OR "404" OR "page"', '"error" OR "page"'),
+    ("2024", '"2024"', None),
+    ("python 3.12", None, '"python"'),  # `3`, `12`: no phrase, no word
+    ("поиск данных", '"поиск" OR "данных"', None),  # Cyrillic is not Latin
+    ("ＡＢＣ test", '"ＡＢＣ" OR "test"', None),  # full-width letters are not Latin
 ]
 
 
 def test_constants() -> None:
-    assert (MIN_PHRASE_CHARS, MAX_PHRASES, MAX_NEG_PHRASES, FTS_QUERY_VERSION) == (3, 32, 32, 1)
+    assert (MIN_PHRASE_CHARS, MAX_PHRASES, MAX_NEG_PHRASES, FTS_QUERY_VERSION) == (3, 32, 32, 2)
+    assert (MIN_WORD_CHARS, MAX_WORD_TERMS, MIN_MIXED_WORD_TERMS) == (2, 32, 2)
+    assert len(ENGLISH_STOPWORDS) == 179  # NLTK's English list
+    assert {"the", "of", "and", "or", "not", "what", "don't", "should've"} <= ENGLISH_STOPWORDS
 
 
-@pytest.mark.parametrize(("query", "expected"), PINNED)
-def test_pinned_match_expression(query: str, expected: str) -> None:
-    assert compile_query(query).match_expr == expected
+@pytest.mark.parametrize(("query", "trigram", "words"), PINNED)
+def test_pinned_match_expression(query: str, trigram: str | None, words: str | None) -> None:
+    compiled = compile_query(query)
+    assert compiled.match_expr == trigram
+    assert compiled.word_expr == words
 
 
-@pytest.mark.parametrize("query", ["ab", " a ", '"ab"'])
+# `ab` and `"ab"` were vector-only with the trigram table alone; a 2-letter word now reaches the
+# word table (PINNED). A lone letter still has neither a phrase nor a word.
+@pytest.mark.parametrize("query", [" a ", "I", "é"])
 def test_pinned_vector_only(query: str) -> None:
     compiled = compile_query(query)
     assert compiled.match_expr is None
+    assert compiled.word_expr is None and compiled.word_terms == ()
     assert compiled.phrases == ()
-    assert compiled.negative_expr is None
+    assert compiled.negative_expr is None and compiled.word_negative_expr is None
 
 
-def test_pinned_vector_only_with_exclusion() -> None:
+def test_pinned_exclusion_without_a_trigram_phrase() -> None:
     compiled = compile_query("ab -async")
     assert compiled.match_expr is None
     assert compiled.positive_text == "ab"
     assert compiled.negatives == ("async",)
     assert compiled.negative_expr == '"async"'
+    assert compiled.word_expr == '("ab") NOT ("async")'
+    assert compiled.word_negative_expr == '"async"'
+
+
+def test_pinned_vector_only_with_exclusion() -> None:
+    # the vector leg drops the chunks either table's negative expression matches
+    compiled = compile_query("x -async")
+    assert (compiled.match_expr, compiled.word_expr) == (None, None)
+    assert compiled.positive_text == "x"
+    assert compiled.negative_expr == '"async"'
+    assert compiled.word_negative_expr == '"async"'
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\t\n", "\u3000"])
@@ -93,15 +140,36 @@ def test_pinned_only_exclusions_refused(query: str) -> None:
 
 
 def test_full_compiled_record() -> None:
+    # `-ab` is too short for a trigram negative but a word-level one; an all-Latin query has no
+    # trigram expression, its negatives still feed the vector leg's exclusion scan
     assert compile_query('  python -"foo bar" -ab -async  ') == CompiledQuery(
         text='  python -"foo bar" -ab -async  ',
         positive_text="python",
         phrases=("python",),
         negatives=("foo bar", "async"),
-        match_expr='("python") NOT ("foo bar" OR "async")',
+        match_expr=None,
         negative_expr='"foo bar" OR "async"',
         phrases_capped=False,
         negatives_capped=False,
+        word_terms=("python",),
+        word_expr='("python") NOT ("foo bar" OR "ab" OR "async")',
+        word_negative_expr='"foo bar" OR "ab" OR "async"',
+    )
+
+
+def test_full_compiled_record_mixed_script() -> None:
+    assert compile_query("retry budget の設定 -再試行 -old") == CompiledQuery(
+        text="retry budget の設定 -再試行 -old",
+        positive_text="retry budget の設定",
+        phrases=("retry", "budget", "の設定"),
+        negatives=("再試行", "old"),
+        match_expr='("retry" OR "budget" OR "の設定") NOT ("再試行" OR "old")',
+        negative_expr='"再試行" OR "old"',
+        phrases_capped=False,
+        negatives_capped=False,
+        word_terms=("retry", "budget"),
+        word_expr='("retry" OR "budget") NOT ("old")',
+        word_negative_expr='"old"',
     )
 
 
@@ -127,7 +195,11 @@ def test_fallback_refuses_nul() -> None:
 
 
 def test_quoted_phrase_with_nul_is_dropped() -> None:
-    assert compile_query('"abc\0def" xyz').match_expr == '"xyz"'
+    compiled = compile_query('"abc\0def" xyz')
+    assert compiled.phrases == ("xyz",)
+    assert (compiled.match_expr, compiled.word_expr) == (None, '"xyz"')
+    assert compile_query('"abc\0def" テスト').match_expr == '"テスト"'
+    assert compile_query('"abc\0def" テスト').word_expr is None
 
 
 def test_quoted_short_word_not_rescued() -> None:
@@ -187,17 +259,26 @@ def test_quoted_exclusion_is_one_phrase() -> None:
 
 
 def test_quoted_exclusion_short_or_nul_dropped() -> None:
+    # under 3 code points: no trigram negative, but a quoted word-level one (no minimum length);
+    # with NUL: neither
     compiled = compile_query('python -"ab" -"a\0bc"')
     assert compiled.negatives == ()
     assert compiled.negative_expr is None
-    assert compiled.match_expr == '"python"'
+    assert compiled.match_expr is None
+    assert compiled.word_expr == '("python") NOT ("ab")'
+    assert compiled.word_negative_expr == '"ab"'
     assert compiled.positive_text == "python"
+    mixed = compile_query('テスト -"ab" -"a\0bc"')
+    assert (mixed.match_expr, mixed.negative_expr) == ('"テスト"', None)
+    assert (mixed.word_expr, mixed.word_negative_expr) == (None, '"ab"')
 
 
 def test_quoted_exclusion_with_doubled_quote() -> None:
     compiled = compile_query('python -"say ""hi"""')
     assert compiled.negatives == ('say "hi"',)
-    assert compiled.match_expr == '("python") NOT ("say ""hi""")'
+    assert compiled.match_expr is None
+    assert compiled.word_expr == '("python") NOT ("say ""hi""")'
+    assert compile_query('テスト -"say ""hi"""').match_expr == '("テスト") NOT ("say ""hi""")'
 
 
 def test_hyphen_inside_quotes_is_positive() -> None:
@@ -252,9 +333,22 @@ def test_positive_cap() -> None:
     compiled = compile_query(" ".join(words))
     assert compiled.phrases == tuple(words[:MAX_PHRASES])
     assert compiled.phrases_capped is True
-    assert compiled.match_expr == " OR ".join(f'"{w}"' for w in words[:MAX_PHRASES])
-    at_cap = compile_query(" ".join(words[:MAX_PHRASES] + words[:5]))
+    assert compiled.match_expr is None  # all Latin: the word table only
+    assert compiled.word_terms == tuple(words[:MAX_WORD_TERMS])
+    assert compiled.word_expr == " OR ".join(f'"{w}"' for w in words[:MAX_WORD_TERMS])
+    # trigram phrases are deduplicated, word terms keep repeats and count them toward the cap
+    at_cap = compile_query(" ".join(words[:MAX_PHRASES]))
     assert at_cap.phrases_capped is False
+    # the cap drops only repeats of kept terms: no distinct phrase is lost, no warning (§2.4)
+    repeated = compile_query(" ".join(words[:MAX_PHRASES] + words[:5]))
+    assert repeated.phrases == tuple(words[:MAX_PHRASES])
+    assert repeated.word_terms == tuple(words[:MAX_WORD_TERMS])
+    assert repeated.phrases_capped is False
+    # the 33rd term is a new word: it is dropped, and that is worth the warning
+    lost = compile_query(" ".join([words[0]] * MAX_WORD_TERMS + [words[1]]))
+    assert lost.phrases == (words[0], words[1])
+    assert lost.word_terms == (words[0],) * MAX_WORD_TERMS
+    assert lost.phrases_capped is True
 
 
 def test_operators_are_plain_words() -> None:

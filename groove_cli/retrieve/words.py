@@ -65,13 +65,16 @@ def select_terms(candidates: Sequence[tuple[str, bool]]) -> tuple[tuple[str, ...
     so are stopwords unless the query has nothing but stopwords. A word repeated in the query
     stays repeated: FTS5's bm25 sums over the OR-ed phrases, so repetition is BM25's query term
     frequency (on CISI, nDCG@10 0.355 with duplicates removed, 0.388 with them kept). At most 32
-    terms are kept; the flag says whether the cap dropped any.
+    terms are kept; the flag says whether the cap dropped a distinct term (one not kept in any
+    case), as the phrase cap's warning promises (search.md §2.4) — cut repeats are not worth it.
     """
     usable = [(t, q) for t, q in candidates if q or len(t) >= MIN_WORD_CHARS]
     kept = [t for t, q in usable if q or t.casefold() not in ENGLISH_STOPWORDS]
     if not kept:
         kept = [t for t, _ in usable]
-    return tuple(kept[:MAX_WORD_TERMS]), len(kept) > MAX_WORD_TERMS
+    terms = tuple(kept[:MAX_WORD_TERMS])
+    searched = {t.casefold() for t in terms}
+    return terms, any(t.casefold() not in searched for t in kept[MAX_WORD_TERMS:])
 
 
 def dedupe_cap(terms: Sequence[str]) -> tuple[tuple[str, ...], bool]:
