@@ -42,7 +42,7 @@ MINIMAL = {
     "k_values": [1, 5, 10],
     "golden_hash": "ab" * 32,
     "metric_version": 1,
-    "fts_query_version": 1,
+    "fts_query_version": 2,  # 2: the word-level table (issue #8)
 }
 
 

@@ -169,9 +169,11 @@ def table_dump(db: Path) -> tuple[list[tuple[object, ...]], ...]:
 
 
 def assert_consistent(db: Path) -> None:
-    """Every chunk has exactly one FTS row and one vector, and every document has chunks."""
+    """Every chunk has exactly one row in each FTS table (trigram and word-level) and one
+    vector, and every document has chunks."""
     chunks = {r[0] for r in rows(db, "SELECT id FROM chunks")}
     assert {r[0] for r in rows(db, "SELECT rowid FROM fts_chunks")} == chunks
+    assert {r[0] for r in rows(db, "SELECT rowid FROM fts_words")} == chunks
     assert {r[0] for r in rows(db, "SELECT chunk_id FROM vec_chunks")} == chunks
     assert rows(db, "SELECT path FROM documents d WHERE NOT EXISTS "
                     "(SELECT 1 FROM chunks c WHERE c.document_id = d.id)") == []
@@ -453,7 +455,8 @@ def test_deleted_file_is_removed_with_its_fts_rows_and_vectors(indexed: Groove) 
     assert document(db, "ops/gamma.md") is None
     marks = ",".join("?" * len(gone))
     assert rows(db, f"SELECT id FROM chunks WHERE id IN ({marks})", tuple(gone)) == []
-    assert rows(db, f"SELECT rowid FROM fts_chunks WHERE rowid IN ({marks})", tuple(gone)) == []
+    for table in ("fts_chunks", "fts_words"):
+        assert rows(db, f"SELECT rowid FROM {table} WHERE rowid IN ({marks})", tuple(gone)) == []
     assert rows(db, f"SELECT chunk_id FROM vec_chunks WHERE chunk_id IN ({marks})",
                 tuple(gone)) == []
     assert_consistent(db)
@@ -837,6 +840,7 @@ def test_each_file_is_committed_in_its_own_transaction(groove: Groove) -> None:
             observed.append(tuple(int(str(con.execute(sql).fetchall()[0][0])) for sql in (
                 "SELECT count(*) FROM documents", "SELECT count(*) FROM chunks",
                 "SELECT count(*) FROM (SELECT rowid FROM fts_chunks)",
+                "SELECT count(*) FROM (SELECT rowid FROM fts_words)",
                 "SELECT count(*) FROM vec_chunks")))
         finally:
             con.close()
@@ -883,6 +887,22 @@ def test_backfill_repairs_a_missing_fts_row(indexed: Groove) -> None:
     result = indexed.index_ok()
     assert "Backfilled 1 chunks into FTS index" in result.stderr.splitlines()
     assert_consistent(indexed.db)
+
+
+def test_backfill_repairs_missing_rows_of_either_fts_table(indexed: Groove) -> None:
+    (gamma,) = chunk_ids(indexed.db, "ops/gamma.md")
+    (beta,) = chunk_ids(indexed.db, "eng/search/beta.md")
+    con = apsw.Connection(str(indexed.db))
+    con.execute("DELETE FROM fts_words WHERE rowid = ?", (gamma,))
+    for table in ("fts_chunks", "fts_words"):  # both rows of one chunk: still one repair
+        con.execute(f"DELETE FROM {table} WHERE rowid = ?", (beta,))
+    con.close()
+    result = indexed.index_ok()
+    assert "Backfilled 2 chunks into FTS index" in result.stderr.splitlines()
+    assert_consistent(indexed.db)
+    # the repaired word rows are searchable: "swim" stems like the "swims" of BETA and GAMMA
+    found = rows(indexed.db, "SELECT rowid FROM fts_words WHERE fts_words MATCH ?", ('"swim"',))
+    assert sorted(found) == sorted([(beta,), (gamma,)])
 
 
 # =========================================================================== command line

@@ -20,10 +20,11 @@ import pytest
 import sqlite_vec
 from typer.testing import CliRunner, Result
 
+import groove_cli
 from groove_cli.chunk import parse_document
 from groove_cli.cli import app
 from groove_cli.scan import collect_files
-from groove_cli.store import SCHEMA_VERSION
+from groove_cli.store import SCHEMA_VERSION, Store
 from tests.onnx_builders import model_dir
 from tests.test_index import (
     BETA,
@@ -295,14 +296,38 @@ def test_doctor_finds_a_chunk_without_document(indexed: Groove) -> None:
     with writable(indexed.db) as con:  # foreign keys are off on a plain connection
         con.execute("INSERT INTO chunks(id, document_id, chunk_index, content, quality_score) "
                     "VALUES (9003, 9999, 0, 'lost', 0.1)")
-        con.execute("INSERT INTO fts_chunks(rowid, heading, context, content) "
-                    "VALUES (9003, '', '', 'lost')")
+        for table in ("fts_chunks", "fts_words"):  # every chunk has a row in each FTS table
+            con.execute(f"INSERT INTO {table}(rowid, heading, context, content) "
+                        "VALUES (9003, '', '', 'lost')")
         con.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (9003, ?)",
                     (np.ones(DIM, dtype="<f4").tobytes(),))
     doc = json.loads(doctor(indexed, "--format", "json").stdout)
     assert [(f["check"], f["count"], f["samples"], f["remedy"]) for f in doc["findings"]] == [
         ("chunk-without-document", 1, ["9003"], "groove index --force")]
     assert (doc["documents"], doc["chunks"]) == (3, 5)
+
+
+def test_doctor_checks_the_word_level_fts_table_too(indexed: Groove) -> None:
+    db = indexed.db
+    (gamma,) = chunk_ids(db, "ops/gamma.md")
+    (beta,) = chunk_ids(db, "eng/search/beta.md")
+    with writable(db) as con:
+        con.execute("DELETE FROM fts_words WHERE rowid = ?", (gamma,))  # trigram row kept
+        con.execute("INSERT INTO fts_words(rowid, heading, context, content) "
+                    "VALUES (9004, '', '', 'stray words')")
+        # both tables miss beta / hold 9005: one chunk id each, listed once
+        for table in ("fts_chunks", "fts_words"):
+            con.execute(f"DELETE FROM {table} WHERE rowid = ?", (beta,))
+            con.execute(f"INSERT INTO {table}(rowid, heading, context, content) "
+                        "VALUES (9005, '', '', 'stray text')")
+    doc = json.loads(doctor(indexed, "--format", "json").stdout)
+    assert [(f["check"], f["count"], f["samples"], f["remedy"]) for f in doc["findings"]] == [
+        ("missing-fts-row", 2, [str(i) for i in sorted((gamma, beta))],
+         "groove index (a plain run backfills)"),
+        ("orphan-fts-row", 2, ["9004", "9005"], "groove index --force"),
+    ]
+    assert indexed.index("--force").exit_code == 0
+    assert doctor(indexed).exit_code == 0
 
 
 def test_doctor_missing_vector_table(indexed: Groove) -> None:
@@ -380,6 +405,75 @@ def test_doctor_on_the_golden_index(golden_index: tuple[Path, Path], real_models
     result = runner.invoke(app, ["--db", str(db), "doctor", "--kb-path", str(kb)])
     assert result.exit_code == 0, result.stdout + result.stderr
     assert result.stdout == "groove doctor — 27 document(s), 106 chunk(s)\nNo issues found.\n"
+
+
+MIGRATIONS = Path(groove_cli.__file__).parent / "migrations"
+
+
+def schema_v1_copy(db: Path, dest: Path) -> None:
+    """`db` rebuilt by hand as a schema-version-1 index at `dest`: only 0001_initial.sql applied,
+    then its meta, documents, chunks and vectors copied and one trigram FTS row written per chunk
+    (what a version-1 indexer wrote); no `fts_words` table."""
+    con = apsw.Connection(str(dest))
+    con.enable_load_extension(True)
+    con.load_extension(sqlite_vec.loadable_path())
+    try:
+        con.execute((MIGRATIONS / "0001_initial.sql").read_text(encoding="utf-8"))
+        con.execute("ATTACH DATABASE ? AS src", (str(db),))
+        (vec_sql,), = con.execute(
+            "SELECT sql FROM src.sqlite_master WHERE name = 'vec_chunks'").fetchall()
+        con.execute(str(vec_sql))
+        for table in ("index_meta", "documents", "chunks"):
+            con.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table}")
+        con.execute("INSERT INTO main.vec_chunks(chunk_id, embedding) "
+                    "SELECT chunk_id, embedding FROM src.vec_chunks")
+        con.execute("DETACH DATABASE src")
+        con.execute("INSERT INTO fts_chunks(rowid, heading, context, content) "
+                    "SELECT id, coalesce(heading, ''), coalesce(context_text, ''), content "
+                    "FROM chunks")
+        con.execute("PRAGMA user_version = 1")
+    finally:
+        con.close()
+
+
+def test_migration_2_adds_and_backfills_the_word_level_table(indexed: Groove,
+                                                              tmp_path: Path) -> None:
+    db = indexed.db
+    chunks = {int(str(r[0])) for r in rows(db, "SELECT id FROM chunks")}
+    old = tmp_path / "v1.db"
+    schema_v1_copy(db, old)
+    for suffix in ("", "-wal", "-shm"):
+        db.with_name(db.name + suffix).unlink(missing_ok=True)
+    old.rename(db)
+    assert schema_version(db) == 1
+    assert rows(db, "SELECT name FROM sqlite_master WHERE name = 'fts_words'") == []
+    # reading never migrates (cli.md §3): status asks for an index run
+    refused = status(indexed)
+    assert refused.exit_code == 1
+    assert refused.stderr.splitlines()[-1] == (
+        f"groove: error: the index at {db} uses schema version 1; run `groove index --kb-path "
+        f"{indexed.kb}` to upgrade it.")
+
+    store = Store.open_for_index(db)
+    store.close()
+    assert SCHEMA_VERSION == 2 and schema_version(db) == 2
+    assert {int(str(r[0])) for r in rows(db, "SELECT rowid FROM fts_words")} == chunks
+    # the backfilled rows are word-level and stemmed: "swimming" finds the "swims" of BETA
+    # and GAMMA, and no other chunk
+    (beta,), (gamma,) = chunk_ids(db, "eng/search/beta.md"), chunk_ids(db, "ops/gamma.md")
+    found = rows(db, "SELECT rowid FROM fts_words WHERE fts_words MATCH ?", ('"swimming"',))
+    assert sorted(int(str(r[0])) for r in found) == sorted([beta, gamma])
+
+    result = doctor(indexed)
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.stdout == "groove doctor — 3 document(s), 4 chunk(s)\nNo issues found.\n"
+    # and the migrated index serves the word leg: nothing left to index
+    again = indexed.index_ok()
+    assert "Backfilled" not in again.stderr
+    searched = indexed.run("search", "swimming", "--mode", "fts", "--format", "files",
+                           "--include-low-quality")  # gamma's chunk scores 0.1
+    assert searched.exit_code == 0, searched.stderr
+    assert sorted(searched.stdout.splitlines()) == ["eng/search/beta.md", "ops/gamma.md"]
 
 
 @pytest.mark.parametrize("command", ["status", "doctor"])
