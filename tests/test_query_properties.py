@@ -1,7 +1,8 @@
 """Property tests for query compilation: only the two refusals, substring invariant, valid FTS5.
 
-The MATCH expressions run against an in-memory FTS5 table created exactly as index.md §9
-`fts_chunks`, so a syntax the tokenizer or parser rejects fails here rather than in a search.
+The MATCH expressions run against in-memory FTS5 tables created exactly as the migrations create
+`fts_chunks` (trigram, 0001) and `fts_words` (porter unicode61, 0002), so a syntax the tokenizer
+or parser rejects fails here rather than in a search.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 from groove_cli.errors import UsageError
 from groove_cli.retrieve.query import MAX_NEG_PHRASES, MAX_PHRASES, compile_query
+from groove_cli.retrieve.words import ENGLISH_STOPWORDS, MAX_WORD_TERMS, is_latin_text
 
 REFUSALS = {
     "the query is empty",
@@ -24,7 +26,7 @@ REFUSALS = {
 # Characters that exercise every rule: quotes, hyphens, whitespace kinds, NUL, every class.
 _INTERESTING = [
     *'"-- \t\n\u3000\0:、。･・ー々〇_',
-    *"abcAB09ß",
+    *"abcAB09ßéÉ'’",
     *"再評価ランキングのはテスト",
 ]
 
@@ -32,7 +34,8 @@ queries = st.one_of(
     st.text(max_size=40),
     st.text(alphabet=st.sampled_from(_INTERESTING), max_size=40),
     st.lists(
-        st.sampled_from(['"', "-", " ", "-abc", '-"x y z"', '"", "abc', "データ", "ab", "NOT"]),
+        st.sampled_from(['"', "-", " ", "-abc", '-"x y z"', '"", "abc', "データ", "ab", "NOT",
+                         "the", "of", '"the"', "-ab", "don't", "NEAR(", "^", "*", "Café", "12"]),
         max_size=12,
     ).map("".join),
 )
@@ -48,6 +51,7 @@ ROWS = [
 
 @pytest.fixture(scope="module")
 def fts() -> Iterator[apsw.Connection]:
+    """Both FTS tables, created with the migrations' statements, holding ROWS."""
     connection = apsw.Connection(":memory:")
     connection.execute(
         """CREATE VIRTUAL TABLE fts_chunks USING fts5(
@@ -55,17 +59,29 @@ def fts() -> Iterator[apsw.Connection]:
              content = '', contentless_delete = 1,
              tokenize = 'trigram remove_diacritics 1 case_sensitive 0')"""
     )
-    for row in ROWS:
-        connection.execute(
-            "INSERT INTO fts_chunks(rowid, heading, context, content) VALUES (?, ?, ?, ?)", row
-        )
+    connection.execute(
+        """CREATE VIRTUAL TABLE fts_words USING fts5(
+             heading, context, content,
+             content = '', contentless_delete = 1,
+             tokenize = 'porter unicode61 remove_diacritics 2')"""
+    )
+    for table in ("fts_chunks", "fts_words"):
+        for row in ROWS:
+            connection.execute(
+                f"INSERT INTO {table}(rowid, heading, context, content) VALUES (?, ?, ?, ?)", row
+            )
     yield connection
     connection.close()
 
 
-def _run(connection: apsw.Connection, expr: str) -> list[int]:
-    sql = "SELECT rowid FROM fts_chunks WHERE fts_chunks MATCH ? ORDER BY rank"
+def _run(connection: apsw.Connection, expr: str, table: str = "fts_chunks") -> list[int]:
+    sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rank"
     return [row[0] for row in connection.execute(sql, (expr,))]
+
+
+def _words(connection: apsw.Connection, expr: str | None) -> list[int]:
+    assert expr is not None
+    return _run(connection, expr, "fts_words")
 
 
 @PROPERTY_SETTINGS
@@ -114,15 +130,60 @@ def test_expressions_are_valid_fts5(fts: apsw.Connection, query: str) -> None:
         _run(fts, compiled.negative_expr)
 
 
+@PROPERTY_SETTINGS
+@given(queries)
+def test_word_expressions_are_valid_fts5(fts: apsw.Connection, query: str) -> None:
+    """The word-level expression and exclusion scan, for any query, against `fts_words`."""
+    try:
+        compiled = compile_query(query)
+    except UsageError:
+        return
+    assert (compiled.word_expr is None) == (compiled.word_terms == ())
+    if compiled.word_expr is not None:
+        _run(fts, compiled.word_expr, "fts_words")  # raises apsw.SQLError on invalid syntax
+    if compiled.word_negative_expr is not None:
+        _run(fts, compiled.word_negative_expr, "fts_words")
+
+
+@PROPERTY_SETTINGS
+@given(queries)
+def test_word_terms_are_latin_text_of_the_positive_text(query: str) -> None:
+    try:
+        compiled = compile_query(query)
+    except UsageError:
+        return
+    terms = compiled.word_terms
+    assert len(terms) <= MAX_WORD_TERMS
+    for term in terms:
+        assert is_latin_text(term) and "\0" not in term
+        positive = compiled.positive_text
+        assert term in positive or term.replace('"', '""') in positive
+    # stopwords only survive when quoted or when nothing else is left
+    plain = [t for t in terms if f'"{t}"' not in compiled.positive_text]
+    if any(t.casefold() not in ENGLISH_STOPWORDS for t in plain):
+        assert all(t.casefold() not in ENGLISH_STOPWORDS for t in plain)
+
+
 def test_pinned_expressions_find_rows(fts: apsw.Connection) -> None:
     # Not just valid: the compiled phrases match what a user would expect.
     assert _run(fts, compile_query("再ランキングの評価について").match_expr or "") == [1]
-    assert _run(fts, compile_query("python -async").match_expr or "") == []
-    assert _run(fts, compile_query("retry -データベース").match_expr or "") == [1]
-    assert _run(fts, compile_query('"say ""hi"""').match_expr or "") == [2]
-    assert _run(fts, compile_query("cafe").match_expr or "") == [2]  # remove_diacritics
     assert _run(fts, compile_query("!!! ??? 、。").match_expr or "") == [3]
+    assert _run(fts, compile_query("データベース -再ランキング").match_expr or "") == [2]
     assert _run(fts, compile_query("python -async").negative_expr or "") == [1]
+    # Latin queries: the word-level table
+    assert compile_query("python -async").match_expr is None
+    assert _words(fts, compile_query("python -async").word_expr) == []
+    assert _words(fts, compile_query("retry -データベース").word_expr) == [1]
+    assert _words(fts, compile_query('"say ""hi"""').word_expr) == [2]
+    assert _words(fts, compile_query("cafe").word_expr) == [2]  # remove_diacritics 2
+    assert _words(fts, compile_query("CAFÉ").word_expr) == [2]
+    assert _words(fts, compile_query("sqlite-vec").word_expr) == [2]  # a phrase: sqlite + vec
+    assert _words(fts, compile_query("E-0382").word_expr) == [2]
+    assert _words(fts, compile_query("retries budgets").word_expr) == [1]  # porter stemming
+    assert _words(fts, compile_query("backup").word_expr) == [1]  # stems like "backups"
+    assert _words(fts, compile_query("the of").word_expr) == []  # stopwords only: kept, no row
+    # the trigram table matches inside words, the word table only whole (stemmed) words
+    assert _run(fts, '"sync"') == [1] and _words(fts, compile_query("sync").word_expr) == []
 
 
 # search.md §2.7: the largest of 37 real golden queries produced 9 phrases; realistic queries
@@ -143,6 +204,7 @@ def test_realistic_queries_keep_headroom(query: str) -> None:
     compiled = compile_query(query)
     assert not compiled.phrases_capped
     assert 2 * len(compiled.phrases) <= MAX_PHRASES
+    assert 2 * len(compiled.word_terms) <= MAX_WORD_TERMS  # repeats count toward the word cap
 
 
 def test_nine_phrase_query_has_headroom() -> None:
