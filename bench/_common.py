@@ -108,14 +108,35 @@ def load_average() -> list[float]:
         return []
 
 
+def code_version() -> dict[str, Any]:
+    """The commit measured, and whether `groove_cli/` had uncommitted changes (the package is
+    being worked on while the benchmarks run)."""
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
+                              check=False)
+        return proc.stdout.strip()
+
+    return {"commit": git("rev-parse", "--short", "HEAD"),
+            "groove_cli_dirty": bool(git("status", "--porcelain", "--", "groove_cli"))}
+
+
 def machine() -> dict[str, Any]:
     """What a reader needs to interpret the numbers."""
     return {
+        "code": code_version(),
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "load_average": load_average(),
     }
+
+
+def machine_line(info: dict[str, Any]) -> str:
+    """One Markdown sentence: commit, cores and load at the start of the run."""
+    code = info.get("code") or {}
+    dirty = " with uncommitted changes in groove_cli/" if code.get("groove_cli_dirty") else ""
+    return (f"Measured at commit `{code.get('commit', '?')}`{dirty} on {info['cpu_count']} cores "
+            f"shared with other work (load average {info['load_average']} at the start).")
 
 
 def write_results(name: str, data: dict[str, Any], markdown: str) -> tuple[Path, Path]:

@@ -35,6 +35,7 @@ from _common import (
     Collection,
     load_average,
     machine,
+    machine_line,
     median,
     ratio,
     run_groove,
@@ -160,7 +161,8 @@ def previous_full_index() -> dict[str, Any] | None:
 
 
 def markdown(data: dict[str, Any]) -> str:
-    lines = ["# Indexing benchmark (JSQuAD, multilingual-e5-small)", ""]
+    lines = ["# Indexing benchmark (JSQuAD, multilingual-e5-small)", "",
+             machine_line(data["machine"]), ""]
     full = data.get("full_index")
     if full:
         lines += [
