@@ -1,10 +1,15 @@
 """The search pipeline end to end on small hand-made indexes (search.md §1–§12).
 
-Every index here is written through `Store` with 2–3-dim vectors chosen by hand, so both legs'
+Every index here is written through `Store` with 2–3-dim vectors chosen by hand, so the legs'
 rankings are known exactly: the vector leg ranks by cosine distance to the query vector (ties
-by chunk id), the FTS leg by bm25 (equal-length contents with more occurrences rank higher,
+by chunk id), a full-text leg by bm25 (equal-length contents with more occurrences rank higher,
 identical contents tie and go to the lower chunk id). Expected values are written as the
 formulas of search.md, not as copied outputs.
+
+Since issue #8 an all-Latin query (`zebra`, `gamma`, …) runs the word-level full-text leg
+(`fts_words`, reported as `fts_word_rank`) and not the trigram leg; CJK queries run the trigram
+leg (`fts_rank`), and a mixed query with 2+ Latin words runs both, fused as separate legs after
+the vector leg, each weighted `fts_weight`.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import pytest
 from groove_cli.config import resolve
 from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.pipeline import (
+    Legs,
     Pools,
     SearchParams,
     SearchResult,
@@ -107,8 +113,8 @@ class FakeReranker:
 
 # --------------------------------------------------------------------------- fusion
 
-# Query "zebra" with query vector (1, 0).
-#   chunk  content                     vector      vec rank          fts rank
+# Query "zebra" with query vector (1, 0); "zebra" is a Latin word: the word-level leg runs.
+#   chunk  content                     vector      vec rank          word rank
 #   1      zebra zebra zebra quiet     (0, 1)      5 (distance 1.0)  1
 #   2      zebra zebra quiet quiet     (0.6, 0.8)  3 (0.4, tie: id)  2
 #   3      zebra quiet quiet quiet     (0.8, 0.6)  2 (0.2)           3
@@ -122,7 +128,7 @@ FUSION = [
     Note("e.md", [Chunk("quiet quiet quiet quiet", (0.6, 0.8))]),
 ]
 VEC_RANK = {1: 5, 2: 3, 3: 2, 4: 1, 5: 4}
-FTS_RANK = {1: 1, 2: 2, 3: 3}
+WORD_RANK = {1: 1, 2: 2, 3: 3}
 
 
 @pytest.fixture(scope="module")
@@ -134,16 +140,18 @@ def raw_score(cid: int, wv: float, wf: float) -> float:
     """Σ w_leg / (rrf_k + rank), vector leg first (search.md §5)."""
     raw = 0.0
     raw += wv / (K + VEC_RANK[cid])
-    if cid in FTS_RANK:
-        raw += wf / (K + FTS_RANK[cid])
+    if cid in WORD_RANK:
+        raw += wf / (K + WORD_RANK[cid])
     return raw
 
 
 def test_legs_rank_as_designed(fusion: Store) -> None:
     result = run(fusion, "zebra", vector=(1.0, 0.0))
+    assert (result.trace.fts_expr, result.trace.word_expr) == (None, '"zebra"')
     for hit in result.hits:
         assert hit.explain.vec_rank == VEC_RANK[hit.chunk.chunk_id]
-        assert hit.explain.fts_rank == FTS_RANK.get(hit.chunk.chunk_id)
+        assert hit.explain.fts_word_rank == WORD_RANK.get(hit.chunk.chunk_id)
+        assert hit.explain.fts_rank is None  # the trigram leg did not run
 
 
 def test_weighted_rrf_equal_weights_hand_computed(fusion: Store) -> None:
@@ -189,9 +197,9 @@ def test_normalised_score_bounds(fusion: Store) -> None:
 
 
 def test_a_leg_that_returns_nothing_does_not_count_in_max(fusion: Store) -> None:
-    # "walrus" compiles to an FTS expression that matches no row: only the vector leg counts
+    # "walrus" compiles to a word expression that matches no row: only the vector leg counts
     result = run(fusion, "walrus", vector=(1.0, 0.0))
-    assert result.trace.fts_expr == '"walrus"'
+    assert (result.trace.fts_expr, result.trace.word_expr) == (None, '"walrus"')
     assert ids(result) == [4, 3, 2, 5, 1]
     assert [h.score for h in result.hits] == [(1 / (K + r)) / (1 / (K + 1)) for r in range(1, 6)]
 
@@ -214,15 +222,19 @@ def test_min_score_count_in_explain_line(fusion: Store, capsys: pytest.CaptureFi
     params = SearchParams(min_score=0.6)
     explain_stderr(run(fusion, "zebra", params, vector=(1.0, 0.0)), params)
     lines = capsys.readouterr().err.splitlines()
-    assert lines[2] == "explain: pool vec=50 fts=50 fused=3 (dropped by min_score: 2)"
+    assert lines[1:4] == ["explain: fts skipped (no phrase)",
+                          'explain: words MATCH "zebra"',
+                          "explain: pool vec=50 fts=50 fused=3 (dropped by min_score: 2)"]
 
 
 def test_vector_mode(fusion: Store) -> None:
     result = run(fusion, "zebra", SearchParams(mode="vector"), vector=(1.0, 0.0))
     assert ids(result) == [4, 3, 2, 5, 1]
     assert [h.score for h in result.hits] == [(1 / (K + r)) / (1 / (K + 1)) for r in range(1, 6)]
-    assert all(h.explain.fts_rank is None for h in result.hits)
-    assert result.trace.fts_expr is None and result.trace.pool_fts == 0
+    assert all(h.explain.fts_rank is None and h.explain.fts_word_rank is None
+               for h in result.hits)
+    assert result.trace.fts_expr is None and result.trace.word_expr is None
+    assert result.trace.pool_fts == 0
 
 
 def test_fts_mode_needs_no_vector(fusion: Store) -> None:
@@ -235,8 +247,12 @@ def test_fts_mode_needs_no_vector(fusion: Store) -> None:
 
 
 def test_fts_mode_without_a_phrase_returns_nothing(fusion: Store) -> None:
-    result = run(fusion, "ab", SearchParams(mode="fts"), vector=None)
-    assert result.hits == () and result.trace.fts_expr is None
+    result = run(fusion, "x", SearchParams(mode="fts"), vector=None)
+    assert result.hits == () and result.trace.fts_expr is None and result.trace.word_expr is None
+    assert result.trace.pool_fts == 0
+    # a 2-letter word is enough for the word-level leg; it runs and finds nothing here
+    two = run(fusion, "ab", SearchParams(mode="fts"), vector=None)
+    assert two.hits == () and two.trace.word_expr == '"ab"' and two.trace.pool_fts == 50
 
 
 def test_hybrid_with_a_zero_weight_runs_one_leg(fusion: Store) -> None:
@@ -247,14 +263,22 @@ def test_hybrid_with_a_zero_weight_runs_one_leg(fusion: Store) -> None:
 
 
 def test_legs_to_run() -> None:
-    phrase, no_phrase = compile_query("zebra"), compile_query("ab")
-    assert legs_to_run(phrase, SearchParams()) == (True, True)
-    assert legs_to_run(no_phrase, SearchParams()) == (True, False)
-    assert legs_to_run(phrase, SearchParams(mode="vector")) == (True, False)
-    assert legs_to_run(phrase, SearchParams(mode="fts")) == (False, True)
-    assert legs_to_run(no_phrase, SearchParams(mode="fts")) == (False, False)
-    assert legs_to_run(phrase, SearchParams(vector_weight=0.0)) == (False, True)
-    assert legs_to_run(phrase, SearchParams(fts_weight=0.0)) == (True, False)
+    latin, cjk = compile_query("zebra"), compile_query("再ランキング")
+    mixed, nothing = compile_query("retry budget の設定"), compile_query("x")
+    hybrid = SearchParams()
+    assert legs_to_run(latin, hybrid) == Legs(vector=True, fts=False, words=True)
+    assert legs_to_run(cjk, hybrid) == Legs(vector=True, fts=True, words=False)
+    assert legs_to_run(mixed, hybrid) == Legs(vector=True, fts=True, words=True)
+    assert legs_to_run(nothing, hybrid) == Legs(vector=True, fts=False, words=False)
+    for query in (latin, cjk, mixed):
+        assert legs_to_run(query, SearchParams(mode="vector")) == Legs(True, False, False)
+    assert legs_to_run(latin, SearchParams(mode="fts")) == Legs(False, False, True)
+    assert legs_to_run(mixed, SearchParams(mode="fts")) == Legs(False, True, True)
+    assert legs_to_run(nothing, SearchParams(mode="fts")) == Legs(False, False, False)
+    assert not legs_to_run(nothing, SearchParams(mode="fts")).any
+    assert legs_to_run(mixed, SearchParams(vector_weight=0.0)) == Legs(False, True, True)
+    # fts_weight weighs both full-text legs: 0 turns both off
+    assert legs_to_run(mixed, SearchParams(fts_weight=0.0)) == Legs(True, False, False)
 
 
 def test_low_confidence(fusion: Store) -> None:
@@ -272,6 +296,117 @@ def test_low_confidence(fusion: Store) -> None:
     assert single.low_confidence is False  # fewer than 2 hits
     # two hits with equal scores: max / mean = 1 < 1.5
     assert run(fusion, "zebra", SearchParams(limit=2), vector=(1.0, 0.0)).low_confidence is True
+
+
+# --------------------------------------------------------------------------- two full-text legs
+
+# Query "retry budget の設定" (mixed: trigram `"retry" OR "budget" OR "の設定"`, words `"retry" OR
+# "budget"`), query vector (1, 0). Four filler chunks keep every idf unclamped (n ≤ 2 of N = 7).
+#   chunk  content            vector      vec rank  trigram rank             word rank
+#   1      の設定 の設定       (1, 0)      1         2 (の設定 only)          -
+#   2      retries retries    (0.8, 0.6)  2         - (no "retry" substring)  1 (stem retri, tf 2)
+#   3      retry の設定        (0.6, 0.8)  3         1 (two phrases)          2 (tf 1)
+#   4–7    filler words       (0, 1)      4–7       -                        -
+MIXED = [
+    Note("a.md", [Chunk("の設定 の設定", (1.0, 0.0))]),
+    Note("b.md", [Chunk("retries retries", (0.8, 0.6))]),
+    Note("c.md", [Chunk("retry の設定", (0.6, 0.8))]),
+    *(Note(f"f{i}.md", [Chunk(f"filler words {i}", (0.0, 1.0))]) for i in range(4, 8)),
+]
+MIXED_QUERY = "retry budget の設定"
+MIXED_VEC = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 7}
+MIXED_TRIGRAM = {3: 1, 1: 2}
+MIXED_WORDS = {2: 1, 3: 2}
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    return build(tmp_path_factory.mktemp("mixed") / "index.db", MIXED)
+
+
+def mixed_raw(cid: int, wv: float, wf: float, legs: str = "vtw") -> float:
+    """Σ w_leg / (rrf_k + rank) in leg order: vector, trigram, words (search.md §5, issue #8)."""
+    raw = 0.0
+    for leg, weight, ranks in (("v", wv, MIXED_VEC), ("t", wf, MIXED_TRIGRAM),
+                               ("w", wf, MIXED_WORDS)):
+        if leg in legs and cid in ranks:
+            raw += weight / (K + ranks[cid])
+    return raw
+
+
+def test_a_mixed_query_fuses_three_legs(mixed: Store) -> None:
+    params = SearchParams(limit=10, vector_weight=1.2, fts_weight=0.8)
+    result = run(mixed, MIXED_QUERY, params, vector=(1.0, 0.0))
+    assert result.trace.fts_expr == '"retry" OR "budget" OR "の設定"'
+    assert result.trace.word_expr == '"retry" OR "budget"'
+    for hit in result.hits:
+        cid = hit.chunk.chunk_id
+        assert hit.explain.vec_rank == MIXED_VEC[cid]
+        assert hit.explain.fts_rank == MIXED_TRIGRAM.get(cid)
+        assert hit.explain.fts_word_rank == MIXED_WORDS.get(cid)
+    # 3: 1.2/63 + 0.8/61 + 0.8/62; 1: 1.2/61 + 0.8/62 > 2: 1.2/62 + 0.8/61; fillers by vector
+    assert ids(result) == [3, 1, 2, 4, 5, 6, 7]
+    best = 0.0 + 1.2 / (K + 1) + 0.8 / (K + 1) + 0.8 / (K + 1)  # all three legs returned rows
+    for hit in result.hits:
+        raw = mixed_raw(hit.chunk.chunk_id, 1.2, 0.8)
+        assert hit.explain.fused_raw == raw
+        assert hit.score == raw / best
+
+
+def test_equal_weights_tie_across_the_two_full_text_legs(mixed: Store) -> None:
+    # 1: 1/61 (vec) + 1/62 (trigram) == 2: 1/62 (vec) + 1/61 (words): the lower id wins
+    result = run(mixed, MIXED_QUERY, SearchParams(limit=3), vector=(1.0, 0.0))
+    assert mixed_raw(1, 1, 1) == mixed_raw(2, 1, 1)
+    assert ids(result) == [3, 1, 2]
+    assert result.hits[0].score == mixed_raw(3, 1, 1) / (3 / (K + 1))
+
+
+def test_fts_mode_runs_both_full_text_legs(mixed: Store) -> None:
+    result = run(mixed, MIXED_QUERY, SearchParams(mode="fts"), vector=None)
+    # 3: 1/61 + 1/62 (both legs), 2: 1/61 (words 1st), 1: 1/62 (trigram 2nd)
+    assert ids(result) == [3, 2, 1]
+    best = 1 / (K + 1) + 1 / (K + 1)
+    assert [h.score for h in result.hits] == [mixed_raw(c, 0, 1, "tw") / best for c in (3, 2, 1)]
+    assert result.trace.pool_vec == 0 and result.trace.pool_fts == 50
+
+
+def test_a_cjk_query_runs_the_trigram_leg_only(mixed: Store) -> None:
+    result = run(mixed, "の設定", SearchParams(mode="fts"), vector=None)
+    assert (result.trace.fts_expr, result.trace.word_expr) == ('"の設定"', None)
+    # chunk 1 holds the phrase twice in a row of the same length as chunk 3's
+    assert ids(result) == [1, 3]
+    assert [(h.explain.fts_rank, h.explain.fts_word_rank) for h in result.hits] == [
+        (1, None), (2, None)]
+
+
+def test_a_latin_query_runs_the_word_leg_only(mixed: Store) -> None:
+    # porter stemming: "retry" and "retries" are one term; the trigram "retry" would miss 2
+    result = run(mixed, "retry", SearchParams(mode="fts"), vector=None)
+    assert (result.trace.fts_expr, result.trace.word_expr) == (None, '"retry"')
+    assert ids(result) == [2, 3]
+    assert mixed.fts_match_ids('"retry"') == {3}  # the trigram table alone
+
+
+def test_stemming_finds_a_chunk_through_the_word_leg(tmp_path: Path) -> None:
+    store = build(tmp_path / "index.db", [
+        Note("ir.md", [Chunk("notes on retrieval systems and their users", (0.6, 0.8))]),
+        Note("garden.md", [Chunk("roses and tulips in the spring garden", (1.0, 0.0))]),
+    ])
+    # "retrieving"/"retrieval" stem to "retriev", "system"/"systems" to "system"
+    result = run(store, "retrieving system", SearchParams(mode="fts"), vector=None)
+    assert result.trace.word_expr == '"retrieving" OR "system"'
+    assert ids(result) == [1]
+    assert result.hits[0].explain.fts_word_rank == 1
+    # spans are literal substrings (§11): "system" inside "systems", no span for "retrieving"
+    content = result.hits[0].content
+    assert result.hits[0].match_spans == ((content.index("system"), content.index("system") + 6),)
+    # the trigram table finds neither query word in the chunk
+    assert store.fts_match_ids('"retrieving" OR "system"') == {1}  # "system" ⊂ "systems"
+    assert store.fts_match_ids('"retrieving"') == set()
+    # hybrid: the vector prefers the garden note, the word leg lifts the stemmed match first
+    hybrid = run(store, "retrieving system", SearchParams(limit=2), vector=(1.0, 0.0))
+    assert ids(hybrid) == [1, 2]  # 1: 1/62 + 1/61 > 2: 1/61
+    assert hybrid.hits[0].score == (1 / (K + 2) + 1 / (K + 1)) / (2 / (K + 1))
 
 
 # --------------------------------------------------------------------------- exclusions
@@ -298,19 +433,25 @@ def test_without_exclusion_async_chunks_are_found(exclusion: Store) -> None:
 
 def test_exclusion_removes_chunks_from_both_legs(exclusion: Store) -> None:
     result = run(exclusion, "python -async", SearchParams(limit=10), vector=(1.0, 0.0))
-    assert result.trace.fts_expr == '("python") NOT ("async")'
+    assert result.trace.fts_expr is None
+    assert result.trace.word_expr == '("python") NOT ("async")'
     assert ids(result) == [2, 4]
     two, four = result.hits
-    assert (two.explain.fts_rank, two.explain.vec_rank) == (1, 1)
-    assert (four.explain.fts_rank, four.explain.vec_rank) == (None, 2)
+    assert (two.explain.fts_word_rank, two.explain.vec_rank) == (1, 1)
+    assert (four.explain.fts_word_rank, four.explain.vec_rank) == (None, 2)
     assert two.score == 1.0
 
 
 def test_exclusion_without_fts_phrase_still_filters_the_vector_leg(exclusion: Store) -> None:
-    result = run(exclusion, "ab -async", SearchParams(limit=10), vector=(1.0, 0.0))
-    assert result.trace.fts_expr is None
+    result = run(exclusion, "x -async", SearchParams(limit=10), vector=(1.0, 0.0))
+    assert (result.trace.fts_expr, result.trace.word_expr) == (None, None)
     assert ids(result) == [2, 4]
-    assert all(h.explain.fts_rank is None for h in result.hits)
+    assert all(h.explain.fts_rank is None and h.explain.fts_word_rank is None
+               for h in result.hits)
+    # `ab` has no trigram phrase but is a word: the word leg runs (and matches no chunk)
+    two = run(exclusion, "ab -async", SearchParams(limit=10), vector=(1.0, 0.0))
+    assert two.trace.word_expr == '("ab") NOT ("async")'
+    assert ids(two) == [2, 4]
 
 
 def test_exclusion_over_fetches_the_vector_leg(exclusion: Store) -> None:
@@ -342,6 +483,57 @@ def test_excluded_term_reappearing_in_expanded_text_gets_no_span(tmp_path: Path)
     assert hit.content == first + "\n\n" + second
     at = len(first + "\n\n" + "async ")
     assert hit.match_spans == ((0, 6), (at, at + 6))
+
+
+# Exclusions across the two full-text tables. Query vector (1, 0).
+#   chunk  content                            vector
+#   1      python 再ランキング notes           (1, 0)
+#   2      python basics for new readers      (0.8, 0.6)   longer: the word leg ranks it last
+#   3      python ランキング tips              (0.6, 0.8)
+#   4      再ランキング ab test                 (0.28, 0.96)
+#   5      再ランキング only here               (0, 1)
+CROSS = [
+    Note("a.md", [Chunk("python 再ランキング notes", (1.0, 0.0))]),
+    Note("b.md", [Chunk("python basics for new readers", (0.8, 0.6))]),
+    Note("c.md", [Chunk("python ランキング tips", (0.6, 0.8))]),
+    Note("d.md", [Chunk("再ランキング ab test", (0.28, 0.96))]),
+    Note("e.md", [Chunk("再ランキング only here", (0.0, 1.0))]),
+]
+
+
+@pytest.fixture(scope="module")
+def cross(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    return build(tmp_path_factory.mktemp("cross") / "index.db", CROSS)
+
+
+def test_a_cjk_exclusion_filters_the_word_leg(cross: Store) -> None:
+    # `"python"` cannot carry `NOT 再ランキング` in fts_words: the word leg drops the ids the
+    # trigram negatives match (1, 3 and 4, 5 hold ランキング), over-fetching like a filter
+    query = "python -再ランキング"
+    compiled = compile_query(query)
+    assert (compiled.word_expr, compiled.negative_expr) == (
+        '"python"', '"再ランキング" OR "ランキング"')
+    plain = run(cross, "python", SearchParams(mode="fts", sparse_top_k=1), vector=None)
+    assert ids(plain) == [1]  # without the exclusion a shorter row ranks first
+    result = run(cross, query, SearchParams(mode="fts", sparse_top_k=1), vector=None)
+    assert ids(result) == [2]
+    hybrid = run(cross, query, SearchParams(limit=10), vector=(1.0, 0.0))
+    assert ids(hybrid) == [2]
+    assert (hybrid.hits[0].explain.fts_word_rank, hybrid.hits[0].explain.vec_rank) == (1, 1)
+
+
+def test_a_word_exclusion_filters_the_trigram_leg(cross: Store) -> None:
+    # `-ab` is too short for a trigram negative but excludes the word "ab": every leg drops 4
+    query = "再ランキング -ab"
+    compiled = compile_query(query)
+    assert (compiled.match_expr, compiled.negative_expr) == ('"再ランキング" OR "ランキング"', None)
+    assert compiled.word_negative_expr == '"ab"'
+    assert cross.fts_match_ids('"ab"', "fts_words") == {4}
+    assert 4 in set(ids(run(cross, "再ランキング", SearchParams(mode="fts"), vector=None)))
+    fts_only = run(cross, query, SearchParams(mode="fts"), vector=None)
+    assert 4 not in set(ids(fts_only)) and set(ids(fts_only)) == {1, 3, 5}
+    hybrid = run(cross, query, SearchParams(limit=10), vector=(1.0, 0.0))
+    assert set(ids(hybrid)) == {1, 2, 3, 5}
 
 
 # --------------------------------------------------------------------------- filters
@@ -395,8 +587,8 @@ def filtered(tmp_path_factory: pytest.TempPathFactory) -> Store:
 def test_filters_apply_to_both_legs(filtered: Store, spec: FilterSpec, expected: list[int]) -> None:
     result = run(filtered, "gamma", SearchParams(limit=10, filters=spec), vector=(1.0, 0.0))
     assert sorted(ids(result)) == expected
-    # the legs agree: every surviving chunk was ranked by both
-    assert all(h.explain.fts_rank is not None and h.explain.vec_rank is not None
+    # the legs agree: every surviving chunk was ranked by both ("gamma": the word-level leg)
+    assert all(h.explain.fts_word_rank is not None and h.explain.vec_rank is not None
                for h in result.hits)
     for mode in ("vector", "fts"):
         one_leg = run(filtered, "gamma", SearchParams(limit=10, mode=mode, filters=spec),
@@ -409,7 +601,7 @@ def test_filters_over_fetch_each_leg(filtered: Store) -> None:
     params = SearchParams(dense_top_k=1, sparse_top_k=1, filters=FilterSpec(category="ops"))
     result = run(filtered, "gamma", params, vector=(1.0, 0.0))
     assert ids(result) == [3]
-    assert (result.hits[0].explain.vec_rank, result.hits[0].explain.fts_rank) == (1, 1)
+    assert (result.hits[0].explain.vec_rank, result.hits[0].explain.fts_word_rank) == (1, 1)
     assert result.hits[0].score == 1.0
 
 
@@ -564,13 +756,13 @@ def by_number() -> FakeReranker:
 
 
 def test_pool_plain_path(pool_store: Store) -> None:
-    # Legs of P = 50: vector 60 … 11, FTS 1 … 50. Chunks 11 … 50 are in both and come first,
-    # i and 61 − i tying again: 11 (vec 50th, FTS 11th), 50 (vec 11th, FTS 50th), 12, 49, …
+    # Legs of P = 50: vector 60 … 11, words 1 … 50. Chunks 11 … 50 are in both and come first,
+    # i and 61 − i tying again: 11 (vec 50th, words 11th), 50 (vec 11th, words 50th), 12, 49, …
     result = run(pool_store, "delta", SearchParams(limit=5), vector=(1.0, 0.0))
     assert ids(result) == [11, 50, 12, 49, 13]
     assert (result.trace.pool_vec, result.trace.pool_fts, result.trace.fused) == (50, 50, 5)
-    assert [(h.explain.vec_rank, h.explain.fts_rank) for h in result.hits[:2]] == [(50, 11),
-                                                                                   (11, 50)]
+    assert [(h.explain.vec_rank, h.explain.fts_word_rank)
+            for h in result.hits[:2]] == [(50, 11), (11, 50)]
 
 
 def test_pool_reranker_path(pool_store: Store) -> None:

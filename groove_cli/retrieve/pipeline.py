@@ -224,14 +224,19 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
 
     # Exclusions: the trigram expression carries its NOT; the word leg and the vector leg drop
     # the ids either table's negative expression matches, so every leg excludes the same chunks.
-    excluded = excluded_ids(store, query) if legs.vector or legs.words else None
+    # Word-level negatives (2-letter words, stems) can match rows the trigram NOT keeps, so with
+    # them the trigram leg drops those ids as well.
+    word_negatives = query.word_negative_expr is not None
+    needs_ids = legs.vector or legs.words or (legs.fts and word_negatives)
+    excluded = excluded_ids(store, query) if needs_ids else None
     fts_rows: list[IndexedChunk] = []
     word_rows: list[IndexedChunk] = []
     if legs.fts or legs.words:
         start = time.perf_counter()
         if legs.fts:
             assert query.match_expr is not None
-            fts_rows = fts_leg(store, query.match_expr, params, pools.fts, row_filter)
+            fts_rows = fts_leg(store, query.match_expr, params, pools.fts, row_filter,
+                               "fts_chunks", excluded if word_negatives else None)
         if legs.words:
             assert query.word_expr is not None
             word_rows = fts_leg(store, query.word_expr, params, pools.fts, row_filter,
