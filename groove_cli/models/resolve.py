@@ -259,7 +259,6 @@ def _record(
 def _convert_pack(entry: RegistryEntry, models_dir: Path) -> ResolvedModel:
     """§7: convert the installed pack into the cache, verified against its engine."""
     from groove_cli.models import pack
-    from groove_cli.models.embedder import Embedder
 
     pack_path = pack.find_pack()
     if pack_path is None:
@@ -271,20 +270,9 @@ def _convert_pack(entry: RegistryEntry, models_dir: Path) -> ResolvedModel:
             f"Converting the offline {entry.name} pack ({PACK_PACKAGE} {version}) into "
             f"{final} (one time, about 470 MB)..."
         )
-        pack.write_converted(pack.read_pack(pack_path), tmp)
-        record = _record(entry, tmp, "pack", f"{PACK_PACKAGE} {version}")
-        staged = ResolvedModel(
-            name=entry.name, kind=entry.settings.kind, dir=tmp, source="pack",
-            settings=entry.settings, sha256=record.onnx_sha256, onnx_size=record.onnx_size,
-        )
-        check = pack.verify_against_engine(Embedder.load(staged), pack_path)
-        if pack.PACK_VARIANT == "int8":
-            for stale in tmp.glob("model.opt-*"):
-                stale.unlink()
-            pack.quantize_int8(tmp / ONNX_FILE, tmp / "model-int8.onnx")
-            os.replace(tmp / "model-int8.onnx", tmp / ONNX_FILE)
-            record = _record(entry, tmp, "pack", f"{PACK_PACKAGE} {version} int8")
-        write_model_toml(tmp, record)
+        check = pack.convert(pack_path, tmp, pack.PACK_VARIANT)
+        revision = f"{PACK_PACKAGE} {version} {pack.PACK_VARIANT}"
+        write_model_toml(tmp, _record(entry, tmp, "pack", revision))
         install_dir(tmp, final)
     messages.progress(
         f"Verified the converted model against the pack engine "
