@@ -106,8 +106,8 @@ def explain_lines(result: Result) -> list[str]:
 
 
 HIT_KEYS = ["score", "path", "title", "heading", "topic", "date", "tags", "content", "match_spans"]
-EXPLAIN_KEYS = ["fts_rank", "vec_rank", "fused_rank", "fused_raw", "fused_score", "rerank_rank",
-                "rerank_score", "mmr_rank"]
+EXPLAIN_KEYS = ["fts_rank", "fts_word_rank", "vec_rank", "fused_rank", "fused_raw", "fused_score",
+                "rerank_rank", "rerank_score", "mmr_rank"]
 
 
 # --------------------------------------------------------------------------- query cache
@@ -226,8 +226,10 @@ def test_exclusion_through_the_cli(warm: Warm, config_file: Path, workdir: Path)
     doc = ok_json(result)
     assert doc["results"]
     assert all("pg_dump" not in hit["content"].casefold() for hit in doc["results"])
-    assert explain_lines(result)[1] == (
-        'explain: fts MATCH ("backup" OR "restore" OR "steps") NOT ("pg_dump")')
+    # all Latin: the word-level table; `pg_dump` is one word (a phrase pg + dump for FTS5)
+    assert explain_lines(result)[1:3] == [
+        "explain: fts skipped (no phrase)",
+        'explain: words MATCH ("backup" OR "restore" OR "steps") NOT ("pg_dump")']
     # the embedder saw the positive text: its cached vector served this search
     assert _cache_rows(warm.db) == before
     # without the exclusion a pg_dump chunk is found
@@ -244,15 +246,17 @@ def test_preset_balanced_weights(warm: Warm, config_file: Path, workdir: Path) -
     lines = explain_lines(result)
     assert lines[0] == ("explain: mode=hybrid preset=balanced rrf_k=60.0 vector_weight=1.2 "
                         "fts_weight=0.8 min_score=0.3")
-    assert lines[2].startswith("explain: pool vec=40 fts=40 ")  # the preset's top-k, no reranker
+    assert lines[3].startswith("explain: pool vec=40 fts=40 ")  # the preset's top-k, no reranker
     assert "warning" not in result.stderr  # 0.3 is under 0.8 / 2.0
+    assert doc["results"]
     for hit in doc["results"]:
         e = hit["explain"]
-        raw = 0.0
+        assert e["fts_rank"] is None  # "retry budget" is all Latin: the word leg, not trigram
+        raw = 0.0  # leg order: vector, trigram, words; both full-text legs weigh fts_weight
         if e["vec_rank"] is not None:
             raw += 1.2 / (60.0 + e["vec_rank"])
-        if e["fts_rank"] is not None:
-            raw += 0.8 / (60.0 + e["fts_rank"])
+        if e["fts_word_rank"] is not None:
+            raw += 0.8 / (60.0 + e["fts_word_rank"])
         assert e["fused_raw"] == raw
         assert hit["score"] >= 0.3
 
@@ -319,8 +323,9 @@ def test_phrase_cap_warning_once(golden_index: tuple[Path, Path], config_file: P
     warnings = [line for line in result.stderr.splitlines() if line.startswith("groove: warning:")]
     assert warnings == ["groove: warning: the query has more than 32 distinct phrases; only the "
                         "first 32 are searched"]
-    assert explain_lines(result)[1] == "explain: fts MATCH " + " OR ".join(
-        f'"{w}"' for w in words[:32])
+    assert explain_lines(result)[1:3] == [
+        "explain: fts skipped (no phrase)",
+        "explain: words MATCH " + " OR ".join(f'"{w}"' for w in words[:32])]
 
 
 # --------------------------------------------------------------------------- output formats
@@ -390,28 +395,58 @@ def test_json_explain_object(golden_index: tuple[Path, Path], config_file: Path,
     first = doc["results"][0]
     assert list(first) == [*HIT_KEYS, "expanded_from", "explain"]
     assert list(first["explain"]) == EXPLAIN_KEYS
-    assert first["explain"] == {"fts_rank": 1, "vec_rank": None, "fused_rank": 1,
-                                "fused_raw": 1.0 / 61.0, "fused_score": 1.0, "rerank_rank": None,
-                                "rerank_score": None, "mmr_rank": None}
-    assert [h["explain"]["fts_rank"] for h in doc["results"]] == [1, 2, 3, 4, 5]
+    assert first["explain"] == {"fts_rank": None, "fts_word_rank": 1, "vec_rank": None,
+                                "fused_rank": 1, "fused_raw": 1.0 / 61.0, "fused_score": 1.0,
+                                "rerank_rank": None, "rerank_score": None, "mmr_rank": None}
+    assert [h["explain"]["fts_word_rank"] for h in doc["results"]] == [1, 2, 3, 4, 5]
     lines = explain_lines(result)
-    assert len(lines) == 4
+    assert len(lines) == 5
     assert lines[0] == ("explain: mode=fts preset=- rrf_k=60.0 vector_weight=1.0 fts_weight=1.0 "
                         "min_score=0.0")
-    assert lines[1] == 'explain: fts MATCH "retry" OR "budget"'
-    assert lines[2] == "explain: pool vec=0 fts=50 fused=5 (dropped by min_score: 0)"
+    assert lines[1] == "explain: fts skipped (no phrase)"
+    assert lines[2] == 'explain: words MATCH "retry" OR "budget"'
+    assert lines[3] == "explain: pool vec=0 fts=50 fused=5 (dropped by min_score: 0)"
     assert re.fullmatch(r"explain: timings ms: embed=- vec=- fts=\d+\.\d fuse=\d+\.\d rerank=- "
-                        r"mmr=- parent=\d+\.\d spans=\d+\.\d total=\d+\.\d", lines[3]), lines[3]
+                        r"mmr=- parent=\d+\.\d spans=\d+\.\d total=\d+\.\d", lines[4]), lines[4]
+
+
+def test_explain_of_a_mixed_script_query(golden_index: tuple[Path, Path], config_file: Path,
+                                         workdir: Path) -> None:
+    # a CJK phrase keeps every phrase on the trigram table; 2 Latin words add the word leg
+    result = groove(config_file, golden_index[1], "retry budget の設定", "--mode", "fts",
+                    "--explain", "--limit", "10")
+    doc = ok_json(result)
+    assert explain_lines(result)[1:4] == [
+        'explain: fts MATCH "retry" OR "budget" OR "の設定"',
+        'explain: words MATCH "retry" OR "budget"',
+        "explain: pool vec=0 fts=50 fused=10 (dropped by min_score: 0)"]
+    best = 1 / 61 + 1 / 61  # both full-text legs returned rows
+    assert any(h["explain"]["fts_rank"] is not None and h["explain"]["fts_word_rank"] is not None
+               for h in doc["results"])
+    for hit in doc["results"]:
+        e = hit["explain"]
+        raw = 0.0
+        for rank in (e["fts_rank"], e["fts_word_rank"]):  # trigram, then words
+            if rank is not None:
+                raw += 1.0 / (60.0 + rank)
+        assert e["vec_rank"] is None and e["fused_raw"] == raw
+        assert hit["score"] == raw / best
 
 
 def test_explain_without_a_phrase(golden_index: tuple[Path, Path], config_file: Path,
                                   workdir: Path) -> None:
-    result = groove(config_file, golden_index[1], "ab", "--mode", "fts", "--explain")
+    # one letter: no trigram phrase, no word of 2+ letters (`ab` would now reach fts_words)
+    result = groove(config_file, golden_index[1], "x", "--mode", "fts", "--explain")
     doc = ok_json(result)
     assert doc["results"] == []
     assert ("groove: note: the query has no full-text phrase of 3 or more characters and the "
             "vector leg is off; nothing to search") in result.stderr.splitlines()
-    assert explain_lines(result)[1] == "explain: fts skipped (no phrase)"
+    assert explain_lines(result)[1:3] == ["explain: fts skipped (no phrase)",
+                                          "explain: words skipped (no Latin word)"]
+    two = groove(config_file, golden_index[1], "ab", "--mode", "fts", "--explain")
+    assert ok_json(two)["results"] == [] and "nothing to search" not in two.stderr
+    assert explain_lines(two)[1:3] == ["explain: fts skipped (no phrase)",
+                                       'explain: words MATCH "ab"']
 
 
 def _text_block(hit: dict[str, Any]) -> str:
@@ -455,7 +490,7 @@ def test_text_format_without_low_confidence_and_with_explain(
         "# (no title)",
         "incidents/incident-review-process.md#Blameless by default",
         "score: 1.0000",
-        "explain: fts=#1 vec=- fused=#1 (1.0000) rerank=- mmr=-",
+        "explain: fts=- words=#1 vec=- fused=#1 (1.0000) rerank=- mmr=-",
         "",
     ]
 
@@ -498,7 +533,8 @@ def test_files_format_prints_each_path_once(golden_index: tuple[Path, Path], con
     assert "groove: note: low confidence (max / mean ratio < 1.5)" in files.stderr.splitlines()
     per_hit = [line for line in files.stderr.splitlines() if ": explain: fts=" in line]
     assert len(per_hit) == len(paths)
-    assert per_hit[0] == f"{paths[0]}: explain: fts=#1 vec=- fused=#1 (1.0000) rerank=- mmr=-"
+    assert per_hit[0] == (f"{paths[0]}: explain: fts=- words=#1 vec=- fused=#1 (1.0000) "
+                          "rerank=- mmr=-")
 
 
 # --------------------------------------------------------------------------- filters
@@ -587,7 +623,7 @@ def test_limit_above_1000_is_clamped_with_a_note(golden_index: tuple[Path, Path]
                     "--explain")
     doc = ok_json(result)
     assert "groove: note: --limit 5000 clamped to 1000" in result.stderr.splitlines()
-    assert explain_lines(result)[2].startswith("explain: pool vec=0 fts=5000 ")  # P = 1000 × 5
+    assert explain_lines(result)[3].startswith("explain: pool vec=0 fts=5000 ")  # P = 1000 × 5
     assert 5 < len(doc["results"]) <= 1000
 
 
