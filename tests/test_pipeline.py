@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pytest
 
 from groove_cli.config import resolve
+from groove_cli.evaluate.tune_runner import BUILTIN_BM25, _ListFetcher
 from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.pipeline import (
     Legs,
@@ -534,6 +535,27 @@ def test_a_word_exclusion_filters_the_trigram_leg(cross: Store) -> None:
     assert 4 not in set(ids(fts_only)) and set(ids(fts_only)) == {1, 3, 5}
     hybrid = run(cross, query, SearchParams(limit=10), vector=(1.0, 0.0))
     assert set(ids(hybrid)) == {1, 2, 3, 5}
+
+
+@pytest.mark.parametrize("query", ["python -再ランキング", "再ランキング -ab",
+                                   "python ランキング tips -ab", "python -async", "python"])
+def test_tune_fetches_the_lists_the_search_legs_rank(cross: Store, query: str) -> None:
+    """tune scores the lists it fetches itself: they must be the search's full-text legs,
+    exclusions across tables included (limit 10: P = 50, every candidate is a hit here)."""
+    compiled = compile_query(query)
+    result = run(cross, query, SearchParams(mode="fts", limit=10), vector=None)
+
+    def leg(ranks: list[int | None]) -> tuple[int, ...]:
+        ranked = sorted((r, h.chunk.chunk_id) for r, h in zip(ranks, result.hits, strict=True)
+                        if r is not None)
+        return tuple(cid for _, cid in ranked)
+
+    trigram = leg([h.explain.fts_rank for h in result.hits])
+    words = leg([h.explain.fts_word_rank for h in result.hits])
+    assert trigram or words
+    fetcher = _ListFetcher(cross, compiled, 50)
+    assert fetcher.fetch("fts_chunks", BUILTIN_BM25) == trigram
+    assert fetcher.fetch("fts_words", BUILTIN_BM25) == words
 
 
 # --------------------------------------------------------------------------- filters

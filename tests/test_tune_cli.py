@@ -2,22 +2,27 @@
 
 The fixture KB has 12 topics. Topic `w` (a 3-letter word such as `ant`) has one relevant note,
 `entries/{w}.md`, whose heading is the word and whose body describes it without containing it,
-and four distractor memos whose body is the same description followed by four words that
-contain `w` as a substring (`important`, `constant`, …); the FTS trigram index matches those,
-the embedding model sees unrelated words. The index is built with `max_length = 16`, so the
-embedder reads only the shared first 16 tokens: all five notes of a topic get one and the same
-vector, the vector leg ties them, and ties go to the lower chunk id, the relevant note's.
+and four distractor memos whose body is the same description followed by the word itself four
+times. Each golden query is the bare word, an English word: it runs the word-level full-text leg
+(`fts_words`), which matches the five notes of its topic and no other. The index is built with
+`max_length = 16`, so the embedder reads only the shared first 16 tokens: all five notes of a
+topic get one and the same vector, the vector leg ties them, and ties go to the lower chunk id,
+the relevant note's.
 
-So only the bm25 weights decide. At the built-in weights (h=2, content=1) four content hits beat
-one heading hit and the relevant note is the last of its five FTS candidates; fused, the first
-distractor always outranks it (better FTS rank, vector rank one behind). Once the heading weighs
-at least 4x the content, the relevant note leads both legs and every query scores nDCG@5 = 1.
+So only the bm25 weights decide. FTS5's bm25 weighs the term frequency per column, x = w_h·1
+for the entry (heading) and x = w_c·4 for a memo (content), and scores x / (x + K), K growing
+with the row's length; the entry is shorter (K_entry / K_memo ≈ 0.75–0.78 here), so it leads
+once w_h / w_c > 4 · K_entry / K_memo ≈ 3.0–3.1. At the built-in weights (h=2, content=1,
+ratio 2) it is the last of its five candidates and, fused, the first memo always outranks it
+(word rank 1 vs 5, vector rank one behind); with the heading at 4x the content (the next ratio
+on the grid) the relevant note leads both legs and every query scores nDCG@5 = 1.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,32 +39,25 @@ from groove_cli.store import Store
 
 runner = CliRunner()
 
-# word: (description without the word, four words that contain it)
-TOPICS: dict[str, tuple[str, list[str]]] = {
+# word: description without the word
+TOPICS: dict[str, str] = {
     "ant": ("A tiny insect that lives in huge colonies underground and carries crumbs back to "
-            "its nest.", ["important", "constant", "relevant", "distant"]),
+            "its nest."),
     "owl": ("A nocturnal bird of prey with big round eyes that hunts voles in the dark and "
-            "hoots.", ["knowledge", "bowl", "growl", "howl"]),
-    "ink": ("Coloured liquid that a fountain nib or a printer puts on sheets to write letters.",
-            ["think", "link", "drink", "shrink"]),
+            "hoots."),
+    "ink": "Coloured liquid that a fountain nib or a printer puts on sheets to write letters.",
     "ape": ("A large tailless primate such as a gorilla or a chimpanzee living in tropical "
-            "forests.", ["paper", "shape", "escape", "tape"]),
-    "oak": ("A tall hardwood tree that drops acorns every autumn and lives for hundreds of years.",
-            ["cloak", "soak", "soaked", "cloaks"]),
-    "fig": ("A soft purple fruit full of tiny seeds, eaten fresh or dried in the summer months.",
-            ["figure", "configure", "configuration", "figures"]),
-    "ice": ("Frozen water that forms on ponds during winter and keeps summer lemonade cold.",
-            ["office", "notice", "device", "invoice"]),
-    "ram": ("A male sheep with thick curled horns that butts heads with rivals on the hillside.",
-            ["program", "framework", "parameter", "diagram"]),
-    "cat": ("A small furry domestic pet that purrs, chases birds and sleeps most of the day.",
-            ["locate", "education", "vacation", "indicate"]),
+            "forests."),
+    "oak": "A tall hardwood tree that drops acorns every autumn and lives for hundreds of years.",
+    "fig": "A soft purple fruit full of tiny seeds, eaten fresh or dried in the summer months.",
+    "ice": "Frozen water that forms on ponds during winter and keeps summer lemonade cold.",
+    "ram": "A male sheep with thick curled horns that butts heads with rivals on the hillside.",
+    "cat": "A small furry domestic pet that purrs, chases birds and sleeps most of the day.",
     "bat": ("A flying mammal that hunts insects at night by listening to the echoes of its "
-            "squeaks.", ["debate", "combat", "batch", "battery"]),
+            "squeaks."),
     "eel": ("A long slippery snake-like fish that swims in rivers and migrates to the sea to "
-            "spawn.", ["feel", "steel", "wheel", "reel"]),
-    "ash": ("Grey powder left behind after wood or coal has burned in a fireplace or a stove.",
-            ["cash", "dashboard", "crash", "flash"]),
+            "spawn."),
+    "ash": "Grey powder left behind after wood or coal has burned in a fireplace or a stove.",
 }
 DISTRACTORS = 4
 WEIGHTS = (0.5, 1.0, 2.0, 4.0)
@@ -105,7 +103,7 @@ class TuneKb:
     none: Path
     """Words that no note contains: no query is effective."""
     statements: Path
-    """Three words, one with an exclusion, for the statement count."""
+    """Three words, one with an exclusion, and a mixed-script query, for the statement count."""
 
 
 def _write_golden(path: Path, queries: list[dict[str, Any]]) -> Path:
@@ -116,11 +114,11 @@ def _write_golden(path: Path, queries: list[dict[str, Any]]) -> Path:
 def _build_notes(kb: Path) -> None:
     (kb / "entries").mkdir(parents=True)
     (kb / "memos").mkdir()
-    for i, (word, (body, carriers)) in enumerate(TOPICS.items()):
+    for i, (word, body) in enumerate(TOPICS.items()):
         (kb / "entries" / f"{word}.md").write_text(f"## {word.capitalize()}\n\n{body}\n",
                                                    encoding="utf-8")
+        words = ", ".join([word] * 4)
         for j in range(DISTRACTORS):
-            words = " ".join(carriers[j:] + carriers[:j])
             (kb / "memos" / f"memo-{i:02d}-{j}.md").write_text(
                 f"## Memo {i}{j}\n\n{body} Also noted: {words}.\n", encoding="utf-8")
 
@@ -149,7 +147,7 @@ def tune_kb(real_models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     _build_notes(kb)
     for word in TOPICS:  # the design needs each word in its own topic's five notes only
         holders = sorted(str(p.relative_to(kb)) for p in kb.rglob("*.md")
-                         if word in p.read_text(encoding="utf-8").lower())
+                         if re.search(rf"\b{word}\b", p.read_text(encoding="utf-8").lower()))
         assert len(holders) == DISTRACTORS + 1 and {_topic(h) for h in holders} == {word}
     index_kb(IndexOptions(kb=kb, db=db, model=None, model_from_flag=False, max_length=16,
                           models_dir=real_models_dir, quiet=True, offline=True))
@@ -176,10 +174,11 @@ def tune_kb(real_models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     statements = _write_golden(files / "statements.yml", [
         {"id": "ant", "query": "ant", "expected": [{"path": "entries/ant.md"}]},
         {"id": "owl", "query": "owl", "expected": [{"path": "entries/owl.md"}]},
-        {"id": "ink-but-not-qqqq", "query": "ink -qqqq", "expected": [{"path": "entries/ink.md"}]}])
+        {"id": "ink-but-not-qqqq", "query": "ink -qqqq", "expected": [{"path": "entries/ink.md"}]},
+        MIXED_QUERY])
     union = _write_golden(root / "union.yml", [
         *yaml.safe_load(win.read_text(encoding="utf-8"))["queries"],
-        *yaml.safe_load(none.read_text(encoding="utf-8"))["queries"]])
+        *yaml.safe_load(none.read_text(encoding="utf-8"))["queries"], MIXED_QUERY])
 
     config = root / "groove.toml"
     config.write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n", encoding="utf-8")
@@ -195,6 +194,10 @@ def tune_kb(real_models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 MODELS_LINE = "models_dir = {}  # the converted test model\n"
+# a CJK phrase and two Latin words: both full-text tables (trigram `"owl" OR "hoots" OR
+# "の夜行性" OR "夜行性"`, words `"owl" OR "hoots"`)
+MIXED_QUERY = {"id": "owl-mixed", "query": "owl hoots の夜行性",
+               "expected": [{"path": "entries/owl.md"}]}
 
 
 @pytest.fixture(autouse=True)
@@ -449,7 +452,8 @@ def test_retrieval_space_sweeps_20_conditions_and_keeps_min_score_0(
 def test_statements_per_query_do_not_depend_on_the_number_of_conditions(
         tune_kb: TuneKb, workdir: Path, real_models_dir: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """tune.md §5: fusion = 64 FTS searches + 1 count per query; retrieval = 3 + 1."""
+    """tune.md §5: fusion = 64 FTS searches + 1 count per query and full-text table the query
+    uses; retrieval = 3 + 1. All-Latin queries use `fts_words` only, the mixed one both."""
     write_config(workdir, real_models_dir)
     log: list[tuple[str, tuple[object, ...]]] = []
 
@@ -473,23 +477,37 @@ def test_statements_per_query_do_not_depend_on_the_number_of_conditions(
         result = run_tune(tune_kb, tune_kb.statements, "--space", space, "--format", "json")
         assert result.exit_code == 0, result.output
         assert f"sweeping {conditions} conditions" in result.stderr
-        searches: dict[object, list[tuple[object, ...]]] = {}
-        counts: dict[object, int] = {}
+        searches: dict[tuple[str, object], list[tuple[object, ...]]] = {}
+        limits: dict[tuple[str, object], set[object]] = {}
+        counts: dict[tuple[str, object], int] = {}
         scans: list[tuple[object, ...]] = []
         for sql, args in log:
-            if "fts_chunks MATCH" in sql and "bm25(" in sql:
-                searches.setdefault(args[0], []).append(tuple(args[1:4]))
-            elif "count(*) FROM fts_chunks" in sql:
-                counts[args[0]] = counts.get(args[0], 0) + 1
-            elif "fts_chunks MATCH" in sql:
-                scans.append(args)
             assert "vec_chunks WHERE embedding MATCH" not in sql  # vectors: numpy snapshot
-        assert len(searches) == 3  # one FTS expression per query
-        for expr, weights in searches.items():
-            assert len(weights) == len(weight_sets) and set(weights) == weight_sets, expr
-            assert counts[expr] == 1
+            tables = [t for t in ("fts_chunks", "fts_words") if f"{t} MATCH" in sql]
+            if not tables:
+                continue
+            key = (tables[0], args[0])
+            if "bm25(" in sql:
+                searches.setdefault(key, []).append(tuple(args[1:4]))
+                limits.setdefault(key, set()).add(args[4])
+            elif "count(*)" in sql:
+                counts[key] = counts.get(key, 0) + 1
+            else:
+                scans.append(key)
+        assert sorted(searches) == sorted([
+            ("fts_words", '"ant"'), ("fts_words", '"owl"'),
+            ("fts_words", '("ink") NOT ("qqqq")'),
+            ("fts_chunks", '"owl" OR "hoots" OR "の夜行性" OR "夜行性"'),
+            ("fts_words", '"owl" OR "hoots"')])
+        for key, weights in searches.items():
+            assert len(weights) == len(weight_sets) and set(weights) == weight_sets, key
+            assert counts[key] == 1
+            # pool P = 50; the exclusion filters the word list by ids: ×10 over-fetch
+            assert limits[key] == ({500} if "qqqq" in str(key[1]) else {50}), key
         assert set(counts) == set(searches)
-        assert scans == [('"qqqq"',)]  # the exclusion's one id scan
+        # the exclusion's id scan, once per table with negatives, run by the vector lists' and
+        # again by the word list's filter (sharing one scan would halve this)
+        assert scans == [("fts_chunks", '"qqqq"'), ("fts_words", '"qqqq"')] * 2
 
 
 # --------------------------------------------------------------------------- inputs and targets

@@ -65,7 +65,7 @@ def _vector_lists(session: ReadSession, compiled: list[CompiledQuery], pool: int
     if not vectors:
         return []
     snapshot = session.snapshot()
-    k = tune.vector_k(pool, any(q.negative_expr for q in compiled))
+    k = tune.vector_k(pool, any(q.negative_expr or q.word_negative_expr for q in compiled))
     neighbours = snapshot.knn_batch(np.vstack(vectors), k)
     lists: list[list[int]] = []
     for query, found in zip(compiled, neighbours, strict=True):
@@ -88,18 +88,22 @@ class _ListFetcher:
         self.store = store
         self.pool = pool
         self.exprs = {"fts_chunks": query.match_expr, "fts_words": query.word_expr}
-        self.excluded = excluded_ids(store, query) if query.word_expr else None
+        # as the search's legs: the word list always, the trigram list with word negatives
+        self.filtered = {"fts_words"} | ({"fts_chunks"} if query.word_negative_expr else set())
+        runs = any(self.exprs[table] for table in self.filtered)
+        self.excluded = excluded_ids(store, query) if runs else None
         self.cache: dict[tuple[str, tuple[float, float, float]], tuple[int, ...]] = {}
 
     def fetch(self, table: str, weights: tuple[float, float, float]) -> tuple[int, ...]:
         """The table's ranked list at `weights`; the word list drops excluded ids (over-fetched
-        like the search's word leg) because its expression cannot hold CJK negatives."""
+        like the search's word leg) because its expression cannot hold CJK negatives, and the
+        trigram list does when word-level negatives may match rows its NOT keeps."""
         expr = self.exprs[table]
         if expr is None:
             return ()
         key = (table, weights)
         if key not in self.cache:
-            drop = self.excluded if table == "fts_words" else None
+            drop = self.excluded if table in self.filtered else None
             n = fetch_size(self.pool, drop is not None)
             ids = self.store.fts_search_ids(expr, weights, n, table)
             self.cache[key] = tuple([i for i in ids if not drop or i not in drop][: self.pool])
