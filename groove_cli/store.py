@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from groove_cli.errors import GrooveError, IndexMissing
-from groove_cli.types import ChunkRow, DocumentRow, IndexedChunk, StoredDocument
+from groove_cli.types import ChunkRow, DocumentRow, FilterMeta, IndexedChunk, StoredDocument
 
 FTS_TABLES = ("fts_chunks", "fts_words")
 """The trigram table (CJK and everything else) and the word-level table (Latin, stemmed)."""
@@ -490,6 +490,22 @@ class Store:
                 f"WHERE c.id IN ({marks})", batch):
                 chunk = _row_to_chunk(row)
                 out[chunk.chunk_id] = chunk
+        return out
+
+    def filter_meta(self, ids: Sequence[int]) -> dict[int, FilterMeta]:
+        """What the search filters look at, keyed by chunk id (no content: the legs read only
+        this, the fused pool reads the rest)."""
+        out: dict[int, FilterMeta] = {}
+        wanted = list(dict.fromkeys(ids))
+        for start in range(0, len(wanted), 500):
+            batch = wanted[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            for cid, quality, category, topic, path, tags, date in self.con.execute(
+                    "SELECT c.id, c.quality_score, d.category, d.topic, d.path, d.tags, d.date "
+                    "FROM chunks c JOIN documents d ON d.id = c.document_id "
+                    f"WHERE c.id IN ({marks})", batch):
+                out[int(cid)] = FilterMeta(float(quality), category, topic,
+                                           str(path), tuple(json.loads(str(tags))), date)
         return out
 
     def vectors_by_id(self, ids: Sequence[int], dim: int) -> dict[int, npt.NDArray[np.float32]]:

@@ -65,3 +65,15 @@ class IndexedChunk:
     category: str | None
     date: str | None
     tags: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FilterMeta:
+    """The columns the search filters read for a candidate chunk (no content)."""
+
+    quality: float
+    category: str | None
+    topic: str | None
+    path: str
+    tags: tuple[str, ...]
+    date: str | None

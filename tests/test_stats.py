@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from groove_cli.evaluate.stats import bootstrap_ci
+from groove_cli.evaluate.stats import bootstrap_ci, spec_draws
 
 
 def spec_loop(per_query: dict[str, list[float]]) -> dict[str, tuple[float, float]]:
@@ -72,3 +72,10 @@ def test_fast_enough_for_a_large_golden_file() -> None:
     started = time.perf_counter()
     bootstrap_ci(per_query)
     assert time.perf_counter() - started < 2.0
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 76, 1000, 2304, 65537])
+def test_spec_draws_reproduce_randrange(n: int) -> None:
+    rng = random.Random(0)
+    expected = [rng.randrange(n) for _ in range(3000)]
+    assert spec_draws(0, n, 3000).tolist() == expected

@@ -174,7 +174,8 @@ def _parse(path: Path, raw: bytes) -> object:
     try:
         if path.suffix.lower() == ".json":
             return json.loads(text)
-        return yaml.safe_load(text)
+        # libyaml's safe loader when PyYAML was built with it (10x faster on large files)
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (ValueError, yaml.YAMLError) as exc:
         detail = " ".join(str(exc).split())
         raise GoldenError(f"failed to parse golden file {path}: {detail}") from None

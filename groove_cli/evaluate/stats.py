@@ -23,6 +23,32 @@ def _percentile_index(resamples: int, fraction: float) -> int:
     return min(resamples - 1, max(0, math.floor(resamples * fraction + 0.5) - 1))
 
 
+def spec_draws(seed: int, n: int, count: int) -> npt.NDArray[np.intp]:
+    """`[random.Random(seed).randrange(n) for _ in range(count)]`, computed with numpy.
+
+    CPython's `randrange(n)` takes 32-bit Mersenne Twister outputs `w`, uses `w >> (32 − k)`
+    with `k = n.bit_length()` and rejects values ≥ n. numpy's MT19937, given the same state,
+    yields the same outputs, so the same rejection over a vector of them reproduces the draws
+    exactly — about 100× faster than the Python loop for 1000 × 1000 draws.
+    """
+    if not 0 < n < 2**32:
+        rng = random.Random(seed)
+        return np.array([rng.randrange(n) for _ in range(count)], dtype=np.intp)
+    _, state, _ = random.Random(seed).getstate()
+    bits = np.random.MT19937()
+    bits.state = {"bit_generator": "MT19937",
+                  "state": {"key": np.array(state[:-1], dtype=np.uint32), "pos": state[-1]}}
+    shift = np.uint64(32 - n.bit_length())
+    parts: list[npt.NDArray[np.uint64]] = []
+    have = 0
+    while have < count:
+        values = bits.random_raw(max(2 * (count - have), 64)) >> shift
+        kept = values[values < n][: count - have]
+        parts.append(kept)
+        have += kept.size
+    return np.concatenate(parts).astype(np.intp) if parts else np.empty(0, dtype=np.intp)
+
+
 def bootstrap_ci(
     per_query: Mapping[str, Sequence[float]], *, resamples: int = RESAMPLES, seed: int = SEED
 ) -> dict[str, tuple[float, float] | None]:
@@ -49,10 +75,7 @@ def bootstrap_ci(
         return {name: None for name in per_query}
     if n == 1:
         return {name: (float(values[0]), float(values[0])) for name, values in per_query.items()}
-    rng = random.Random(seed)
-    draws = np.array(
-        [[rng.randrange(n) for _ in range(n)] for _ in range(resamples)], dtype=np.intp
-    )
+    draws = spec_draws(seed, n, resamples * n).reshape(resamples, n)
     lo = _percentile_index(resamples, 0.025)
     hi = _percentile_index(resamples, 0.975)
     result: dict[str, tuple[float, float] | None] = {}

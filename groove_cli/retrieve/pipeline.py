@@ -164,28 +164,41 @@ def fetch_size(count: int, filtered: bool) -> int:
     return min(count * 10, 10_000) if filtered else count
 
 
-def _passes(row_filter: RowFilter, chunk: IndexedChunk) -> bool:
-    return row_filter.passes(quality=chunk.quality_score, category=chunk.category,
-                             topic=chunk.topic, path=chunk.path, tags=chunk.tags, date=chunk.date)
+def _keep(store: Store, ids: Sequence[int], count: int, row_filter: RowFilter,
+          excluded: set[int] | None) -> list[int]:
+    """The first `count` ids that pass the filters and no exclusion; filter metadata is read
+    only when a filter is active (the content itself is read later, for the fused pool only)."""
+    if excluded:
+        ids = [cid for cid in ids if cid not in excluded]
+    if not row_filter.active:
+        return list(ids[:count])
+    meta = store.filter_meta(ids)
+    kept = []
+    for cid in ids:
+        m = meta.get(cid)
+        if m is not None and row_filter.passes(quality=m.quality, category=m.category,
+                                               topic=m.topic, path=m.path, tags=m.tags,
+                                               date=m.date):
+            kept.append(cid)
+            if len(kept) == count:
+                break
+    return kept
 
 
 def fts_leg(store: Store, expr: str, params: SearchParams, count: int, row_filter: RowFilter,
-            table: str = "fts_chunks", excluded: set[int] | None = None) -> list[IndexedChunk]:
-    """A full-text leg; `excluded` drops ids an exclusion matched in the other table."""
+            table: str = "fts_chunks", excluded: set[int] | None = None) -> list[int]:
+    """A full-text leg's ranked ids; `excluded` drops ids an exclusion matched elsewhere."""
     filtered = row_filter.active or excluded is not None
-    rows = store.fts_search(expr, params.bm25_weights, fetch_size(count, filtered), table)
-    return [row for row in rows
-            if _passes(row_filter, row) and not (excluded and row.chunk_id in excluded)][:count]
+    ids = store.fts_search_ids(expr, params.bm25_weights, fetch_size(count, filtered), table)
+    return _keep(store, ids, count, row_filter, excluded)
 
 
-def vector_leg(store: Store, knn: Knn, vector: npt.NDArray[np.float32], count: int,
-               row_filter: RowFilter, excluded: set[int] | None) -> list[IndexedChunk]:
+def vector_leg(knn: Knn, store: Store, vector: npt.NDArray[np.float32], count: int,
+               row_filter: RowFilter, excluded: set[int] | None) -> list[int]:
+    """The vector leg's ranked ids (search.md §4)."""
     filtered = row_filter.active or excluded is not None
     k = min(fetch_size(count, filtered), 4096)
-    neighbours = [cid for cid, _ in knn(vector, k) if not excluded or cid not in excluded]
-    rows = store.chunks_by_id(neighbours)
-    kept = [rows[cid] for cid in neighbours if cid in rows and _passes(row_filter, rows[cid])]
-    return kept[:count]
+    return _keep(store, [cid for cid, _ in knn(vector, k)], count, row_filter, excluded)
 
 
 def rerank_document(chunk: IndexedChunk) -> str:
@@ -229,8 +242,8 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
     word_negatives = query.word_negative_expr is not None
     needs_ids = legs.vector or legs.words or (legs.fts and word_negatives)
     excluded = excluded_ids(store, query) if needs_ids else None
-    fts_rows: list[IndexedChunk] = []
-    word_rows: list[IndexedChunk] = []
+    fts_rows: list[int] = []
+    word_rows: list[int] = []
     if legs.fts or legs.words:
         start = time.perf_counter()
         if legs.fts:
@@ -242,29 +255,30 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
             word_rows = fts_leg(store, query.word_expr, params, pools.fts, row_filter,
                                 "fts_words", excluded)
         timings["fts"] = _ms(start)
-    vec_rows: list[IndexedChunk] = []
+    vec_rows: list[int] = []
     if legs.vector:
         if vector is None:
             raise ValueError("the vector leg runs but no query vector was given")
         start = time.perf_counter()
-        vec_rows = vector_leg(store, knn, vector, pools.vec, row_filter, excluded)
+        vec_rows = vector_leg(knn, store, vector, pools.vec, row_filter, excluded)
         timings["vec"] = _ms(start)
 
     start = time.perf_counter()
     ranked: list[tuple[float, Sequence[int]]] = []
     if legs.vector:
-        ranked.append((params.vector_weight, [row.chunk_id for row in vec_rows]))
+        ranked.append((params.vector_weight, vec_rows))
     if legs.fts:
-        ranked.append((params.fts_weight, [row.chunk_id for row in fts_rows]))
+        ranked.append((params.fts_weight, fts_rows))
     if legs.words:
-        ranked.append((params.fts_weight, [row.chunk_id for row in word_rows]))
+        ranked.append((params.fts_weight, word_rows))
     fused_all = weighted_rrf(ranked, params.rrf_k)
     fused = apply_min_score(fused_all, params.min_score)
     dropped = len(fused_all) - len(fused)
     if pools.fused is not None:
         fused = fused[: pools.fused]
-    by_id = {row.chunk_id: row for row in (*vec_rows, *fts_rows, *word_rows)}
-    candidates = [_Candidate(by_id[f.chunk_id], f, i + 1, f.score) for i, f in enumerate(fused)]
+    by_id = store.chunks_by_id(f.chunk_id for f in fused)
+    candidates = [_Candidate(by_id[f.chunk_id], f, i + 1, f.score)
+                  for i, f in enumerate(fused) if f.chunk_id in by_id]
     timings["fuse"] = _ms(start)
 
     limit = min(params.limit, MAX_LIMIT)
@@ -303,9 +317,9 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
             spans[id(cand)] = tuple(found) if found is not None else None
         timings["spans"] = _ms(start)
 
-    vec_rank = {row.chunk_id: i + 1 for i, row in enumerate(vec_rows)}
-    fts_rank = {row.chunk_id: i + 1 for i, row in enumerate(fts_rows)}
-    word_rank = {row.chunk_id: i + 1 for i, row in enumerate(word_rows)}
+    vec_rank = {cid: i + 1 for i, cid in enumerate(vec_rows)}
+    fts_rank = {cid: i + 1 for i, cid in enumerate(fts_rows)}
+    word_rank = {cid: i + 1 for i, cid in enumerate(word_rows)}
     hits = tuple(
         SearchHit(
             chunk=c.chunk,
