@@ -1,8 +1,16 @@
 """groove: hybrid full-text + vector search over a folder of Markdown notes."""
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-try:
-    __version__ = version("groove-cli")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
-    __version__ = "0.0.0"
+
+def __getattr__(name: str) -> str:
+    """`__version__`, read from the installed metadata on first use (importlib.metadata costs
+    ~40 ms, which a search should not pay at start-up)."""
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("groove-cli")
+    except PackageNotFoundError:  # pragma: no cover - a source tree without install
+        return "0.0.0"

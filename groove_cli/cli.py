@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from groove_cli import __version__, config, messages
+from groove_cli import config, messages
 from groove_cli.config import Settings, load_settings
 from groove_cli.errors import GrooveError, UsageError
 from groove_cli.render import output
@@ -60,6 +60,8 @@ class GlobalOptions:
 
 def _version_callback(value: bool) -> None:
     if value:
+        from groove_cli import __version__
+
         typer.echo(f"groove {__version__}")
         raise typer.Exit(0)
 

@@ -115,7 +115,7 @@ def run_search(settings: Settings, db: Path, kb: Path | None, text: str, *, limi
             messages.note(NOTHING_TO_SEARCH)
         vector = session.query_vectors([query.positive_text])[0] if legs.vector else None
         reranker = session.reranker(reranker_name) if reranker_name else None
-        result = search(session.store, query, params, vector=vector, knn=session.knn(),
+        result = search(session.store, query, params, vector=vector, knn=session.knn() if legs.vector else None,
                         reranker=reranker, dim=session.dim,
                         embed_ms=session.embed_ms if legs.vector else None)
     finally:

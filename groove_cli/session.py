@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
-
 from groove_cli import messages
-from groove_cli.index import RuntimeModel, runtime_model, warn_digest
+from groove_cli.identity import RuntimeModel, runtime_model, warn_digest
 from groove_cli.retrieve.pipeline import Knn
 from groove_cli.store import Store, cache_put
-from groove_cli.vectors import VectorSnapshot, vec0_knn
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from groove_cli.vectors import VectorSnapshot
     from groove_cli.models import CrossEncoder, Embedder
 
 
@@ -90,6 +90,8 @@ class ReadSession:
     def knn(self, *, batch: bool = False) -> Knn:
         """The vector leg's KNN: the numpy snapshot when current, else vec0 (or an in-memory
         snapshot for batch commands, which amortise the one scan)."""
+        from groove_cli.vectors import VectorSnapshot, vec0_knn
+
         if self._snapshot is None:
             version = self.store.vectors_version()
             self._snapshot = VectorSnapshot.load(self.db, version, self.dim)

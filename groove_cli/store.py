@@ -7,20 +7,25 @@ embedding cache, `status` and `doctor` (index.md §9).
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
 from groove_cli.errors import GrooveError, IndexMissing
 from groove_cli.types import ChunkRow, DocumentRow, FilterMeta, IndexedChunk, StoredDocument
+
+if TYPE_CHECKING:  # numpy is imported where vectors are read or written, not at start-up
+    import numpy as np
+    import numpy.typing as npt
 
 FTS_TABLES = ("fts_chunks", "fts_words")
 """The trigram table (CJK and everything else) and the word-level table (Latin, stemmed)."""
@@ -42,12 +47,19 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.lstrip("v").split("-")[0].split(".")[:3])
 
 
-def _load_vec(con: apsw.Connection) -> str:
-    import sqlite_vec  # local: keeps the import cost off commands that never open an index
+def vec_extension_path() -> str:
+    """The bundled sqlite-vec extension, located without importing the package (its
+    `__init__` imports numpy, which a full-text-only search never needs)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or spec.origin is None:
+        raise GrooveError("the sqlite-vec package is not installed", hint="pip install sqlite-vec")
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
 
+
+def _load_vec(con: apsw.Connection) -> str:
     try:
         con.enable_load_extension(True)
-        con.load_extension(sqlite_vec.loadable_path())
+        con.load_extension(vec_extension_path())
         con.enable_load_extension(False)
     except apsw.Error as exc:
         raise GrooveError(
@@ -95,7 +107,15 @@ def _scalar_int(con: apsw.Connection, sql: str, args: tuple[object, ...] = ()) -
 
 
 def _f32_blob(vector: npt.NDArray[np.float32]) -> bytes:
+    import numpy as np
+
     return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def _f32_vector(blob: object) -> npt.NDArray[np.float32]:
+    import numpy as np
+
+    return np.frombuffer(bytes(blob), dtype="<f4").astype(np.float32)  # type: ignore[call-overload]
 
 
 def _row_to_chunk(row: Sequence[object]) -> IndexedChunk:
@@ -516,7 +536,7 @@ class Store:
             marks = ",".join("?" * len(batch))
             for cid, blob in self.con.execute(
                 f"SELECT chunk_id, embedding FROM vec_chunks WHERE chunk_id IN ({marks})", batch):
-                vector = np.frombuffer(bytes(blob), dtype="<f4").astype(np.float32)
+                vector = _f32_vector(blob)
                 if vector.shape[0] == dim:
                     out[int(cid)] = vector
         return out
@@ -559,7 +579,7 @@ class Store:
             marks = ",".join("?" * len(batch))
             for key, blob in self.con.execute(
                 f"SELECT key, embedding FROM query_cache WHERE key IN ({marks})", batch):
-                out[str(key)] = np.frombuffer(bytes(blob), dtype="<f4").astype(np.float32)
+                out[str(key)] = _f32_vector(blob)
         return out
 
     # ------------------------------------------------------------------ doctor

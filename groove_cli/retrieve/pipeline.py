@@ -10,24 +10,24 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from groove_cli import messages
 from groove_cli.retrieve.confidence import low_confidence
 from groove_cli.retrieve.expand import DocChunk, expand_hit, whole_doc_row_limit
 from groove_cli.retrieve.filters import FilterSpec, RowFilter, compile_filters
 from groove_cli.retrieve.fuse import Fused, apply_min_score, weighted_rrf
-from groove_cli.retrieve.mmr import mmr_select
 from groove_cli.retrieve.query import CompiledQuery
 from groove_cli.retrieve.spans import match_spans
 from groove_cli.store import Store
 from groove_cli.types import IndexedChunk
 
+if TYPE_CHECKING:  # numpy is imported only where vectors are used (fts-only runs skip it)
+    import numpy as np
+    import numpy.typing as npt
+
 MAX_LIMIT = 1000
-Knn = Callable[[npt.NDArray[np.float32], int], list[tuple[int, float]]]
+Knn = Callable[["npt.NDArray[np.float32]", int], list[tuple[int, float]]]
 
 
 class Reranker(Protocol):
@@ -224,7 +224,7 @@ def _ms(start: float) -> float:
 
 
 def search(store: Store, query: CompiledQuery, params: SearchParams, *,
-           vector: npt.NDArray[np.float32] | None, knn: Knn, reranker: Reranker | None = None,
+           vector: npt.NDArray[np.float32] | None, knn: Knn | None, reranker: Reranker | None = None,
            dim: int | None = None, embed_ms: float | None = None) -> SearchResult:
     """Run the pipeline for one compiled query (search.md §1–§12)."""
     total_start = time.perf_counter()
@@ -257,8 +257,8 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
         timings["fts"] = _ms(start)
     vec_rows: list[int] = []
     if legs.vector:
-        if vector is None:
-            raise ValueError("the vector leg runs but no query vector was given")
+        if vector is None or knn is None:
+            raise ValueError("the vector leg runs but no query vector or KNN was given")
         start = time.perf_counter()
         vec_rows = vector_leg(knn, store, vector, pools.vec, row_filter, excluded)
         timings["vec"] = _ms(start)
@@ -364,6 +364,8 @@ def excluded_ids(store: Store, query: CompiledQuery) -> set[int] | None:
 
 def _mmr(store: Store, candidates: list[_Candidate], params: SearchParams, limit: int,
          dim: int | None) -> list[_Candidate]:
+    from groove_cli.retrieve.mmr import mmr_select
+
     ids = [c.chunk.chunk_id for c in candidates]
     stored = store.vectors_by_id(ids, dim or 0) if dim else {}
     picked = mmr_select(
