@@ -13,8 +13,8 @@ from groove_cli.retrieve.pipeline import MAX_LIMIT, SearchParams, SearchResult, 
 from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.session import open_session
 
-NOTHING_TO_SEARCH = ("the query has no full-text phrase of 3 or more characters and the vector "
-                     "leg is off; nothing to search")
+NOTHING_TO_SEARCH = ("the query has no full-text phrase of 3 or more characters nor a Latin word "
+                     "of 2 or more letters, and the vector leg is off; nothing to search")
 
 
 def clamp_limit(limit: int, *, note: str | None = None) -> int:
@@ -115,9 +115,9 @@ def run_search(settings: Settings, db: Path, kb: Path | None, text: str, *, limi
             messages.note(NOTHING_TO_SEARCH)
         vector = session.query_vectors([query.positive_text])[0] if legs.vector else None
         reranker = session.reranker(reranker_name) if reranker_name else None
-        result = search(session.store, query, params, vector=vector, knn=session.knn() if legs.vector else None,
-                        reranker=reranker, dim=session.dim,
-                        embed_ms=session.embed_ms if legs.vector else None)
+        knn = session.knn() if legs.vector else None
+        result = search(session.store, query, params, vector=vector, knn=knn, reranker=reranker,
+                        dim=session.dim, embed_ms=session.embed_ms if legs.vector else None)
     finally:
         session.close()
     return SearchOutcome(result, params, applied)

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from groove_cli.vectors import VectorSnapshot
     from groove_cli.models import CrossEncoder, Embedder
+    from groove_cli.vectors import VectorSnapshot
 
 
 def cache_key(sha256: str, max_length: int, query_prefix: str, positive_text: str) -> str:

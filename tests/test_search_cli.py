@@ -439,8 +439,9 @@ def test_explain_without_a_phrase(golden_index: tuple[Path, Path], config_file: 
     result = groove(config_file, golden_index[1], "x", "--mode", "fts", "--explain")
     doc = ok_json(result)
     assert doc["results"] == []
-    assert ("groove: note: the query has no full-text phrase of 3 or more characters and the "
-            "vector leg is off; nothing to search") in result.stderr.splitlines()
+    assert ("groove: note: the query has no full-text phrase of 3 or more characters nor a "
+            "Latin word of 2 or more letters, and the vector leg is off; nothing to search"
+            ) in result.stderr.splitlines()
     assert explain_lines(result)[1:3] == ["explain: fts skipped (no phrase)",
                                           "explain: words skipped (no Latin word)"]
     two = groove(config_file, golden_index[1], "ab", "--mode", "fts", "--explain")
