@@ -34,9 +34,9 @@ app = typer.Typer(
     help=(
         "Hybrid full-text + vector search over a folder of Markdown notes, "
         "with built-in evaluation and tuning.\n\n"
-        "Global options go before the command: [bold]groove --config x.toml search 'query'[/bold]"
+        "Global options go before the command: `groove --config x.toml search 'query'`"
     ),
-    rich_markup_mode="rich",
+    rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
     add_completion=False,
@@ -137,7 +137,7 @@ def config_show(
 ) -> None:
     """Print every resolved setting and where it came from (default, file, preset, flag).
 
-    Example: [bold]groove config show --format json[/bold]
+    Example: `groove config show --format json`
     """
     fmt = _check_format(format, ("text", "json"))
     settings = _run(lambda: _settings(ctx, {}, announce=False))
@@ -148,7 +148,7 @@ def config_show(
 def config_check(ctx: typer.Context) -> None:
     """Validate groove.toml: exit 0 when valid, 1 with the first problem otherwise.
 
-    Example: [bold]groove --config ./groove.toml config check[/bold]
+    Example: `groove --config ./groove.toml config check`
     """
     settings = _run(lambda: _settings(ctx, {}, announce=False))
     where = settings.config.path if settings.config else None
@@ -213,7 +213,7 @@ def index_cmd(
     Unchanged files are skipped by content hash, renames are detected, deleted files are
     removed. Ctrl-C leaves a valid index; the next run continues where this one stopped.
 
-    Example: [bold]groove index --kb-path ~/notes[/bold]
+    Example: `groove index --kb-path ~/notes`
     """
     from groove_cli.index import IndexOptions, index_kb
     from groove_cli.render.progress import progress_for
@@ -266,7 +266,7 @@ def status_cmd(
 ) -> None:
     """Show what the index holds and, with a KB path, what is pending.
 
-    Example: [bold]groove status --kb-path ~/notes[/bold]
+    Example: `groove status --kb-path ~/notes`
     """
     from groove_cli.status import index_status
     from groove_cli.store import check_runtime
@@ -300,7 +300,7 @@ def doctor_cmd(
 ) -> None:
     """Check the index for integrity problems; exit 1 when there are findings.
 
-    Example: [bold]groove doctor --kb-path ~/notes[/bold]
+    Example: `groove doctor --kb-path ~/notes`
     """
     from groove_cli.status import run_doctor
     from groove_cli.store import check_runtime
@@ -439,9 +439,14 @@ def search_cmd(
 ) -> None:
     """Search the index: full-text + vector legs fused with weighted RRF.
 
+    Japanese and other CJK text is matched by trigram phrases of 3+ characters; English
+    (Latin-script) words by a stemmed word index with stopwords dropped. Quote a phrase with
+    "…", exclude with -term or -"a phrase". --explain shows each hit's rank in every leg.
+
     Examples:
-      [bold]groove search "retry budget" --kb-path ~/notes --format text[/bold]
-      [bold]groove search "再ランキング -評価" --mode fts[/bold]
+
+    * `groove search "retry budget" --kb-path ~/notes --format text`
+    * `groove search "再ランキング -評価" --mode fts`
     """
     from groove_cli.render import search as render_search
     from groove_cli.retrieve.filters import FilterSpec, split_tags
@@ -535,8 +540,9 @@ def eval_cmd(
     """Score retrieval against a golden query file and compare with the previous run.
 
     Examples:
-      [bold]groove eval --kb-path ~/notes[/bold]
-      [bold]groove eval --kb-path ~/notes --fail-on-regression --format json[/bold]   (in CI)
+
+    * `groove eval --kb-path ~/notes`
+    * `groove eval --kb-path ~/notes --fail-on-regression --format json`   (in CI)
     """
     from groove_cli.evaluate.runner import EvalRequest, effective_limit, run_eval
     from groove_cli.render.eval_report import render_eval_text
@@ -605,7 +611,7 @@ def tune_cmd(
     held-out gain is above 0.02 nDCG@5, above 3x its paired standard error, stable across
     folds, and costs no recall or MRR.
 
-    Example: [bold]groove tune --kb-path ~/notes --write[/bold]
+    Example: `groove tune --kb-path ~/notes --write`
     """
     from groove_cli.evaluate import tune as tune_core
     from groove_cli.evaluate.runner import parse_k_values
@@ -651,7 +657,7 @@ app.add_typer(models_app, name="models")
 def models_list(ctx: typer.Context, format: FormatOpt = "text") -> None:
     """List the registry models and whether each is cached, convertible, downloadable.
 
-    Example: [bold]groove models list[/bold]
+    Example: `groove models list`
     """
     from groove_cli.models import list_models
 
@@ -673,7 +679,7 @@ def models_resolve(
 ) -> None:
     """Make a model ready to use: convert the offline pack or download it, then print its folder.
 
-    Example: [bold]groove models resolve multilingual-e5-small[/bold]
+    Example: `groove models resolve multilingual-e5-small`
     """
     from groove_cli.models import registry_names, resolve_model
 
