@@ -424,12 +424,17 @@ def test_fail_on_regression_gate(sample: Sample) -> None:
     assert regressed == ["backup-retention", "pitr", "backup-restore-current", "retry_budget",
                          "overload-retries", "rb-0210"]
     pitr = next(line for line in lines if line.startswith("  ↓ pitr "))
-    # Before: the expected "Point-in-time recovery" chunk is 2nd. It is 1st in the vector leg
-    # and 4th in the word leg, the 2023 note's "Restoring from a dump" 4th and 1st ("restore"
-    # stems like "Restoring"): equal raw 1/61 + 1/64, and the tie goes to the lower chunk id,
-    # the 2023 note's. RR = 1/2, nDCG@10 = 1/log2(2 + 1) = 0.63.
+    # Before, the expected chunk ranked r: its exact rank depends on the model's vectors (an RRF
+    # tie with the 2023 note's "Restoring from a dump", which the stemmed word leg ranks 1st, can
+    # put it 2nd or 3rd); after, its note is gone. The line reports RR 1/r and nDCG@10
+    # 1/log2(r + 1) for the previous run, and 0 now.
+    prev = next(q for q in before["per_query"] if q["id"] == "pitr")
+    rank = next(h["rank"] for h in prev["top_k"]
+                if h["path"] == "operations/backups/database-backups.md"
+                and h["heading"] == "Point-in-time recovery")
+    assert rank in (2, 3)
     assert pitr == ("  ↓ pitr                     recall@10: 1.00 → 0.00, "
-                    f"RR: {1 / 2:.2f} → 0.00, nDCG@10: {1 / math.log2(3):.2f} → 0.00")
+                    f"RR: {1 / rank:.2f} → 0.00, nDCG@10: {1 / math.log2(rank + 1):.2f} → 0.00")
 
     # nothing changed since the weakened run: it is the compared run now, and the gate passes
     again = run_eval(sample, "--fail-on-regression")
