@@ -8,10 +8,11 @@ benchmark, so their embeddings are usually cached already). The run is the body 
 `groove_cli.evaluate.tune_runner.run_tune`, step by step with a timer around each phase:
 
 - embedding: every query vector from the query cache or the model (excluded from the total);
-- fetching lists: the vector lists (`tune_runner._vector_lists`, one batched KNN), the
-  pre-flight lists and `count(*)` (`_ListFetcher.diagnostics`: built-in and the two probe bm25
-  weight sets, trigram and word-level tables), `tune.check_preflight`, the other 61 weight
-  sets' lists (`_ListFetcher.lists`) and the (path, heading) of every listed chunk;
+- fetching lists: the vector lists (`tune_runner._vector_lists`, one batched KNN), the golden
+  paths checked against the index (`runner.golden_index_warnings`), the pre-flight lists and
+  `count(*)` (`_ListFetcher.diagnostics`: built-in and the two probe bm25 weight sets, trigram
+  and word-level tables), `tune.check_preflight`, the other 61 weight sets' lists
+  (`_ListFetcher.lists`) and the (path, heading) of every listed chunk;
 - sweep: `tune.score_matrix` (384 conditions fused and scored in memory);
 - LOO-CV: `tune.loo_cv` (nested leave-one-query-out selection);
 - verdict: `tune.verdict` + `tune.build_tune_json`.
@@ -49,7 +50,7 @@ from eval_datasets import golden_document
 
 from groove_cli import config
 from groove_cli.evaluate import tune
-from groove_cli.evaluate.runner import load_golden_set
+from groove_cli.evaluate.runner import golden_index_warnings, load_golden_set
 from groove_cli.evaluate.tune_runner import TuneRequest, _ListFetcher, _vector_lists, run_tune
 from groove_cli.models import default_models_dir
 from groove_cli.retrieve.query import compile_query
@@ -57,7 +58,7 @@ from groove_cli.session import open_session
 
 TARGET_S = 60.0
 K_VALUES = (1, 5, 10)
-FETCH_PHASES = ("fetch_vector", "fetch_preflight", "preflight", "fetch_grid", "fetch_meta")
+FETCH_PHASES = ("fetch_vector", "golden_checks", "fetch_preflight", "preflight", "fetch_grid", "fetch_meta")
 PHASES = ("embedding", *FETCH_PHASES, "fetch_lists", "sweep", "loo_cv", "verdict",
           "total_excluding_embedding")
 T = TypeVar("T")
@@ -108,6 +109,7 @@ def phased_tune(coll: Collection, golden_path: Path) -> tuple[dict[str, float], 
         vector_lists = timer.run("fetch_vector", lambda: _vector_lists(session, compiled, pool))
         store = session.store
         with store.read_transaction():
+            timer.run("golden_checks", lambda: golden_index_warnings(session, golden))
             chunk_total = store.chunk_count()
             context_noop = not store.has_context_text()
             fetchers = [_ListFetcher(store, q, pool) for q in compiled]
@@ -171,6 +173,7 @@ def markdown(data: dict[str, Any]) -> str:
     result = data["result"]
     rows = [("query embedding (excluded)", "embedding"),
             ("fetch: vector lists (one batched KNN)", "fetch_vector"),
+            ("golden paths checked against the index", "golden_checks"),
             ("fetch: pre-flight lists (3 weight sets) + count(*)", "fetch_preflight"),
             ("pre-flight check", "preflight"),
             ("fetch: the other 61 weight sets' FTS lists", "fetch_grid"),
