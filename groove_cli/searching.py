@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,13 +81,24 @@ def settings_warnings(settings: Settings, params: SearchParams) -> None:
         messages.warning(text)
 
 
-def query_warnings(query: CompiledQuery) -> None:
-    if query.phrases_capped:
-        messages.warning("the query has more than 32 distinct phrases; only the first 32 are "
-                         "searched")
-    if query.negatives_capped:
-        messages.warning("the query has more than 32 distinct exclusions; only the first 32 "
-                         "apply")
+def query_warnings(queries: Sequence[CompiledQuery]) -> None:
+    """The phrase-cap warnings, once per run: for one search, or summed over eval's queries."""
+    phrases = sum(1 for q in queries if q.phrases_capped)
+    negatives = sum(1 for q in queries if q.negatives_capped)
+    if len(queries) == 1:
+        if phrases:
+            messages.warning("the query has more than 32 distinct phrases; only the first 32 "
+                             "are searched")
+        if negatives:
+            messages.warning("the query has more than 32 distinct exclusions; only the first "
+                             "32 apply")
+        return
+    if phrases:
+        messages.warning(f"{phrases} of {len(queries)} queries have more than 32 distinct "
+                         "phrases; only the first 32 of each are searched")
+    if negatives:
+        messages.warning(f"{negatives} of {len(queries)} queries have more than 32 distinct "
+                         "exclusions; only the first 32 of each apply")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +117,7 @@ def run_search(settings: Settings, db: Path, kb: Path | None, text: str, *, limi
     params = build_params(settings, limit=clamp_limit(limit), rerank=reranker_name is not None,
                           filters=filters)
     settings_warnings(settings, params)
-    query_warnings(query)
+    query_warnings([query])
     applied = filter_applied(filters, explicit_min_confidence_ratio=explicit_ratio)
     legs = legs_to_run(query, params)
     session = open_session(db, kb, model=settings.str_("model"), max_length=settings.int_("max_length"),

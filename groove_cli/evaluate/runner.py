@@ -146,8 +146,7 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
                            models_dir=config.models_dir(s), offline=config.offline_mode())
     try:
         compiled = [compile_query(q.query) for q in golden.queries]
-        for query in compiled:
-            query_warnings(query)
+        query_warnings(compiled)
         need_vec = [i for i, q in enumerate(compiled) if legs_to_run(q, params).vector]
         vectors = session.query_vectors([compiled[i].positive_text for i in need_vec])
         by_query = dict(zip(need_vec, vectors, strict=True))
