@@ -14,6 +14,10 @@ Also measured on JSQuAD: an eval whose query embeddings are all computed (query 
 first) against the same eval right after, with every embedding cached (target ≥ 5× faster);
 `--cache-reps` pairs, medians reported.
 
+Issue #8 rows: the fts and hybrid runs with query compiler v1 (trigram table only, the "before"
+rows, see fts_variants.py) next to v2, and the bm25s peer (English stopwords + Snowball
+stemmer, `pip install -e '.[bench]'`), all with 95 % CIs.
+
 Writes bench/results/quality.json and quality.md.
 """
 
@@ -41,6 +45,7 @@ from _common import (
     verdict,
     write_results,
 )
+from fts_variants import eval_v1, peer_bm25s
 
 MODES = ("fts", "vector", "hybrid")
 METRICS = (("ndcg@10", "ndcg_at_k", "10"), ("recall@10", "recall_at_k", "10"), ("MRR", "mrr", None))
@@ -202,7 +207,67 @@ def evaluate(coll: Collection, cache_reps: int) -> dict[str, Any]:
     entry["fingerprint"] = reports["hybrid"]["fingerprint"]
     entry["corpus"] = reports["hybrid"]["corpus"]
     entry["hybrid_vs_legs"] = hybrid_vs_legs(reports)
+    entry["full_text"] = full_text_variants(coll, golden, doc, entry["modes"])
     return entry
+
+
+def full_text_variants(coll: Collection, golden: Path, doc: dict[str, Any],
+                       modes: dict[str, Any]) -> dict[str, Any]:
+    """Issue #8: compiler v1 (trigram only) vs v2 in fts and hybrid mode, and the bm25s peer."""
+    before = {mode: summarise(eval_v1(coll.kb, coll.db, golden, coll.config, mode))
+              for mode in ("fts", "hybrid")}
+    peer = summarise({"aggregate": peer_bm25s(coll.kb, doc["queries"])})
+    after = {mode: modes[mode] for mode in ("fts", "hybrid")}
+    ndcg = {key: row["ndcg@10"]["value"] for key, row in
+            (("fts_before", before["fts"]), ("fts_after", after["fts"]),
+             ("hybrid_before", before["hybrid"]), ("hybrid_after", after["hybrid"]),
+             ("peer", peer), ("vector", modes["vector"]))}
+    checks = {
+        "fts_within_0.01_of_peer": abs(ndcg["fts_after"] - ndcg["peer"]) <= 0.01,
+        "hybrid_beats_peer_by_0.02": ndcg["hybrid_after"] - ndcg["peer"] >= 0.02,
+        "hybrid_beats_vector_by_0.02": ndcg["hybrid_after"] - ndcg["vector"] >= 0.02,
+        "fts_drop_at_most_0.005": ndcg["fts_before"] - ndcg["fts_after"] <= 0.005,
+        "hybrid_drop_at_most_0.005": ndcg["hybrid_before"] - ndcg["hybrid_after"] <= 0.005,
+    }
+    return {"before": before, "after": after, "peer_bm25s": peer, "ndcg@10": ndcg,
+            "checks": checks}
+
+
+FULL_TEXT_CHECKS = {
+    "cisi": (("fts_within_0.01_of_peer", "fts within 0.01 of the bm25s peer"),
+             ("hybrid_beats_peer_by_0.02", "hybrid ≥ peer + 0.02"),
+             ("hybrid_beats_vector_by_0.02", "hybrid ≥ vector + 0.02")),
+    "jsquad": (("fts_drop_at_most_0.005", "fts drops ≤ 0.005"),
+               ("hybrid_drop_at_most_0.005", "hybrid drops ≤ 0.005")),
+}
+"""The Done-when checks of issue #8, per collection."""
+
+
+def _full_text_lines(name: str, variants: dict[str, Any], vector: dict[str, Any]) -> list[str]:
+    rows = (("fts, before (trigram table only, compiler v1)", variants["before"]["fts"]),
+            ("fts, after (trigram + word-level, compiler v2)", variants["after"]["fts"]),
+            ("hybrid, before", variants["before"]["hybrid"]),
+            ("hybrid, after", variants["after"]["hybrid"]),
+            ("vector", vector),
+            ("peer: bm25s, English stopwords + Snowball stemmer", variants["peer_bm25s"]))
+    lines = ["### Full-text legs before/after the word-level table (issue #8)", "",
+             "| run | nDCG@10 [95% CI] | recall@10 [95% CI] | MRR [95% CI] |",
+             "|---|---|---|---|"]
+    lines += [f"| {label} | {_cell(r['ndcg@10'])} | {_cell(r['recall@10'])} | "
+              f"{_cell(r['MRR'])} |" for label, r in rows]
+    checks = variants["checks"]
+    done = "; ".join(f"{text}: {verdict(checks[key])}" for key, text in FULL_TEXT_CHECKS[name])
+    lines += ["", f"nDCG@10 checks — {done}.", ""]
+    if name in PEER_NOTES:
+        lines += [PEER_NOTES[name], ""]
+    return lines
+
+
+PEER_NOTES = {
+    "jsquad": ("The bm25s peer uses its English tokenizer (runs of word characters), which "
+               "turns a Japanese sentence into a few long tokens: it is a peer for English "
+               "only, shown here for completeness."),
+}
 
 
 def _cell(metric: dict[str, Any]) -> str:
@@ -262,6 +327,8 @@ def markdown(data: dict[str, Any]) -> str:
             lines += [f"Best possible recall@10 with these judgments: "
                       f"{entry['recall_at_10_ceiling']:.3f} (mean of min(10, relevant) / "
                       "relevant).", ""]
+        if "full_text" in entry:
+            lines += _full_text_lines(name, entry["full_text"], entry["modes"]["vector"])
         if name in README_BASELINES:
             lines += [f"For comparison, {README_BASELINES[name]}.", ""]
         speed = entry.get("query_cache_speed")

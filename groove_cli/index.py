@@ -40,8 +40,10 @@ if TYPE_CHECKING:
     from groove_cli.models import Embedder
 
 # Files are embedded together until their chunks fill this many model batches, so batches stay
-# full even when notes are short; each file is still written in its own transaction.
-EMBED_GROUP_BATCHES = 2
+# full even when notes are short; each file is still written in its own transaction. The group
+# is sorted by token length before it is cut into batches: on JSQuAD, groups of 512 padded 17 %
+# more tokens than one global sort, groups of 2,048 only 11 % (measured in bench_index.py).
+EMBED_GROUP_BATCHES = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,14 +462,26 @@ class Indexer:
         return _Pending(source, parsed, existing, inputs)
 
     def _flush(self, store: Store, pending: list[_Pending], static: bool) -> bool:
-        """Embed every pending file's chunks together, then write each file on its own."""
+        """Embed every pending file's chunks together, then write each file on its own.
+
+        The group's inputs are sorted by token length and embedded one model batch at a time,
+        so padding stays small and Ctrl-C is noticed between batches, not after the group.
+        """
         embedder = self._load_embedder()
         inputs = [text for item in pending for text in item.inputs]
         contents = [chunk.content for item in pending for chunk in item.parsed.chunks]
-        vectors = embedder.embed_passages(inputs)
         counts = embedder.count_tokens(contents)
         lengths = embedder.input_lengths(inputs, "passage")
         self.truncated += sum(1 for n in lengths if n > embedder.max_length)
+        order = sorted(range(len(inputs)), key=lambda i: lengths[i])
+        vectors = np.empty((len(inputs), embedder.dim), dtype=np.float32)
+        step = max(1, embedder.settings.batch_size)
+        for start in range(0, len(order), step):
+            if self.should_stop():
+                self.interrupted = True
+                return False
+            batch = order[start : start + step]
+            vectors[batch] = embedder.embed_passages([inputs[i] for i in batch])
         offset = 0
         for item in pending:
             n = len(item.inputs)

@@ -166,22 +166,29 @@ def fetch_size(count: int, filtered: bool) -> int:
 
 def _keep(store: Store, ids: Sequence[int], count: int, row_filter: RowFilter,
           excluded: set[int] | None) -> list[int]:
-    """The first `count` ids that pass the filters and no exclusion; filter metadata is read
-    only when a filter is active (the content itself is read later, for the fused pool only)."""
+    """The first `count` ids that pass the filters and no exclusion.
+
+    Filter metadata is read only when a filter is active, and then slice by slice in rank
+    order, stopping once `count` ids passed: the ×10 over-fetch sets how deep the leg may go,
+    not how much is read (the content itself is read later, for the fused pool only).
+    """
     if excluded:
         ids = [cid for cid in ids if cid not in excluded]
     if not row_filter.active:
         return list(ids[:count])
-    meta = store.filter_meta(ids)
-    kept = []
-    for cid in ids:
-        m = meta.get(cid)
-        if m is not None and row_filter.passes(quality=m.quality, category=m.category,
-                                               topic=m.topic, path=m.path, tags=m.tags,
-                                               date=m.date):
-            kept.append(cid)
-            if len(kept) == count:
-                break
+    kept: list[int] = []
+    step = max(count, 16)
+    for start in range(0, len(ids), step):
+        window = ids[start : start + step]
+        meta = store.filter_meta(window)
+        for cid in window:
+            m = meta.get(cid)
+            if m is not None and row_filter.passes(quality=m.quality, category=m.category,
+                                                   topic=m.topic, path=m.path, tags=m.tags,
+                                                   date=m.date):
+                kept.append(cid)
+                if len(kept) == count:
+                    return kept
     return kept
 
 
