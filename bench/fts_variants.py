@@ -45,12 +45,13 @@ def eval_v1(kb: Path, db: Path, golden: Path, config_path: Path, mode: str) -> d
     request = runner.EvalRequest(settings=settings, db=db, kb=kb, golden=golden,
                                  k_values=k_values, limit=runner.effective_limit(None, k_values),
                                  reranker=None, no_history=True)
-    original = runner.compile_query
-    runner.compile_query = compile_v1  # type: ignore[assignment]
+    names = vars(runner)  # the runner compiles the golden queries through its module global
+    original = names["compile_query"]
+    names["compile_query"] = compile_v1
     try:
         return runner.run_eval(request).report
     finally:
-        runner.compile_query = original  # type: ignore[assignment]
+        names["compile_query"] = original
 
 
 def peer_bm25s(docs: Path, queries: Sequence[dict[str, Any]], k_values: Sequence[int] = (1, 5, 10),
