@@ -488,9 +488,19 @@ class Verification:
 
 def quantize_int8(src: Path, dst: Path) -> None:
     """Dynamic int8 quantisation (onnxruntime.quantization.quantize_dynamic) of `src` into `dst`."""
+    import logging
+
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
+    # quantize_dynamic logs advice through the root logger ("consider pre-processing"); it is
+    # not for groove's users, whose stderr carries only groove's own lines
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8)
+    finally:
+        root.setLevel(level)
 
 
 def write_converted(pack: PackFile, dest: Path) -> None:
