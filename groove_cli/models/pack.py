@@ -612,8 +612,12 @@ def convert(pack_path: Path, dest: Path, variant: str = PACK_VARIANT) -> Verific
             return out
 
         compare_probes(int8, from_fp32, None, MIN_COSINE_INT8, "its float32 graph")
+        keep = f".opt-{staged().sha256[:16]}-"
         del fp32, int8
         src.unlink()
-        for stale in dest.glob("model-fp32.opt-*"):
-            stale.unlink()
+        # the float32 graph's optimised copy (saved while it was still model.onnx) would
+        # leave ~470 MB in the cache; only the int8 graph's own optimised copy stays
+        for stale in dest.glob("*.opt-*"):
+            if keep not in stale.name:
+                stale.unlink()
     return check
