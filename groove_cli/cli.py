@@ -232,7 +232,6 @@ def index_cmd(
         assert paths.kb is not None
         options = IndexOptions(
             kb=paths.kb, db=paths.db, model=s.str_("model"),
-            model_from_flag=s.source("model") == "flag",
             max_length=s.int_("max_length"), models_dir=config.models_dir(s), force=force,
             exclude_dirs=tuple(str(d) for d in s.list_("exclude_dirs")),
             exclude_headings=tuple(str(h) for h in s.list_("exclude_headings")),

@@ -54,7 +54,6 @@ class IndexOptions:
     db: Path
     model: str | None
     """The model from --model or config; None means the index's recorded model, else default."""
-    model_from_flag: bool
     max_length: int | None
     models_dir: Path
     force: bool = False

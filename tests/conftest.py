@@ -72,7 +72,7 @@ def golden_index(real_models_dir: Path, tmp_path_factory: pytest.TempPathFactory
     kb = root / "kb"
     shutil.copytree(REPO / "golden", kb, ignore=shutil.ignore_patterns(".groove*history*"))
     db = root / "index.db"
-    index_kb(IndexOptions(kb=kb, db=db, model=None, model_from_flag=False, max_length=None,
+    index_kb(IndexOptions(kb=kb, db=db, model=None, max_length=None,
                           models_dir=real_models_dir, quiet=True))
     return kb, db
 

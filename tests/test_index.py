@@ -238,7 +238,7 @@ class Groove:
 
     def options(self, **changes: object) -> IndexOptions:
         values: dict[str, object] = {
-            "kb": self.kb, "db": self.db, "model": str(self.model), "model_from_flag": True,
+            "kb": self.kb, "db": self.db, "model": str(self.model),
             "max_length": None, "models_dir": self.models_dir, "quiet": True}
         values.update(changes)
         return IndexOptions(**values)  # type: ignore[arg-type]

@@ -161,7 +161,7 @@ def test_index_force_empties_the_cache(warm: Warm, real_models_dir: Path, tmp_pa
     assert _cache_rows(db) == len(HYBRID_QUERIES)
     kb = tmp_path / "empty-kb"
     kb.mkdir()
-    report = index_kb(IndexOptions(kb=kb, db=db, model=None, model_from_flag=False,
+    report = index_kb(IndexOptions(kb=kb, db=db, model=None,
                                    max_length=None, models_dir=real_models_dir, force=True,
                                    quiet=True, offline=True))
     assert (report.documents, report.chunks) == (0, 0)

@@ -149,7 +149,7 @@ def tune_kb(real_models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         holders = sorted(str(p.relative_to(kb)) for p in kb.rglob("*.md")
                          if re.search(rf"\b{word}\b", p.read_text(encoding="utf-8").lower()))
         assert len(holders) == DISTRACTORS + 1 and {_topic(h) for h in holders} == {word}
-    index_kb(IndexOptions(kb=kb, db=db, model=None, model_from_flag=False, max_length=16,
+    index_kb(IndexOptions(kb=kb, db=db, model=None, max_length=16,
                           models_dir=real_models_dir, quiet=True, offline=True))
 
     store = Store.open_readonly(db)
