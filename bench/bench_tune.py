@@ -51,7 +51,13 @@ from eval_datasets import golden_document
 from groove_cli import config
 from groove_cli.evaluate import tune
 from groove_cli.evaluate.runner import golden_index_warnings, load_golden_set
-from groove_cli.evaluate.tune_runner import TuneRequest, _ListFetcher, _vector_lists, run_tune
+from groove_cli.evaluate.tune_runner import (
+    TuneRequest,
+    _ListFetcher,
+    _vector_lists,
+    query_lists,
+    run_tune,
+)
 from groove_cli.models import default_models_dir
 from groove_cli.retrieve.query import compile_query
 from groove_cli.session import open_session
@@ -119,17 +125,8 @@ def phased_tune(coll: Collection, golden_path: Path) -> tuple[dict[str, float], 
                                                           strict=True)])
             effective = timer.run("preflight", lambda: tune.check_preflight(
                 diags, context_axis_noop=context_noop))
-            lists = timer.run("fetch_grid", lambda: [
-                tune.QueryLists(
-                    id=golden_query.id,
-                    expected=tuple((e.path, e.heading) for e in golden_query.expected),
-                    vector_ids=tuple(vec_ids),
-                    fts_ids_by_weight=fetcher.lists("fts_chunks", weight_sets),
-                    word_ids_by_weight=(fetcher.lists("fts_words", weight_sets)
-                                        if fetcher.exprs["fts_words"] else ()),
-                )
-                for fetcher, golden_query, vec_ids in zip(fetchers, usable, vector_lists,
-                                                          strict=True)])
+            lists = timer.run("fetch_grid", lambda: query_lists(fetchers, usable, vector_lists,
+                                                                weight_sets))
             ids = {cid for ql in lists for cid in ql.vector_ids}
             ids.update(cid for ql in lists
                        for fts in (*ql.fts_ids_by_weight, *ql.word_ids_by_weight) for cid in fts)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -499,46 +499,43 @@ class Store:
                  if dist is not None]
         return sorted(found, key=lambda item: (item[1], item[0]))
 
-    def chunks_by_id(self, ids: Iterable[int]) -> dict[int, IndexedChunk]:
-        wanted = list(dict.fromkeys(ids))
-        out: dict[int, IndexedChunk] = {}
+    def _rows_in(self, sql: str, values: Iterable[object]) -> Iterator[tuple[Any, ...]]:
+        """Rows of `sql` whose `IN ({marks})` takes `values` (deduplicated), 500 at a time so
+        no statement exceeds SQLite's bound-parameter limit."""
+        wanted = list(dict.fromkeys(values))
         for start in range(0, len(wanted), 500):
             batch = wanted[start : start + 500]
-            marks = ",".join("?" * len(batch))
-            for row in self.con.execute(
+            yield from self.con.execute(sql.format(marks=",".join("?" * len(batch))), batch)
+
+    def chunks_by_id(self, ids: Iterable[int]) -> dict[int, IndexedChunk]:
+        out: dict[int, IndexedChunk] = {}
+        for row in self._rows_in(
                 f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.document_id "
-                f"WHERE c.id IN ({marks})", batch):
-                chunk = _row_to_chunk(row)
-                out[chunk.chunk_id] = chunk
+                "WHERE c.id IN ({marks})", ids):
+            chunk = _row_to_chunk(row)
+            out[chunk.chunk_id] = chunk
         return out
 
     def filter_meta(self, ids: Sequence[int]) -> dict[int, FilterMeta]:
         """What the search filters look at, keyed by chunk id (no content: the legs read only
         this, the fused pool reads the rest)."""
         out: dict[int, FilterMeta] = {}
-        wanted = list(dict.fromkeys(ids))
-        for start in range(0, len(wanted), 500):
-            batch = wanted[start : start + 500]
-            marks = ",".join("?" * len(batch))
-            for cid, quality, category, topic, path, tags, date in self.con.execute(
-                    "SELECT c.id, c.quality_score, d.category, d.topic, d.path, d.tags, d.date "
-                    "FROM chunks c JOIN documents d ON d.id = c.document_id "
-                    f"WHERE c.id IN ({marks})", batch):
-                out[int(cid)] = FilterMeta(float(quality), category, topic,
-                                           str(path), tuple(json.loads(str(tags))), date)
+        for cid, quality, category, topic, path, tags, date in self._rows_in(
+                "SELECT c.id, c.quality_score, d.category, d.topic, d.path, d.tags, d.date "
+                "FROM chunks c JOIN documents d ON d.id = c.document_id "
+                "WHERE c.id IN ({marks})", ids):
+            out[int(cid)] = FilterMeta(float(quality), category, topic,
+                                       str(path), tuple(json.loads(str(tags))), date)
         return out
 
     def vectors_by_id(self, ids: Sequence[int], dim: int) -> dict[int, npt.NDArray[np.float32]]:
         """Stored embeddings for `ids`, in batches of 500 (search.md §8)."""
         out: dict[int, npt.NDArray[np.float32]] = {}
-        for start in range(0, len(ids), 500):
-            batch = list(ids[start : start + 500])
-            marks = ",".join("?" * len(batch))
-            for cid, blob in self.con.execute(
-                f"SELECT chunk_id, embedding FROM vec_chunks WHERE chunk_id IN ({marks})", batch):
-                vector = _f32_vector(blob)
-                if vector.shape[0] == dim:
-                    out[int(cid)] = vector
+        for cid, blob in self._rows_in(
+                "SELECT chunk_id, embedding FROM vec_chunks WHERE chunk_id IN ({marks})", ids):
+            vector = _f32_vector(blob)
+            if vector.shape[0] == dim:
+                out[int(cid)] = vector
         return out
 
     def all_vectors(self) -> Iterator[tuple[int, bytes]]:
@@ -574,12 +571,9 @@ class Store:
 
     def cache_get(self, keys: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
         out: dict[str, npt.NDArray[np.float32]] = {}
-        for start in range(0, len(keys), 500):
-            batch = list(keys[start : start + 500])
-            marks = ",".join("?" * len(batch))
-            for key, blob in self.con.execute(
-                f"SELECT key, embedding FROM query_cache WHERE key IN ({marks})", batch):
-                out[str(key)] = _f32_vector(blob)
+        for key, blob in self._rows_in(
+                "SELECT key, embedding FROM query_cache WHERE key IN ({marks})", keys):
+            out[str(key)] = _f32_vector(blob)
         return out
 
     # ------------------------------------------------------------------ doctor

@@ -17,6 +17,7 @@ import numpy as np
 from groove_cli import config, messages
 from groove_cli.config import Settings
 from groove_cli.evaluate import tune
+from groove_cli.evaluate.golden import GoldenQuery
 from groove_cli.evaluate.runner import golden_index_warnings, load_golden_set
 from groove_cli.evaluate.tune_write import (
     creating_config_note,
@@ -129,6 +130,24 @@ class _ListFetcher:
             fts_total_matches=matches, chunk_total=chunk_total, limit=limit)
 
 
+def query_lists(fetchers: Sequence[_ListFetcher], usable: Sequence[GoldenQuery],
+                vector_lists: Sequence[Sequence[int]],
+                weight_sets: Sequence[tuple[float, float, float]]) -> list[tune.QueryLists]:
+    """Every usable query's lists for the sweep: the vector list and, per weight set, the
+    trigram list and (when the query has Latin words) the word-level list."""
+    return [
+        tune.QueryLists(
+            id=golden_query.id,
+            expected=tuple((e.path, e.heading) for e in golden_query.expected),
+            vector_ids=tuple(vec_ids),
+            fts_ids_by_weight=fetcher.lists("fts_chunks", weight_sets),
+            word_ids_by_weight=(fetcher.lists("fts_words", weight_sets)
+                                if fetcher.exprs["fts_words"] else ()),
+        )
+        for fetcher, golden_query, vec_ids in zip(fetchers, usable, vector_lists, strict=True)
+    ]
+
+
 def run_tune(req: TuneRequest) -> dict[str, Any]:
     """Sweep the grid, cross-validate, and (with --write) apply an adopted recommendation."""
     s = req.settings
@@ -160,18 +179,7 @@ def run_tune(req: TuneRequest) -> dict[str, Any]:
                                                           strict=True)
             ]
             effective = tune.check_preflight(diags, context_axis_noop=context_noop)
-            lists = [
-                tune.QueryLists(
-                    id=golden_query.id,
-                    expected=tuple((e.path, e.heading) for e in golden_query.expected),
-                    vector_ids=tuple(vec_ids),
-                    fts_ids_by_weight=fetcher.lists("fts_chunks", weight_sets),
-                    word_ids_by_weight=(fetcher.lists("fts_words", weight_sets)
-                                        if fetcher.exprs["fts_words"] else ()),
-                )
-                for fetcher, golden_query, vec_ids in zip(fetchers, usable, vector_lists,
-                                                          strict=True)
-            ]
+            lists = query_lists(fetchers, usable, vector_lists, weight_sets)
             ids = {cid for ql in lists for cid in ql.vector_ids}
             ids.update(cid for ql in lists
                        for fts in (*ql.fts_ids_by_weight, *ql.word_ids_by_weight) for cid in fts)
