@@ -41,9 +41,11 @@ if TYPE_CHECKING:
 
 # Files are embedded together until their chunks fill this many model batches, so batches stay
 # full even when notes are short; each file is still written in its own transaction. The group
-# is sorted by token length before it is cut into batches: on JSQuAD, groups of 512 padded 17 %
-# more tokens than one global sort, groups of 2,048 only 11 % (measured in bench_index.py).
-EMBED_GROUP_BATCHES = 8
+# is sorted by token length before it is cut into batches: on JSQuAD, groups of 512 inputs cost
+# 19 % more CPU than one global sort, groups of 2,048 6 % (bench_index.py); at 4,096 a
+# collection that size is one group. Ctrl-C is still noticed between model batches; it loses
+# at most the group's embeddings, never a document's rows.
+EMBED_GROUP_BATCHES = 16
 
 
 @dataclass(frozen=True, slots=True)
