@@ -10,6 +10,7 @@ pipeline prints the cap warnings from the flags of `CompiledQuery`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -287,6 +288,7 @@ def _exclusions(text: str, segments: list[_Segment]
     return removals, negatives, negative_words
 
 
+@functools.lru_cache(maxsize=4096)
 def compile_query(text: str) -> CompiledQuery:
     """Compile a query into phrases, negatives and the FTS5 MATCH expressions (§2).
 
