@@ -308,6 +308,11 @@ class Store:
         ).fetchall()[0]
         return int(row[0] or 0), int(row[1] or 0)
 
+    def min_quality(self) -> float | None:
+        """The lowest chunk quality score (None for an empty index); uses idx_chunks_quality."""
+        value = self.con.execute("SELECT min(quality_score) FROM chunks").fetchall()[0][0]
+        return None if value is None else float(value)
+
     def has_context_text(self) -> bool:
         rows = self.con.execute(
             "SELECT 1 FROM chunks WHERE context_text IS NOT NULL AND context_text != '' LIMIT 1"

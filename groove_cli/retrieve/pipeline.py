@@ -7,6 +7,7 @@ stage records its ranks and timings for `--explain`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -238,7 +239,7 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
     timings: dict[str, float | None] = {k: None for k in (
         "embed", "vec", "fts", "fuse", "rerank", "mmr", "parent", "spans", "total")}
     timings["embed"] = embed_ms
-    row_filter = compile_filters(params.filters)
+    row_filter = compile_filters(_effective_filters(store, params.filters))
     pools = pool_sizes(params)
     legs = legs_to_run(query, params)
 
@@ -354,6 +355,16 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
                         pools.fts if legs.fts or legs.words else 0, len(fused), dropped, timings)
     return SearchResult(hits, low_confidence([h.score for h in hits], params.min_confidence_ratio),
                         trace)
+
+
+def _effective_filters(store: Store, spec: FilterSpec) -> FilterSpec:
+    """A quality threshold no chunk falls below filters nothing: drop it, so the legs need not
+    over-fetch ×10 and read filter columns (one indexed min() tells; results are identical)."""
+    if spec.quality_threshold > 0:
+        lowest = store.min_quality()
+        if lowest is None or lowest >= spec.quality_threshold:
+            return dataclasses.replace(spec, quality_threshold=0.0)
+    return spec
 
 
 def excluded_ids(store: Store, query: CompiledQuery) -> set[int] | None:
