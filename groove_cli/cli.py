@@ -257,6 +257,14 @@ def index_cmd(
 # --------------------------------------------------------------------------- status / doctor
 
 
+def _reading_paths(ctx: typer.Context, kb_path: Path | None) -> _Paths:
+    """Settings, KB and index for status/doctor; with --db they need no KB path (cli.md §1)."""
+    from groove_cli.store import check_runtime
+
+    check_runtime()
+    return _paths(ctx, _flags(kb_path=str(kb_path) if kb_path else None), kb_required=False)
+
+
 @app.command("status")
 def status_cmd(
     ctx: typer.Context,
@@ -268,14 +276,11 @@ def status_cmd(
     Example: `groove status --kb-path ~/notes`
     """
     from groove_cli.status import index_status
-    from groove_cli.store import check_runtime
 
     fmt = _check_format(format, ("text", "json"))
 
     def run() -> StatusReport | None:
-        check_runtime()
-        # With --db, status and doctor need no KB path (cli.md §1).
-        paths = _paths(ctx, _flags(kb_path=str(kb_path) if kb_path else None), kb_required=False)
+        paths = _reading_paths(ctx, kb_path)
         if not paths.db.is_file():
             hint = paths.kb if paths.kb else "<path>"
             messages.note(f"no index found at {paths.db}. Run `groove index --kb-path {hint}` first.")
@@ -302,14 +307,11 @@ def doctor_cmd(
     Example: `groove doctor --kb-path ~/notes`
     """
     from groove_cli.status import run_doctor
-    from groove_cli.store import check_runtime
 
     fmt = _check_format(format, ("text", "json"))
 
     def run() -> DoctorReport:
-        check_runtime()
-        # With --db, status and doctor need no KB path (cli.md §1).
-        paths = _paths(ctx, _flags(kb_path=str(kb_path) if kb_path else None), kb_required=False)
+        paths = _reading_paths(ctx, kb_path)
         return run_doctor(paths.db, paths.kb, config.models_dir(paths.settings))
 
     report = _run(run)

@@ -16,7 +16,13 @@ import numpy.typing as npt
 from groove_cli.errors import ConfigError, ModelError
 from groove_cli.models.directory import ResolvedModel
 from groove_cli.models.registry import ModelSettings
-from groove_cli.models.runtime import Runtime, length_batches, load_runtime, pad_batch
+from groove_cli.models.runtime import (
+    Runtime,
+    length_batches,
+    load_runtime,
+    output_shape,
+    pad_batch,
+)
 
 MIN_MAX_LENGTH = 16
 
@@ -146,14 +152,8 @@ def l2_normalise(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 
 def _check_output(model: ResolvedModel, runtime: Runtime) -> int:
     """The embedding size the graph declares for `output`; refuses a wrong rank or size."""
-    outputs = {o.name: o for o in runtime.session.get_outputs()}
     name = model.settings.output
-    if name not in outputs:
-        raise ModelError(
-            f"{model.onnx_path}: the graph has no output {name!r} "
-            f"(outputs: {', '.join(outputs)})"
-        )
-    shape = list(outputs[name].shape or [])
+    shape = output_shape(model, runtime)
     expected = model.settings.dim
     if len(shape) != 3:
         raise ModelError(

@@ -17,7 +17,13 @@ import numpy.typing as npt
 from groove_cli.errors import ModelError
 from groove_cli.models.directory import ResolvedModel
 from groove_cli.models.registry import ModelSettings
-from groove_cli.models.runtime import Runtime, length_batches, load_runtime, pad_batch
+from groove_cli.models.runtime import (
+    Runtime,
+    length_batches,
+    load_runtime,
+    output_shape,
+    pad_batch,
+)
 
 
 class CrossEncoder:
@@ -83,13 +89,8 @@ class CrossEncoder:
 
 
 def _check_logits(model: ResolvedModel, runtime: Runtime) -> None:
-    outputs = {o.name: o for o in runtime.session.get_outputs()}
     name = model.settings.output
-    if name not in outputs:
-        raise ModelError(
-            f"{model.onnx_path}: the graph has no output {name!r} (outputs: {', '.join(outputs)})"
-        )
-    shape = list(outputs[name].shape or [])
+    shape = output_shape(model, runtime)
     if not logits_shape_ok(shape):
         raise ModelError(
             f"{model.onnx_path}: reranker output {name!r} has shape {shape}; "

@@ -135,6 +135,18 @@ def load_tokenizer(path: Path) -> tuple[Any, int]:
     return tok, pad_id if pad_id is not None else 0
 
 
+def output_shape(model: ResolvedModel, runtime: Runtime) -> list[int | str | None]:
+    """The declared shape of the graph output the model settings name; a missing output is
+    refused with the list of the graph's outputs."""
+    outputs = {o.name: o for o in runtime.session.get_outputs()}
+    name = model.settings.output
+    if name not in outputs:
+        raise ModelError(
+            f"{model.onnx_path}: the graph has no output {name!r} (outputs: {', '.join(outputs)})"
+        )
+    return list(outputs[name].shape or [])
+
+
 def load_runtime(model: ResolvedModel) -> Runtime:
     """Create the session (in a thread) while the tokenizer loads — the two largest costs.
 
