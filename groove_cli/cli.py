@@ -75,7 +75,7 @@ def main_callback(
     ] = None,
     db: Annotated[
         Path | None,
-        typer.Option("--db", help="The index file (default: config db_path, else <kb>/.groove.db)."),
+        typer.Option("--db", help="The index file (default: config db_path, else KB/.groove.db)."),
     ] = None,
     version: Annotated[
         bool,
@@ -492,7 +492,7 @@ def search_cmd(
 # --------------------------------------------------------------------------- eval
 
 GoldenOpt = Annotated[Path | None, typer.Option(
-    "--golden", help="Golden file (default [eval].golden, else <kb>/.groove-eval.yml).")]
+    "--golden", help="Golden file (default [eval].golden, else KB/.groove-eval.yml).")]
 KOpt = Annotated[str | None, typer.Option(
     "--k", help="Comma list of cut-offs for recall@k / nDCG@k (default [eval].k_values).")]
 
