@@ -225,6 +225,9 @@ class _Candidate:
     rerank_rank: int | None = None
     rerank_score: float | None = None
     mmr_rank: int | None = None
+    content: str = ""
+    expanded_from: dict[str, object] | None = None
+    spans: tuple[tuple[int, int], ...] | None = None
 
 
 def _ms(start: float) -> float:
@@ -307,22 +310,21 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
         timings["mmr"] = _ms(start)
     candidates = candidates[:limit]
 
-    contents = {id(c): c.chunk.content for c in candidates}
-    expanded: dict[int, dict[str, object]] = {}
+    for cand in candidates:
+        cand.content = cand.chunk.content
     if params.parent_retriever and candidates:
         start = time.perf_counter()
         for cand in candidates:
             expansion = _expand(store, cand.chunk, params)
             if expansion is not None:
-                contents[id(cand)], expanded[id(cand)] = expansion
+                cand.content, cand.expanded_from = expansion
         timings["parent"] = _ms(start)
 
-    spans: dict[int, tuple[tuple[int, int], ...] | None] = {}
     if params.spans:
         start = time.perf_counter()
         for cand in candidates:
-            found = match_spans(query.positive_text, contents[id(cand)])
-            spans[id(cand)] = tuple(found) if found is not None else None
+            found = match_spans(query.positive_text, cand.content)
+            cand.spans = tuple(found) if found is not None else None
         timings["spans"] = _ms(start)
 
     vec_rank = {cid: i + 1 for i, cid in enumerate(vec_rows)}
@@ -332,9 +334,9 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
         SearchHit(
             chunk=c.chunk,
             score=c.score,
-            content=contents[id(c)],
-            match_spans=spans.get(id(c)),
-            expanded_from=expanded.get(id(c)),
+            content=c.content,
+            match_spans=c.spans,
+            expanded_from=c.expanded_from,
             explain=HitExplain(
                 fts_rank=fts_rank.get(c.chunk.chunk_id),
                 fts_word_rank=word_rank.get(c.chunk.chunk_id),
