@@ -89,7 +89,8 @@ class ProgressSink(Protocol):
 
     def start(self, total: int) -> None: ...
 
-    def advance(self, done: int, chunks: int) -> None: ...
+    def advance(self, done: int, chunks: int) -> None:
+        """`done` files finished so far; `chunks` embedded (or kept) since the last call."""
 
     def finish(self) -> None: ...
 
@@ -483,6 +484,8 @@ class Indexer:
                 return False
             batch = order[start : start + step]
             vectors[batch] = embedder.embed_passages([inputs[i] for i in batch])
+            # the bar's chunk count moves while a large group is embedded
+            self.progress.advance(self.done, len(batch))
         offset = 0
         for item in pending:
             n = len(item.inputs)
@@ -515,7 +518,7 @@ class Indexer:
                                  item.existing.id if item.existing else None)
         self.updated += 1
         self._verbose(f"  indexed: {item.file.rel} ({len(rows)} chunks)")
-        self._advance(len(rows))
+        self._advance(0)  # its chunks were counted as they were embedded
 
 
 def index_kb(options: IndexOptions, progress: ProgressSink | None = None,

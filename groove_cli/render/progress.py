@@ -96,6 +96,8 @@ class PlainProgress:
         self.step = max(1, total // 20)
 
     def advance(self, done: int, chunks: int) -> None:
+        if done == self.last:  # chunks embedded, no new file finished
+            return
         if done % self.step == 0 or done == self.total:
             self.last = done
             percent = 100 * done // self.total if self.total else 100
