@@ -47,7 +47,7 @@ class StoredDocument:
 
 @dataclass(frozen=True, slots=True)
 class IndexedChunk:
-    """A chunk joined with its document: the unit every search leg returns."""
+    """A chunk joined with its document: what fused candidates and search hits carry."""
 
     chunk_id: int
     document_id: int
