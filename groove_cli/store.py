@@ -323,9 +323,9 @@ class Store:
 
     def documents(self) -> dict[str, StoredDocument]:
         return {
-            str(path): StoredDocument(int(did), str(path), str(digest), topic)
-            for did, path, digest, topic in self.con.execute(
-                "SELECT id, path, content_hash, topic FROM documents"
+            str(path): StoredDocument(int(did), str(path), str(digest))
+            for did, path, digest in self.con.execute(
+                "SELECT id, path, content_hash FROM documents"
             )
         }
 

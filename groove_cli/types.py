@@ -42,7 +42,6 @@ class StoredDocument:
     id: int
     path: str
     content_hash: str
-    topic: str | None
 
 
 @dataclass(frozen=True, slots=True)
