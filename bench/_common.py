@@ -239,3 +239,14 @@ def ratio(numerator: float, denominator: float) -> float:
 
 def fmt_ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
+
+
+def clear_query_cache(db: Path) -> None:
+    """Empty an index's query-embedding cache, so the next eval embeds every query."""
+    import apsw
+
+    con = apsw.Connection(str(db))
+    try:
+        con.execute("DELETE FROM query_cache")
+    finally:
+        con.close()

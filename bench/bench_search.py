@@ -46,13 +46,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import apsw
 import numpy as np
 import numpy.typing as npt
 from _common import (
     BENCH,
     DEFAULT_MODEL,
     WORK,
+    clear_query_cache,
     empty_config,
     load_average,
     machine,
@@ -457,14 +457,6 @@ def parse_timings(stderr: str) -> dict[str, float | None]:
         key, _, value = part.partition("=")
         out[key] = None if value == "-" else float(value)
     return out
-
-
-def clear_query_cache(db: Path) -> None:
-    con = apsw.Connection(str(db))
-    try:
-        con.execute("DELETE FROM query_cache")
-    finally:
-        con.close()
 
 
 def cold(db: Path, queries: Sequence[str]) -> dict[str, Any]:

@@ -28,7 +28,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import apsw
 import yaml
 from _common import (
     CISI,
@@ -36,6 +35,7 @@ from _common import (
     RESULTS,
     Collection,
     GrooveRun,
+    clear_query_cache,
     load_average,
     machine,
     machine_line,
@@ -110,14 +110,6 @@ def query_shapes(golden: dict[str, Any]) -> dict[str, int]:
 def run_eval(coll: Collection, golden: Path, mode: str) -> GrooveRun:
     return run_groove(["eval", "--kb-path", str(coll.kb), "--golden", str(golden), "--format",
                        "json", "--no-history", "--mode", mode], config=coll.config, db=coll.db)
-
-
-def clear_query_cache(db: Path) -> None:
-    con = apsw.Connection(str(db))
-    try:
-        con.execute("DELETE FROM query_cache")
-    finally:
-        con.close()
 
 
 def summarise(report: dict[str, Any]) -> dict[str, Any]:
