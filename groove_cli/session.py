@@ -55,15 +55,19 @@ class ReadSession:
     def context_mode(self) -> str:
         return self.meta.get("context_mode", "off")
 
-    def _load_embedder(self) -> Embedder:
+    def _load_embedder(self, texts: Sequence[str] = ()) -> Embedder:
+        """The embedder, loaded on first use; `texts` are what it is loaded for (a few short
+        queries let it skip building the full tokenizer)."""
         if self._embedder is None:
             from groove_cli.models import Embedder, resolve_model
+            from groove_cli.models.embedder import fits_piece_table
 
             model = resolve_model(self.runtime.name, self.models_dir, offline=self.offline)
             warn_digest(self.meta, model.name, model.sha256)
             self.runtime = RuntimeModel(model.name, self.runtime.dim, self.runtime.max_length,
                                         model.sha256, self.runtime.query_prefix)
-            self._embedder = Embedder.load(model, max_length=self.runtime.max_length)
+            self._embedder = Embedder.load(model, max_length=self.runtime.max_length,
+                                           few_queries=bool(texts) and fits_piece_table(texts))
             self.loaded_model = True
         return self._embedder
 
@@ -80,7 +84,8 @@ class ReadSession:
         cached = self.store.cache_get(keys)
         missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in cached}
         if missing:
-            vectors = self._load_embedder().embed_queries(list(missing.values()))
+            misses = list(missing.values())
+            vectors = self._load_embedder(misses).embed_queries(misses)
             fresh = dict(zip(missing, vectors, strict=True))
             cache_put(self.db, list(fresh.items()))
             cached.update(fresh)

@@ -207,3 +207,26 @@ def model_dir(path: Path, onnx_bytes: bytes, toml: str | None = None,
     if toml is not None:
         (path / "groove-model.toml").write_text(toml, encoding="utf-8")
     return path
+
+
+# A Unigram tokenizer over the same 24 ids as VOCAB (so the lookup graphs accept its ids):
+# the four specials, then pieces with hand-picked log probabilities; "zzz" holds the
+# minimum score, which sets the unknown-character penalty.
+UNIGRAM_PIECES: tuple[tuple[str, float], ...] = (
+    ("▁", -2.0), ("▁cat", -1.0), ("▁c", -3.0), ("at", -2.0), ("a", -3.0), ("t", -3.0),
+    ("c", -3.0), ("s", -3.0), ("▁cats", -1.5), ("▁dog", -1.0), ("d", -3.0), ("o", -3.0),
+    ("g", -3.0), ("og", -2.5), ("▁q", -4.0), ("u", -3.0), ("e", -3.0), ("r", -3.0),
+    ("y", -3.0), ("zzz", -30.0),
+)
+
+
+def unigram_tokenizer(pieces: tuple[tuple[str, float], ...] = UNIGRAM_PIECES) -> str:
+    """An XLM-R-style Unigram tokenizer: NFKC, Metaspace, `[CLS] A [SEP]`, ids as in VOCAB."""
+    doc = json.loads(word_level_tokenizer())
+    doc["normalizer"] = {"type": "NFKC"}
+    meta = {"replacement": "▁", "prepend_scheme": "always", "split": True}
+    doc["pre_tokenizer"] = {"type": "Metaspace", **meta}
+    doc["decoder"] = {"type": "Metaspace", **meta}
+    vocab = [[t, 0.0] for t in SPECIALS] + [[p, s] for p, s in pieces]
+    doc["model"] = {"type": "Unigram", "unk_id": UNK_ID, "vocab": vocab, "byte_fallback": False}
+    return json.dumps(doc, ensure_ascii=False)

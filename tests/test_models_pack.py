@@ -148,8 +148,10 @@ def test_conversion_progress_and_provenance(converted: tuple[ResolvedModel, list
     assert not (final / "model-fp32.onnx").exists()
     # no optimised copy of another graph is left behind (the float32 one is ~470 MB): at most
     # the installed graph's own, keyed by its digest
-    leftovers = sorted(p.name for p in final.iterdir()
-                       if p.name not in ("model.onnx", "tokenizer.json", "groove-model.toml"))
+    kept = ("model.onnx", "tokenizer.json", "groove-model.toml", "tokenizer.pieces.json",
+            "tokenizer.pieces-keys.npy", "tokenizer.pieces-values.npy")
+    assert (final / "tokenizer.pieces.json").is_file()  # the query tokenizer's piece table
+    leftovers = sorted(p.name for p in final.iterdir() if p.name not in kept)
     assert all(name.startswith(f"model.opt-{model.sha256[:16]}-") for name in leftovers), leftovers
 
 

@@ -15,11 +15,13 @@ import numpy.typing as npt
 
 from groove_cli.errors import ConfigError, ModelError
 from groove_cli.models.directory import ResolvedModel
+from groove_cli.models.pieces import PieceTokenizer, ensure_pieces
 from groove_cli.models.registry import ModelSettings
 from groove_cli.models.runtime import (
     Runtime,
     length_batches,
     load_runtime,
+    load_tokenizer,
     output_shape,
     pad_batch,
 )
@@ -36,38 +38,69 @@ def check_max_length(max_length: int, own: int) -> None:
         )
 
 
+# Above this many characters a batch is tokenised by the full tokenizer even when the piece
+# table could do it: candidate pieces grow with characters × longest piece, and past a few
+# thousand characters building the full tokenizer once is the cheaper way.
+PIECE_TABLE_MAX_CHARS = 4_000
+
+
+def fits_piece_table(texts: Sequence[str]) -> bool:
+    """Whether a batch is small enough for the piece table (prefixes not counted)."""
+    return sum(map(len, texts)) <= PIECE_TABLE_MAX_CHARS
+
+
 class Embedder:
     """A loaded embedding model. Create with `Embedder.load`."""
 
     def __init__(
-        self, model: ResolvedModel, runtime: Runtime, max_length: int, dim: int
+        self, model: ResolvedModel, runtime: Runtime, max_length: int, dim: int,
+        pieces: PieceTokenizer | None = None,
     ) -> None:
         self.model = model
         self.settings: ModelSettings = model.settings
         self.max_length = max_length
         self.dim = dim
         self._rt = runtime
-        self._tok = runtime.tokenizer
-        self._n_special = int(self._tok.num_special_tokens_to_add(False))
+        self._tok: Any = runtime.tokenizer
+        self._pieces = pieces
+        self._pad_id = runtime.pad_id if pieces is None else pieces.pad_id
+        self._n_special = (pieces.num_special if pieces is not None
+                           else int(self._tok.num_special_tokens_to_add(False)))
         self._feed_types = "token_type_ids" in runtime.input_names
 
     @classmethod
-    def load(cls, model: ResolvedModel, max_length: int | None = None) -> Embedder:
-        """Load `model`; `max_length` may lower the model's own cap (never raise it)."""
+    def load(cls, model: ResolvedModel, max_length: int | None = None, *,
+             few_queries: bool = False) -> Embedder:
+        """Load `model`; `max_length` may lower the model's own cap (never raise it).
+
+        `few_queries`: the caller embeds only a handful of queries (a search), so when the
+        model's piece table is stored (`pieces.py`) the full tokenizer is not built at all.
+        Otherwise the full tokenizer loads, and its piece table is derived once if missing.
+        """
         if model.settings.kind != "embedder":
             raise ModelError(f"{model.name} is a {model.settings.kind}, not an embedder")
         own = model.settings.max_length
         effective = own if max_length is None else max_length
         check_max_length(effective, own)
-        runtime = load_runtime(model)
+        pieces = PieceTokenizer.open(model.tokenizer_path) if few_queries else None
+        runtime = load_runtime(model, tokenizer=pieces is None)
         dim = _check_output(model, runtime)
-        return cls(model, runtime, effective, dim)
+        if pieces is None:
+            ensure_pieces(model.tokenizer_path, runtime.tokenizer, runtime.pad_id)
+        return cls(model, runtime, effective, dim, pieces)
 
     # ------------------------------------------------------------------ tokens
 
+    def _full_tokenizer(self) -> Any:
+        """The full tokenizer, loaded on first use when the piece table stood in so far."""
+        if self._tok is None:
+            self._tok, _ = load_tokenizer(self.model.tokenizer_path)
+        return self._tok
+
     def _content(self, texts: Sequence[str], prefix: str) -> list[Any]:
         """Untruncated encodings of prefix + text, without special tokens."""
-        return list(self._tok.encode_batch([prefix + t for t in texts], add_special_tokens=False))
+        tok = self._full_tokenizer()
+        return list(tok.encode_batch([prefix + t for t in texts], add_special_tokens=False))
 
     def _prefix(self, kind: str) -> str:
         if kind == "query":
@@ -87,6 +120,21 @@ class Embedder:
         """
         return [len(e.ids) + self._n_special for e in self._content(texts, self._prefix(kind))]
 
+    def _rows(self, texts: Sequence[str], prefix: str) -> list[list[int]]:
+        """Model input ids of prefix + text: content cut to fit `max_length`, special tokens
+        added — from the piece table for a small batch it covers, else the full tokenizer."""
+        cap = max(self.max_length - self._n_special, 0)
+        prefixed = [prefix + t for t in texts]
+        if self._pieces is not None and fits_piece_table(texts) and self._pieces.covers(prefixed):
+            return self._pieces.encode_rows(prefixed, cap)
+        tok = self._full_tokenizer()
+        rows: list[list[int]] = []
+        for enc in tok.encode_batch(prefixed, add_special_tokens=False):
+            if len(enc.ids) > cap:
+                enc.truncate(cap)
+            rows.append(tok.post_process(enc).ids)
+        return rows
+
     # ------------------------------------------------------------------ embedding
 
     def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -101,18 +149,13 @@ class Embedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        cap = max(self.max_length - self._n_special, 0)
-        rows: list[list[int]] = []
-        for enc in self._content(texts, prefix):
-            if len(enc.ids) > cap:
-                enc.truncate(cap)
-            rows.append(self._tok.post_process(enc).ids)
+        rows = self._rows(texts, prefix)
         for batch in length_batches([len(r) for r in rows], self.settings.batch_size):
             out[batch] = self._run([rows[i] for i in batch])
         return out
 
     def _run(self, rows: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
-        ids, mask = pad_batch(rows, self._rt.pad_id)
+        ids, mask = pad_batch(rows, self._pad_id)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if self._feed_types:
             feeds["token_type_ids"] = np.zeros_like(ids)

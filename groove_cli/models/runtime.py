@@ -147,14 +147,19 @@ def output_shape(model: ResolvedModel, runtime: Runtime) -> list[int | str | Non
     return list(outputs[name].shape or [])
 
 
-def load_runtime(model: ResolvedModel) -> Runtime:
+def load_runtime(model: ResolvedModel, *, tokenizer: bool = True) -> Runtime:
     """Create the session (in a thread) while the tokenizer loads — the two largest costs.
 
     Measured: `Tokenizer.from_file` holds the GIL for its whole ~0.9 s, while onnxruntime
     releases it during session creation. So the session goes to the worker thread and gets
     going first; the tokenizer then loads on this thread in parallel. The other way round
     the session would wait for the GIL and nothing would overlap.
+
+    With `tokenizer=False` only the session is created (the caller tokenises another way);
+    the Runtime then has no tokenizer and a pad id of -1.
     """
+    if not tokenizer:
+        return _checked(model, create_session(model), None, -1)
     result: dict[str, Any] = {}
     started = threading.Event()
 
@@ -175,7 +180,11 @@ def load_runtime(model: ResolvedModel) -> Runtime:
         worker.join()
     if "error" in result:
         raise result["error"]
-    session = result["session"]
+    return _checked(model, result["session"], tok, pad_id)
+
+
+def _checked(model: ResolvedModel, session: Any, tok: Any, pad_id: int) -> Runtime:
+    """The Runtime, once the graph is known to take `input_ids` and `attention_mask`."""
     names = tuple(i.name for i in session.get_inputs())
     for required in ("input_ids", "attention_mask"):
         if required not in names:
