@@ -954,3 +954,30 @@ def test_plain_progress_lines(groove: Groove) -> None:
     progress = [line for line in result.stderr.splitlines() if line.startswith("Progress: ")]
     # 3 files: a line every max(1, 3 // 20) = 1 file.
     assert progress == ["Progress: 1/3 (33%)", "Progress: 2/3 (66%)", "Progress: 3/3 (100%)"]
+
+
+# =========================================================================== full-text segments
+
+
+def segments(db: Path) -> dict[str, int]:
+    """Segments per full-text table (each write transaction adds one until they are merged)."""
+    return {t: rows(db, f"SELECT count(DISTINCT segid) FROM {t}_idx")[0][0]
+            for t in ("fts_chunks", "fts_words")}
+
+
+def test_a_run_leaves_each_full_text_table_in_one_segment(groove: Groove) -> None:
+    # one transaction per file: without the merge, 12 files leave several segments
+    write_kb(groove.kb, {f"notes/n{i:02}.md": f"# Note {i}\n\n{CATS} {i}\n" for i in range(12)})
+    groove.index_ok()
+    assert segments(groove.db) == {"fts_chunks": 1, "fts_words": 1}
+    write(groove.kb, "notes/n03.md", f"# Note 3\n\n{DOGS}\n")
+    groove.index_ok()
+    assert segments(groove.db) == {"fts_chunks": 1, "fts_words": 1}
+
+
+def test_large_indexes_merge_only_after_a_fair_share_of_changes() -> None:
+    from groove_cli.index import worth_optimizing
+
+    assert worth_optimizing(0, 500, 20_000)  # small: always (a no-op when already merged)
+    assert not worth_optimizing(9, 1_000, 20_001)  # 0.9 % of the documents changed
+    assert worth_optimizing(10, 1_000, 20_001)  # 1 %
