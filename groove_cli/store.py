@@ -38,6 +38,27 @@ _CHUNK_COLUMNS = """c.id, c.document_id, c.chunk_index, c.heading, c.level, c.an
        d.date, d.tags"""
 
 
+def _no_memory_statistics() -> None:
+    """Switch off SQLite's memory statistics before the first connection opens.
+
+    With them on (apsw's default) every allocation takes one process-wide mutex, and FTS5
+    allocates a lot: two threads running full-text queries on separate connections then
+    barely overlap (1,000 JSQuAD queries: 0.95 s on one thread, 0.84 s on two; with the
+    statistics off 0.92 s and 0.46 s). groove never reads them. SQLite accepts the setting
+    only while no connection is open; if one already is, nothing changes.
+    """
+    try:
+        apsw.shutdown()
+        apsw.config(apsw.SQLITE_CONFIG_MEMSTATUS, 0)
+    except apsw.Error:
+        pass
+    finally:
+        apsw.initialize()
+
+
+_no_memory_statistics()
+
+
 def utc_now() -> str:
     """UTC RFC 3339 with microseconds, the timestamp format of every stored time."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -127,7 +148,7 @@ def _row_to_chunk(row: Sequence[object]) -> IndexedChunk:
         chunk_index=int(idx),  # type: ignore[call-overload]
         heading=heading,  # type: ignore[arg-type]
         level=level,  # type: ignore[arg-type]
-        ancestry=tuple(json.loads(str(ancestry))),
+        ancestry=_json_tuple(ancestry),
         content=str(content),
         context_text=context,  # type: ignore[arg-type]
         token_count=tokens,  # type: ignore[arg-type]
@@ -137,8 +158,14 @@ def _row_to_chunk(row: Sequence[object]) -> IndexedChunk:
         topic=topic,  # type: ignore[arg-type]
         category=category,  # type: ignore[arg-type]
         date=date,  # type: ignore[arg-type]
-        tags=tuple(json.loads(str(tags))),
+        tags=_json_tuple(tags),
     )
+
+
+def _json_tuple(text: object) -> tuple[str, ...]:
+    """A stored JSON list as a tuple; the common empty list skips the parser (a search reads
+    two of these per hit)."""
+    return () if text == "[]" else tuple(json.loads(str(text)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +179,27 @@ class IntegrityReport:
     orphan_fts_row: list[int]
     chunk_without_document: list[int]
     document_without_chunks: list[str]
+
+
+def _write_lock(path: Path) -> apsw.Connection | None:
+    """A connection holding the write lock of `path` (BEGIN IMMEDIATE), taken without
+    waiting; None when the lock is busy or the file cannot be written."""
+    con: apsw.Connection | None = None
+    try:
+        con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+        con.execute("PRAGMA busy_timeout=0")
+        con.execute("BEGIN IMMEDIATE")
+        return con
+    except apsw.Error:
+        if con is not None:
+            con.close()
+        return None
+
+
+def _start_read(con: apsw.Connection) -> None:
+    """Make an open `BEGIN` take its snapshot now (a deferred transaction starts reading at
+    its first statement that touches the file)."""
+    con.execute("SELECT count(*) FROM index_meta").fetchall()
 
 
 class Store:
@@ -248,6 +296,40 @@ class Store:
         try:
             yield
         finally:
+            self.con.execute("COMMIT")
+
+    @contextmanager
+    def pinned_readers(self, extra: int) -> Iterator[list[Store]]:
+        """A read transaction on this store plus up to `extra` read-only connections, all on
+        one consistent state of the index, so independent reads can run on several cores.
+
+        SQLite (WAL) gives each read transaction the state committed when it starts. Here the
+        transactions start while a separate short-lived connection holds the write lock, so no
+        commit can land between them and they all see the same state. The lock is taken
+        without waiting and dropped once they have started; when it is not free at once (an
+        `index` is writing) or the file cannot be written, only this store's transaction is
+        yielded — the same single consistent state, on one core.
+        """
+        others: list[Store] = []
+        self.con.execute("BEGIN")  # deferred: the snapshot is taken by the first read below
+        try:
+            lock = _write_lock(self.path) if extra > 0 else None
+            try:
+                _start_read(self.con)
+                for _ in range(extra if lock is not None else 0):
+                    con = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+                    others.append(Store(con, self.path, readonly=True))
+                    self._configure(con)
+                    con.execute("BEGIN")
+                    _start_read(con)
+            finally:
+                if lock is not None:
+                    lock.execute("ROLLBACK")
+                    lock.close()
+            yield [self, *others]
+        finally:
+            for other in others:
+                other.con.close()
             self.con.execute("COMMIT")
 
     def optimize_fts(self) -> None:

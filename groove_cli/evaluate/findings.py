@@ -56,16 +56,23 @@ def golden_quoted_findings(
         path order. A needle that is a substring of another needle found in the same document is
         not counted, nor one whose queries expect this document.
     """
+    return quoted_findings(queries, quoted_needles(queries, chunks), top_paths)
+
+
+def quoted_needles(queries: Sequence[GoldenQuery], chunks: Iterable[FindingChunk]
+                   ) -> dict[str, set[str]]:
+    """The scan half of `golden_quoted_findings`: path -> the normalised queries it contains
+    (independent of the search results, so eval runs it while the searches run)."""
     needles = _needles(queries)
+    found: dict[str, set[str]] = {}
     if len(needles) < MIN_QUOTED:
-        return []
+        return found
     # Candidates by their first PREFIX characters: a needle can only occur in a text holding its
     # prefix, so each field checks the few needles whose prefix it contains (~2.5x faster on
     # 1,000 queries over 2,304 chunks than testing every needle against every field).
     by_prefix: dict[str, list[str]] = {}
     for needle in needles:
         by_prefix.setdefault(needle[:PREFIX], []).append(needle)
-    found: dict[str, set[str]] = {}
     for path, heading, context_text, content in chunks:
         matched = found.setdefault(path, set())
         fields = [f for f in (heading, context_text) if f] + [content]
@@ -76,8 +83,17 @@ def golden_quoted_findings(
                 for needle in by_prefix[prefix]:
                     if needle not in matched and needle in text:
                         matched.add(needle)
+    return found
+
+
+def quoted_findings(queries: Sequence[GoldenQuery], found: Mapping[str, set[str]],
+                    top_paths: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """The findings from a `quoted_needles` scan, each quote ranked in its query's top_k."""
+    needles = _needles(queries)
     findings: list[dict[str, Any]] = []
     for path, matched in found.items():
+        if len(matched) < MIN_QUOTED:
+            continue
         kept = [
             needle
             for needle in needles

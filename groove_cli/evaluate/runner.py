@@ -6,7 +6,11 @@ searches, the corpus snapshot and the finding scan run inside one read transacti
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,14 +21,16 @@ from groove_cli import config, messages
 from groove_cli.config import Settings
 from groove_cli.evaluate import history
 from groove_cli.evaluate.corpus import corpus_block, corpus_digest
-from groove_cli.evaluate.findings import findings_warning_text, golden_quoted_findings
+from groove_cli.evaluate.findings import findings_warning_text, quoted_findings, quoted_needles
 from groove_cli.evaluate.fingerprint import FingerprintInputs, build_fingerprint
 from groove_cli.evaluate.golden import GoldenSet, expected_warnings, find_golden, load_golden
 from groove_cli.evaluate.metrics import HitRecord, QueryMetrics, score_query
 from groove_cli.evaluate.report import build_json_report, build_run, utc_timestamp
+from groove_cli.evaluate.stats import warm_draws
 from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.pipeline import (
     MAX_LIMIT,
+    Knn,
     SearchParams,
     fetch_size,
     legs_to_run,
@@ -34,6 +40,7 @@ from groove_cli.retrieve.pipeline import (
 from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.searching import build_params, query_warnings, settings_warnings
 from groove_cli.session import ReadSession, open_session
+from groove_cli.store import Store
 
 
 def parse_k_values(text: str) -> tuple[int, ...]:
@@ -152,24 +159,27 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
         by_query = dict(zip(need_vec, vectors, strict=True))
         reranker = session.reranker(req.reranker)
         neighbours = _batch_neighbours(session, compiled, params, by_query)
-        with session.store.read_transaction():
+        readers = _extra_readers(len(compiled), reranker is not None)
+        with session.store.pinned_readers(readers) as stores:
             golden_index_warnings(session, golden)
-            hits: list[list[HitRecord]] = []
-            for i, query in enumerate(compiled):
-                found = neighbours.get(i, [])
-                hits.append(_records(session, query, params, by_query.get(i),
-                                     lambda _vec, k, found=found: found[:k], reranker))
             rows = list(session.store.corpus_rows())
             documents = session.store.document_count()
             chunks = session.store.chunk_count()
+            # Work that needs no search result runs on a helper thread meanwhile: the searches
+            # spend most of their time inside SQLite, with the GIL free.
+            with ThreadPoolExecutor(1, thread_name_prefix="groove-eval-side") as side:
+                scan = side.submit(quoted_needles, golden.queries,
+                                   [(r[0], r[2], r[4], r[3]) for r in rows])
+                side.submit(warm_draws, sum(1 for q in golden.queries if q.expected))
+                hits = _search_all(stores, compiled, params, by_query, neighbours, reranker,
+                                   session.dim)
         metrics: list[QueryMetrics] = [
             score_query(q.expected, h, req.k_values) for q, h in zip(golden.queries, hits, strict=True)
         ]
         corpus = corpus_block(documents, chunks, corpus_digest(rows))
         top_paths = {q.id: [h.path for h in hs[: req.limit]] for q, hs in zip(golden.queries, hits,
                                                                                strict=True)}
-        findings = golden_quoted_findings(golden.queries, ((r[0], r[2], r[4], r[3]) for r in rows),
-                                          top_paths)
+        findings = quoted_findings(golden.queries, scan.result(), top_paths)
         if findings:
             messages.warning(findings_warning_text(findings))
         fingerprint = build_fingerprint(fingerprint_inputs(
@@ -221,10 +231,56 @@ def _batch_neighbours(session: ReadSession, compiled: Sequence[CompiledQuery],
     return dict(zip(order, found, strict=True))
 
 
-def _records(session: ReadSession, query: CompiledQuery, params: SearchParams,
-             vector: Any, knn: Any, reranker: Any) -> list[HitRecord]:
-    result = search(session.store, query, params, vector=vector, knn=knn, reranker=reranker,
-                    dim=session.dim)
-    return [HitRecord(rank=i + 1, path=h.chunk.path, heading=h.chunk.heading, score=h.score)
-            for i, h in enumerate(result.hits)]
+# Below this many queries a second reader is not worth opening.
+PARALLEL_MIN_QUERIES = 64
 
+
+def _extra_readers(queries: int, rerank: bool) -> int:
+    """Connections beyond the session's own for the searches: one more on a multi-core
+    machine for a large golden set. The full-text legs run inside SQLite, which releases the
+    GIL, so two readers keep two cores busy. Not with a reranker: its inference already uses
+    every core."""
+    if rerank or queries < PARALLEL_MIN_QUERIES or (os.cpu_count() or 1) < 2:
+        return 0
+    return 1
+
+
+def _listed(found: list[tuple[int, float]]) -> Knn:
+    """A KNN answering from one query's precomputed neighbours (a prefix serves any k)."""
+    return lambda _vector, k: found[:k]
+
+
+def _search_all(stores: Sequence[Store], compiled: Sequence[CompiledQuery],
+                params: SearchParams, vectors: dict[int, Any],
+                neighbours: dict[int, list[tuple[int, float]]], reranker: Any,
+                dim: int) -> list[list[HitRecord]]:
+    """Every query's hit records, in file order; with several stores (one consistent state,
+    see `Store.pinned_readers`) each thread takes the next query off a shared counter."""
+    hits: list[list[HitRecord]] = [[] for _ in compiled]
+    counter = itertools.count()
+    errors: list[BaseException] = []
+
+    def work(store: Store) -> None:
+        try:
+            for i in counter:
+                if i >= len(compiled) or errors:
+                    return
+                result = search(store, compiled[i], params, vector=vectors.get(i),
+                                knn=_listed(neighbours.get(i, [])), reranker=reranker, dim=dim)
+                hits[i] = [HitRecord(rank=r + 1, path=h.chunk.path, heading=h.chunk.heading,
+                                     score=h.score) for r, h in enumerate(result.hits)]
+        except BaseException as exc:  # Ctrl-C included: the other threads stop, then re-raised
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(store,), name="groove-eval", daemon=True)
+               for store in stores[1:]]
+    for thread in threads:
+        thread.start()
+    try:
+        work(stores[0])
+    finally:
+        for thread in threads:
+            thread.join()
+    if errors:
+        raise errors[0]
+    return hits
