@@ -1,7 +1,9 @@
 """`groove eval` as one core call: golden → query vectors → searches → metrics → history.
 
 eval.md §2: every query vector is taken from the cache or computed (and stored) first; then all
-searches, the corpus snapshot and the finding scan run inside one read transaction.
+searches, the corpus snapshot and the finding scan see one consistent state of the index: one
+read transaction, or for a large golden set on several cores two read transactions pinned to
+the same committed state (`Store.pinned_readers`), each searching part of the queries.
 """
 
 from __future__ import annotations
