@@ -9,13 +9,13 @@ the stamp matches, and otherwise falls back to an in-memory copy (batches) or pl
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from groove_cli.npyfiles import save_stamped
 from groove_cli.store import Store
 
 Neighbours = list[tuple[int, float]]
@@ -55,17 +55,11 @@ class VectorSnapshot:
                    np.ascontiguousarray(matrix[order], dtype=np.float32))
 
     def save(self, db: Path, version: str) -> None:
-        """Write atomically: data files first, the stamp last."""
+        """Write atomically: the stamp removed first, data files, the stamp last."""
         matrix_path, ids_path, stamp_path = _paths(db)
-        for path, array in ((matrix_path, self.matrix), (ids_path, self.ids)):
-            tmp = path.with_name(path.name + ".tmp")
-            with open(tmp, "wb") as handle:
-                np.save(handle, array)
-            os.replace(tmp, path)
-        tmp = stamp_path.with_name(stamp_path.name + ".tmp")
-        tmp.write_text(json.dumps({"vectors_version": version, "rows": int(self.ids.shape[0]),
-                                   "dim": int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0}))
-        os.replace(tmp, stamp_path)
+        save_stamped(((matrix_path, self.matrix), (ids_path, self.ids)), stamp_path,
+                     {"vectors_version": version, "rows": int(self.ids.shape[0]),
+                      "dim": int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0})
 
     @classmethod
     def load(cls, db: Path, version: str, dim: int) -> VectorSnapshot | None:

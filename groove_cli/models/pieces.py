@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from groove_cli import messages
+from groove_cli.npyfiles import save_stamped
 
 PIECES_FORMAT = 1
 
@@ -276,27 +277,12 @@ def _agrees(table: PieceTokenizer, full: Any, texts: Sequence[str]) -> bool:
 
 def _write(paths: PiecePaths, meta: dict[str, Any], keys: npt.NDArray[np.bytes_],
            values: npt.NDArray[np.float64]) -> bool:
-    """Arrays first, the meta file last (its presence marks a complete table); each file goes
-    through a temporary name and a rename so a reader never sees half a file."""
-    suffix = f".tmp{os.getpid()}"
-    written: list[Path] = []
+    """Store the table (the meta file last: its presence marks a complete table)."""
     try:
-        paths.meta.unlink(missing_ok=True)
-        for path, array in ((paths.keys, keys), (paths.values, values)):
-            tmp = path.with_name(path.name + suffix)
-            written.append(tmp)
-            with open(tmp, "wb") as fh:
-                np.save(fh, array, allow_pickle=False)
-            os.replace(tmp, path)
-        tmp = paths.meta.with_name(paths.meta.name + suffix)
-        written.append(tmp)
-        tmp.write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, paths.meta)
+        save_stamped(((paths.keys, keys), (paths.values, values)), paths.meta, meta)
         return True
     except OSError as exc:
         messages.debug(f"cannot write the piece table {paths.meta}: {exc}")
-        for tmp in written:
-            tmp.unlink(missing_ok=True)
         return False
 
 
