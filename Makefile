@@ -7,12 +7,11 @@ STAMP   := $(VENV)/.installed
 GROOVE  := $(BIN)/groove
 DEMO_KB := golden
 
-.PHONY: install test lint demo eval eval-datasets bench clean
+.PHONY: install test lint demo eval eval-datasets bench clean lock
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)  ## create .venv and install groove with its dev tools
@@ -35,7 +34,7 @@ eval: $(STAMP)  ## score retrieval on the sample KB against its golden file
 	$(GROOVE) eval --kb-path $(DEMO_KB)
 
 eval-datasets: $(STAMP)  ## quality on the CISI and JSQuAD collections -> bench/results/quality.*
-	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[bench]'
 	$(BIN)/python bench/eval_datasets.py
 
 bench: $(STAMP)  ## speed benchmarks -> bench/results/*.json + .md
@@ -43,6 +42,10 @@ bench: $(STAMP)  ## speed benchmarks -> bench/results/*.json + .md
 	$(BIN)/python bench/bench_index.py
 	$(BIN)/python bench/bench_search.py
 	$(BIN)/python bench/bench_tune.py
+
+lock: $(STAMP)  ## re-pin constraints.txt from the current .venv (after a deliberate upgrade)
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable; } > constraints.txt.new && mv constraints.txt.new constraints.txt
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
