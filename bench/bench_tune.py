@@ -47,6 +47,7 @@ from _common import (
     write_results,
 )
 from eval_datasets import golden_document
+from groove_cli.session import open_session
 
 from groove_cli import config
 from groove_cli.evaluate import tune
@@ -60,7 +61,6 @@ from groove_cli.evaluate.tune_runner import (
 )
 from groove_cli.models import default_models_dir
 from groove_cli.retrieve.query import compile_query
-from groove_cli.session import open_session
 
 TARGET_S = 60.0
 K_VALUES = (1, 5, 10)

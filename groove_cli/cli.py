@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays
     from groove_cli.evaluate.runner import EvalOutcome
     from groove_cli.index import IndexReport
     from groove_cli.models import ModelStatus, ResolvedModel
-    from groove_cli.searching import SearchOutcome
+    from groove_cli.retrieve.searcher import SearchOutcome
     from groove_cli.status import DoctorReport, StatusReport
 
 T = TypeVar("T")
@@ -451,8 +451,9 @@ def search_cmd(
     """
     from groove_cli.render import search as render_search
     from groove_cli.retrieve.filters import FilterSpec, split_tags
+    from groove_cli.retrieve.params import quality_threshold
     from groove_cli.retrieve.query import compile_query
-    from groove_cli.searching import run_search
+    from groove_cli.retrieve.searcher import run_search
     from groove_cli.store import check_runtime
 
     fmt = _check_format(format, ("json", "text", "files"))
@@ -472,11 +473,10 @@ def search_cmd(
         check_runtime()
         paths = _paths(ctx, flags, kb_required=False)
         s = paths.settings
-        threshold = (0.0 if include_low_quality else
-                     max(0.0, min(1.0, min_quality)) if min_quality is not None else
-                     s.float_("quality_filter.threshold") if s.bool_("quality_filter.enabled") else 0.0)
         filters = FilterSpec(
-            quality_threshold=threshold, category=category, topic=topic,
+            quality_threshold=quality_threshold(s, min_quality=min_quality,
+                                                include_low_quality=include_low_quality),
+            category=category, topic=topic,
             path_globs=tuple(path_glob or ()),
             tags_any=split_tags(tag_any or (), flag="--tag-any"),
             tags_all=split_tags(tag_all or (), flag="--tag-all"),
@@ -547,6 +547,7 @@ def eval_cmd(
     """
     from groove_cli.evaluate.runner import EvalRequest, effective_limit, run_eval
     from groove_cli.render.eval_report import render_eval_text
+    from groove_cli.retrieve.params import eval_reranker
     from groove_cli.store import check_runtime
 
     fmt = _check_format(format, ("text", "json"))
@@ -562,11 +563,9 @@ def eval_cmd(
         assert paths.kb is not None
         s = paths.settings
         k_values = _k_values(s, k)
-        selected = s.str_("reranker")
         request = EvalRequest(
             settings=s, db=paths.db, kb=paths.kb, golden=golden, k_values=k_values,
-            limit=effective_limit(limit, k_values),
-            reranker=None if not selected or selected == "none" else selected,
+            limit=effective_limit(limit, k_values), reranker=eval_reranker(s),
             no_history=no_history, no_diff=no_diff, fail_on_regression=fail_on_regression)
         return run_eval(request)
 

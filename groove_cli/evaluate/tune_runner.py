@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from groove_cli import config, messages
 from groove_cli.config import Settings
 from groove_cli.evaluate import tune
@@ -26,12 +24,21 @@ from groove_cli.evaluate.tune_write import (
     write_target,
     written_note,
 )
-from groove_cli.retrieve.pipeline import excluded_ids, fetch_size
+from groove_cli.retrieve.legs import (
+    NO_FILTER,
+    Legs,
+    excluded_ids,
+    leg_exclusions,
+    listed_knn,
+    trigram_leg,
+    vector_leg,
+    word_leg,
+)
 from groove_cli.retrieve.query import CompiledQuery, compile_query
-from groove_cli.session import ReadSession, open_session
+from groove_cli.retrieve.searcher import Searcher
 from groove_cli.store import Store
 
-BUILTIN_BM25 = (2.0, 1.0, 1.0)
+BUILTIN_BM25 = config.DEFAULT_BM25_WEIGHTS
 HEADING_HEAVY = (4.0, 0.5, 0.5)
 CONTENT_HEAVY = (0.5, 0.5, 4.0)
 
@@ -60,26 +67,19 @@ def _scope_notes(s: Settings) -> None:
         messages.note(tune.SCOPE_NOTE_DEFAULTS)
 
 
-def _vector_lists(session: ReadSession, compiled: list[CompiledQuery], pool: int) -> list[list[int]]:
-    """Each query's vector list: one matrix product for all; exclusions over-fetched, dropped."""
-    vectors = session.query_vectors([q.positive_text for q in compiled])
-    if not vectors:
-        return []
-    snapshot = session.snapshot()
-    k = tune.vector_k(pool, any(q.negative_expr or q.word_negative_expr for q in compiled))
-    neighbours = snapshot.knn_batch(np.vstack(vectors), k)
-    lists: list[list[int]] = []
-    for query, found in zip(compiled, neighbours, strict=True):
-        ids = [cid for cid, _ in found]
-        excluded = excluded_ids(session.store, query)
-        if excluded is not None:
-            ids = [cid for cid in ids if cid not in excluded]
-        lists.append(ids[:pool])
-    return lists
+def vector_lists(searcher: Searcher, compiled: Sequence[CompiledQuery], pool: int
+                 ) -> list[list[int]]:
+    """Each query's vector list: the vector leg over one batched KNN for all queries."""
+    vectors = searcher.query_vectors([q.positive_text for q in compiled])
+    found = searcher.batch_neighbours(compiled, vectors, pool)
+    store = searcher.store
+    return [vector_leg(listed_knn(neighbours), store, vector, pool, NO_FILTER,
+                       excluded_ids(store, query))
+            for query, vector, neighbours in zip(compiled, vectors, found, strict=True)]
 
 
-class _ListFetcher:
-    """One query's ranked FTS lists per table and bm25 weight set, each fetched at most once.
+class ListFetcher:
+    """One query's ranked full-text lists per leg and bm25 weight set, each fetched at most once.
 
     Pre-flight needs only the built-in and the two probe weight sets; the other sets of the
     fusion grid are fetched after pre-flight, so a run that exits 2 has not paid for them.
@@ -87,27 +87,20 @@ class _ListFetcher:
 
     def __init__(self, store: Store, query: CompiledQuery, pool: int) -> None:
         self.store = store
+        self.query = query
         self.pool = pool
         self.exprs = {"fts_chunks": query.match_expr, "fts_words": query.word_expr}
-        # as the search's legs: the word list always, the trigram list with word negatives
-        self.filtered = {"fts_words"} | ({"fts_chunks"} if query.word_negative_expr else set())
-        runs = any(self.exprs[table] for table in self.filtered)
-        self.excluded = excluded_ids(store, query) if runs else None
+        legs = Legs(False, query.match_expr is not None, query.word_expr is not None)
+        self.excluded = leg_exclusions(store, query, legs)
         self.cache: dict[tuple[str, tuple[float, float, float]], tuple[int, ...]] = {}
 
     def fetch(self, table: str, weights: tuple[float, float, float]) -> tuple[int, ...]:
-        """The table's ranked list at `weights`; the word list drops excluded ids (over-fetched
-        like the search's word leg) because its expression cannot hold CJK negatives, and the
-        trigram list does when word-level negatives may match rows its NOT keeps."""
-        expr = self.exprs[table]
-        if expr is None:
-            return ()
+        """The table's leg at `weights`, exactly as a search at those weights runs it."""
         key = (table, weights)
         if key not in self.cache:
-            drop = self.excluded if table in self.filtered else None
-            n = fetch_size(self.pool, drop is not None)
-            ids = self.store.fts_search_ids(expr, weights, n, table)
-            self.cache[key] = tuple([i for i in ids if not drop or i not in drop][: self.pool])
+            leg = trigram_leg if table == "fts_chunks" else word_leg
+            self.cache[key] = tuple(leg(self.store, self.query, weights, self.pool, NO_FILTER,
+                                        self.excluded))
         return self.cache[key]
 
     def combined(self, weights: tuple[float, float, float]) -> list[int]:
@@ -130,7 +123,7 @@ class _ListFetcher:
             fts_total_matches=matches, chunk_total=chunk_total, limit=limit)
 
 
-def query_lists(fetchers: Sequence[_ListFetcher], usable: Sequence[GoldenQuery],
+def query_lists(fetchers: Sequence[ListFetcher], usable: Sequence[GoldenQuery],
                 vector_lists: Sequence[Sequence[int]],
                 weight_sets: Sequence[tuple[float, float, float]]) -> list[tune.QueryLists]:
     """Every usable query's lists for the sweep: the vector list and, per weight set, the
@@ -162,31 +155,29 @@ def run_tune(req: TuneRequest) -> dict[str, Any]:
             messages.warning(f"golden query {q.id} has no expected entries; tune skips it")
     pool = tune.candidate_pool(limit)
     weight_sets = tune.weight_sets() if req.space == "fusion" else [BUILTIN_BM25]
-    session = open_session(req.db, req.kb, model=s.str_("model"), max_length=s.int_("max_length"),
-                           models_dir=config.models_dir(s), offline=config.offline_mode())
+    searcher = Searcher.from_settings(s, req.db, req.kb)
     try:
         compiled = [compile_query(q.query) for q in usable]
-        vector_lists = _vector_lists(session, compiled, pool)
-        store = session.store
+        vec_lists = vector_lists(searcher, compiled, pool)
+        store = searcher.store
         with store.read_transaction():
-            golden_index_warnings(session, golden)  # expected entries the index lacks, as eval
+            golden_index_warnings(store, golden)  # expected entries the index lacks, as eval
             chunk_total = store.chunk_count()
             context_noop = not store.has_context_text()
-            fetchers = [_ListFetcher(store, q, pool) for q in compiled]
+            fetchers = [ListFetcher(store, q, pool) for q in compiled]
             diags = [
                 fetcher.diagnostics(golden_query.id, vec_ids, chunk_total, limit)
-                for fetcher, golden_query, vec_ids in zip(fetchers, usable, vector_lists,
-                                                          strict=True)
+                for fetcher, golden_query, vec_ids in zip(fetchers, usable, vec_lists, strict=True)
             ]
             effective = tune.check_preflight(diags, context_axis_noop=context_noop)
-            lists = query_lists(fetchers, usable, vector_lists, weight_sets)
+            lists = query_lists(fetchers, usable, vec_lists, weight_sets)
             ids = {cid for ql in lists for cid in ql.vector_ids}
             ids.update(cid for ql in lists
                        for fts in (*ql.fts_ids_by_weight, *ql.word_ids_by_weight) for cid in fts)
             meta = {cid: (c.path, c.heading) for cid, c in store.chunks_by_id(ids).items()}
-        model_name = session.runtime.name
+        model_name = searcher.runtime.name
     finally:
-        session.close()
+        searcher.close()
 
     sweep = tune.score_matrix(lists, meta, req.space, limit, req.k_values,
                               progress=messages.progress)

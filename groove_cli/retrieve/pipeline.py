@@ -1,23 +1,35 @@
-"""The shared search pipeline (search.md §1): legs → weighted RRF → rerank → MMR → parent → spans.
+"""The search pipeline (search.md §1): legs → weighted RRF → rerank → MMR → parent → spans.
 
-`search` is shared by `groove search` and `groove eval`. It takes an already-compiled query and
-an already-computed query vector, so callers can batch embeddings and reuse cached ones; every
-stage records its ranks and timings for `--explain`.
+`search` runs one compiled query; `Searcher` (retrieve/searcher.py) is how every command calls
+it. It takes an already-computed query vector and KNN source, so a batch can share one
+embedding batch and one batched KNN; the legs themselves are in retrieve/legs.py. Every stage
+records its ranks and timings for `--explain`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from groove_cli import messages
+from groove_cli.config import MAX_LIMIT
 from groove_cli.retrieve.confidence import low_confidence
 from groove_cli.retrieve.expand import DocChunk, expand_hit, whole_doc_row_limit
-from groove_cli.retrieve.filters import FilterSpec, RowFilter, compile_filters
+from groove_cli.retrieve.filters import FilterSpec, compile_filters
 from groove_cli.retrieve.fuse import Fused, apply_min_score, weighted_rrf
+from groove_cli.retrieve.legs import (
+    Knn,
+    candidate_pool,
+    leg_exclusions,
+    legs_to_run,
+    trigram_leg,
+    vector_leg,
+    word_leg,
+)
+from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.query import CompiledQuery
 from groove_cli.retrieve.spans import match_spans
 from groove_cli.store import Store
@@ -27,42 +39,11 @@ if TYPE_CHECKING:  # numpy is imported only where vectors are used (fts-only run
     import numpy as np
     import numpy.typing as npt
 
-MAX_LIMIT = 1000
-Knn = Callable[["npt.NDArray[np.float32]", int], list[tuple[int, float]]]
-
 
 class Reranker(Protocol):
     """A cross-encoder: one raw score per (query, document) pair."""
 
     def score(self, query: str, documents: Sequence[str]) -> npt.NDArray[np.float32]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class SearchParams:
-    """Effective settings of one search (already resolved: flag > config > preset > default)."""
-
-    limit: int = 5
-    mode: str = "hybrid"
-    preset: str | None = None
-    dense_top_k: int | None = None
-    dense_top_k_from_preset: bool = False
-    sparse_top_k: int | None = None
-    sparse_top_k_from_preset: bool = False
-    vector_weight: float = 1.0
-    fts_weight: float = 1.0
-    min_score: float = 0.0
-    rrf_k: float = 60.0
-    bm25_weights: tuple[float, float, float] = (2.0, 1.0, 1.0)
-    rerank: bool = False
-    mmr: bool = False
-    mmr_lambda: float = 0.7
-    mmr_same_doc_penalty: float = 0.0
-    parent_retriever: bool = False
-    whole_doc_threshold_tokens: int = 100
-    max_expanded_tokens: int = 2000
-    min_confidence_ratio: float = 1.5
-    filters: FilterSpec = field(default_factory=FilterSpec)
-    spans: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,29 +91,6 @@ class SearchResult:
     trace: SearchTrace
 
 
-class Legs(NamedTuple):
-    """Which legs run: the vector leg and the two full-text legs (trigram, word-level)."""
-
-    vector: bool
-    fts: bool
-    words: bool
-
-    @property
-    def any(self) -> bool:
-        return self.vector or self.fts or self.words
-
-
-def legs_to_run(query: CompiledQuery, params: SearchParams) -> Legs:
-    """The legs a mode runs (search.md §5); a full-text leg needs its expression."""
-    has_tri, has_words = query.match_expr is not None, query.word_expr is not None
-    if params.mode == "vector":
-        return Legs(True, False, False)
-    if params.mode == "fts":
-        return Legs(False, has_tri, has_words)
-    text_on = params.fts_weight > 0
-    return Legs(params.vector_weight > 0, text_on and has_tri, text_on and has_words)
-
-
 @dataclass(frozen=True, slots=True)
 class Pools:
     vec: int
@@ -144,7 +102,7 @@ class Pools:
 def pool_sizes(params: SearchParams) -> Pools:
     """Per-leg candidate counts and the fused size per path (search.md §6)."""
     limit = min(params.limit, MAX_LIMIT)
-    pool = max(limit * 5, 50)
+    pool = candidate_pool(limit)
     if params.mmr:
         leg, fused = pool, None
     elif params.rerank:
@@ -158,55 +116,6 @@ def pool_sizes(params: SearchParams) -> Pools:
     if sparse is not None and params.sparse_top_k_from_preset and params.rerank:
         sparse = None
     return Pools(dense if dense is not None else leg, sparse if sparse is not None else leg, fused)
-
-
-def fetch_size(count: int, filtered: bool) -> int:
-    """Over-fetch ×10 (capped at 10,000) when any filter is active (search.md §3)."""
-    return min(count * 10, 10_000) if filtered else count
-
-
-def _keep(store: Store, ids: Sequence[int], count: int, row_filter: RowFilter,
-          excluded: set[int] | None) -> list[int]:
-    """The first `count` ids that pass the filters and no exclusion.
-
-    Filter metadata is read only when a filter is active, and then slice by slice in rank
-    order, stopping once `count` ids passed: the ×10 over-fetch sets how deep the leg may go,
-    not how much is read (the content itself is read later, for the fused pool only).
-    """
-    if excluded:
-        ids = [cid for cid in ids if cid not in excluded]
-    if not row_filter.active:
-        return list(ids[:count])
-    kept: list[int] = []
-    step = max(count, 16)
-    for start in range(0, len(ids), step):
-        window = ids[start : start + step]
-        meta = store.filter_meta(window)
-        for cid in window:
-            m = meta.get(cid)
-            if m is not None and row_filter.passes(quality=m.quality, category=m.category,
-                                                   topic=m.topic, path=m.path, tags=m.tags,
-                                                   date=m.date):
-                kept.append(cid)
-                if len(kept) == count:
-                    return kept
-    return kept
-
-
-def fts_leg(store: Store, expr: str, params: SearchParams, count: int, row_filter: RowFilter,
-            table: str = "fts_chunks", excluded: set[int] | None = None) -> list[int]:
-    """A full-text leg's ranked ids; `excluded` drops ids an exclusion matched elsewhere."""
-    filtered = row_filter.active or excluded is not None
-    ids = store.fts_search_ids(expr, params.bm25_weights, fetch_size(count, filtered), table)
-    return _keep(store, ids, count, row_filter, excluded)
-
-
-def vector_leg(knn: Knn, store: Store, vector: npt.NDArray[np.float32], count: int,
-               row_filter: RowFilter, excluded: set[int] | None) -> list[int]:
-    """The vector leg's ranked ids (search.md §4)."""
-    filtered = row_filter.active or excluded is not None
-    k = min(fetch_size(count, filtered), 4096)
-    return _keep(store, [cid for cid, _ in knn(vector, k)], count, row_filter, excluded)
 
 
 def rerank_document(chunk: IndexedChunk) -> str:
@@ -246,25 +155,17 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
     pools = pool_sizes(params)
     legs = legs_to_run(query, params)
 
-    # Exclusions: the trigram expression carries its NOT; the word leg and the vector leg drop
-    # the ids either table's negative expression matches, so every leg excludes the same chunks.
-    # Word-level negatives (2-letter words, stems) can match rows the trigram NOT keeps, so with
-    # them the trigram leg drops those ids as well.
-    word_negatives = query.word_negative_expr is not None
-    needs_ids = legs.vector or legs.words or (legs.fts and word_negatives)
-    excluded = excluded_ids(store, query) if needs_ids else None
+    excluded = leg_exclusions(store, query, legs)
     fts_rows: list[int] = []
     word_rows: list[int] = []
     if legs.fts or legs.words:
         start = time.perf_counter()
         if legs.fts:
-            assert query.match_expr is not None
-            fts_rows = fts_leg(store, query.match_expr, params, pools.fts, row_filter,
-                               "fts_chunks", excluded if word_negatives else None)
+            fts_rows = trigram_leg(store, query, params.bm25_weights, pools.fts, row_filter,
+                                   excluded)
         if legs.words:
-            assert query.word_expr is not None
-            word_rows = fts_leg(store, query.word_expr, params, pools.fts, row_filter,
-                                "fts_words", excluded)
+            word_rows = word_leg(store, query, params.bm25_weights, pools.fts, row_filter,
+                                 excluded)
         timings["fts"] = _ms(start)
     vec_rows: list[int] = []
     if legs.vector:
@@ -367,19 +268,6 @@ def _effective_filters(store: Store, spec: FilterSpec) -> FilterSpec:
         if lowest is None or lowest >= spec.quality_threshold:
             return dataclasses.replace(spec, quality_threshold=0.0)
     return spec
-
-
-def excluded_ids(store: Store, query: CompiledQuery) -> set[int] | None:
-    """Chunks the query's exclusions match in either full-text table (dropped from the vector
-    leg so both halves agree on what was excluded); None without exclusions."""
-    if query.negative_expr is None and query.word_negative_expr is None:
-        return None
-    ids: set[int] = set()
-    if query.negative_expr is not None:
-        ids |= store.fts_match_ids(query.negative_expr)
-    if query.word_negative_expr is not None:
-        ids |= store.fts_match_ids(query.word_negative_expr, "fts_words")
-    return ids
 
 
 def _mmr(store: Store, candidates: list[_Candidate], params: SearchParams, limit: int,
