@@ -65,7 +65,8 @@ from _common import (
     write_results,
 )
 
-from groove_cli import __version__, config
+import groove_cli
+from groove_cli import config
 from groove_cli.chunk import chunker_fingerprint, parse_document
 from groove_cli.models import Embedder, default_models_dir, resolve_model
 from groove_cli.retrieve.filters import FilterSpec, compile_filters
@@ -152,7 +153,7 @@ def build_index(kb: Path, db: Path, *, seed: int = 0) -> dict[str, Any]:
                 "embedding_model_sha256": model.sha256,
                 "kb_path": str(kb.resolve()),
                 "context_mode": "off",
-                "groove_version": __version__,
+                "groove_version": groove_cli.__version__,
             })
         for start in range(0, len(files), 500):
             with store.transaction():

@@ -18,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groove_cli import config
-from groove_cli.evaluate import tune
 from groove_cli.evaluate.golden import GoldenQuery
 from groove_cli.evaluate.runner import EvalRequest, load_golden_set, run_eval
-from groove_cli.evaluate.tune_runner import ListFetcher, vector_lists
+from groove_cli.evaluate.tune.lists import ListFetcher, vector_lists
 from groove_cli.retrieve.filters import FilterSpec
+from groove_cli.retrieve.fuse import fuse_lists
 from groove_cli.retrieve.legs import candidate_pool, legs_to_run
 from groove_cli.retrieve.params import build_params
 from groove_cli.retrieve.query import CompiledQuery, compile_query
@@ -59,8 +59,9 @@ def engine(golden_index: tuple[Path, Path], real_models_dir: Path,
                              offline=True)
     compiled = [compile_query(q.query) for q in golden.queries]
     pool = candidate_pool(LIMIT)
+    vectors = searcher.query_vectors([q.positive_text for q in compiled])
     engine = Engine(kb, copy, real_models_dir, searcher, golden.queries, compiled,
-                    vector_lists(searcher, compiled, pool),
+                    vector_lists(searcher, compiled, vectors, pool),
                     [ListFetcher(searcher.store, q, pool) for q in compiled])
     yield engine  # type: ignore[misc]
     searcher.close()
@@ -92,7 +93,7 @@ def tune_ranking(engine: Engine, i: int, flags: dict[str, object]) -> list[tuple
     params = build_params(s, limit=LIMIT, rerank=False, filters=FilterSpec())
     legs = legs_to_run(engine.compiled[i], params)
     fetcher = engine.fetchers[i]
-    fused = tune.fuse_lists(
+    fused = fuse_lists(
         engine.vector_lists[i] if legs.vector else [],
         fetcher.fetch("fts_chunks", params.bm25_weights) if legs.fts else [],
         word_ids=fetcher.fetch("fts_words", params.bm25_weights) if legs.words else None,
@@ -118,7 +119,7 @@ def test_search_eval_and_tune_rank_every_golden_query_identically(
                                    no_history=True))
     eval_rankings: list[Ranking] = [
         [(h["path"], h["heading"], h["score"]) for h in q["top_k"]]
-        for q in outcome.report["per_query"]]
+        for q in outcome.to_json()["per_query"]]
 
     tune_ids = [tune_ranking(engine, i, flags) for i in range(len(engine.compiled))]
 

@@ -24,7 +24,7 @@ import numpy.typing as npt
 import pytest
 
 from groove_cli.config import resolve
-from groove_cli.evaluate.tune_runner import BUILTIN_BM25, ListFetcher
+from groove_cli.evaluate.tune.lists import BUILTIN_BM25, ListFetcher
 from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.legs import Legs, legs_to_run
 from groove_cli.retrieve.params import SearchParams, build_params, search_reranker

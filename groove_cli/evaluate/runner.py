@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from groove_cli import messages
 from groove_cli.config import MAX_LIMIT, Settings
@@ -22,7 +21,7 @@ from groove_cli.evaluate.findings import findings_warning_text, quoted_findings,
 from groove_cli.evaluate.fingerprint import FingerprintInputs, build_fingerprint
 from groove_cli.evaluate.golden import GoldenSet, expected_warnings, find_golden, load_golden
 from groove_cli.evaluate.metrics import HitRecord, QueryMetrics, score_query
-from groove_cli.evaluate.report import build_json_report, build_run, utc_timestamp
+from groove_cli.evaluate.report import EvalReport, build_run, utc_timestamp
 from groove_cli.evaluate.stats import warm_draws
 from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.params import (
@@ -58,6 +57,13 @@ def parse_k_values(text: str) -> tuple[int, ...]:
     return normalise_k(values)
 
 
+def k_values_from(settings: Settings, flag: str | None) -> tuple[int, ...]:
+    """eval's k list: `--k` when given, else `[eval].k_values`, normalised."""
+    if flag is not None:
+        return parse_k_values(flag)
+    return normalise_k([int(str(v)) for v in settings.list_("eval.k_values")])
+
+
 def normalise_k(values: Sequence[int]) -> tuple[int, ...]:
     return tuple(sorted({min(int(v), MAX_LIMIT) for v in values}))
 
@@ -83,18 +89,6 @@ class EvalRequest:
     no_history: bool = False
     no_diff: bool = False
     fail_on_regression: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class EvalOutcome:
-    report: dict[str, Any]
-    """The §10 JSON report (diff members null under --no-diff)."""
-    full_report: dict[str, Any]
-    """The same report with the diff kept, which the text renderer hides itself."""
-    threshold: float
-    show_diff: bool
-    incompatibility: str | None
-    regression_error: str | None
 
 
 def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
@@ -136,7 +130,7 @@ def golden_index_warnings(store: Store, golden: GoldenSet) -> None:
         messages.warning(text)
 
 
-def run_eval(req: EvalRequest) -> EvalOutcome:
+def run_eval(req: EvalRequest) -> EvalReport:
     """Run every golden query through the shared pipeline and compare with the history."""
     s = req.settings
     golden = load_golden_set(s, req.kb, req.golden)
@@ -189,7 +183,6 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
         compared = history.find_compared(runs, fingerprint)
         incompatibility = history.incompatibility_header(runs, fingerprint)
         history.save_history(req.kb, runs, run, s.int_("eval.history_size") or 10)
-    report = build_json_report(run, compared, threshold=threshold, show_diff=not req.no_diff)
     error = None
     if req.fail_on_regression and not req.no_history:
         if compared is None:
@@ -197,9 +190,8 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
         elif history.aggregate_regressed(compared["aggregate"], run["aggregate"], threshold):
             change = history.corpus_change_text(compared["corpus"], run["corpus"])
             error = history.regression_error_text(threshold, change)
-    full = build_json_report(run, compared, threshold=threshold, show_diff=True)
-    return EvalOutcome(report, full, threshold, not (req.no_diff or req.no_history),
-                       incompatibility, error)
+    return EvalReport(run, compared, threshold, no_diff=req.no_diff, no_history=req.no_history,
+                      incompatibility=incompatibility, regression_error=error)
 
 
 def hit_records(result: SearchResult) -> list[HitRecord]:

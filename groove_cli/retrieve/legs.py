@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # numpy is imported only where vectors are used (fts-only run
     import numpy.typing as npt
 
     from groove_cli.retrieve.params import SearchParams
-    from groove_cli.store import Store
+    from groove_cli.store import IndexReader
 
 Knn = Callable[["npt.NDArray[np.float32]", int], list[tuple[int, float]]]
 """A KNN source: (query vector, k) → up to k (chunk id, distance) pairs, nearest first, ties by
@@ -77,7 +77,7 @@ def vector_k(count: int, has_exclusions: bool = False) -> int:
     return min(fetch_size(count, has_exclusions), MAX_TOP_K)
 
 
-def excluded_ids(store: Store, query: CompiledQuery) -> set[int] | None:
+def excluded_ids(store: IndexReader, query: CompiledQuery) -> set[int] | None:
     """Chunks the query's exclusions match in either full-text table (dropped from the vector
     leg so both halves agree on what was excluded); None without exclusions."""
     if not has_exclusions(query):
@@ -90,7 +90,7 @@ def excluded_ids(store: Store, query: CompiledQuery) -> set[int] | None:
     return ids
 
 
-def leg_exclusions(store: Store, query: CompiledQuery, legs: Legs) -> set[int] | None:
+def leg_exclusions(store: IndexReader, query: CompiledQuery, legs: Legs) -> set[int] | None:
     """The excluded ids when a running leg needs them as a set, else None.
 
     The trigram expression carries its own NOT; the word leg and the vector leg drop the ids
@@ -104,7 +104,7 @@ def leg_exclusions(store: Store, query: CompiledQuery, legs: Legs) -> set[int] |
     return None
 
 
-def keep(store: Store, ids: Sequence[int], count: int, row_filter: RowFilter,
+def keep(store: IndexReader, ids: Sequence[int], count: int, row_filter: RowFilter,
          excluded: set[int] | None) -> list[int]:
     """The first `count` ids that pass the filters and no exclusion.
 
@@ -132,7 +132,7 @@ def keep(store: Store, ids: Sequence[int], count: int, row_filter: RowFilter,
     return kept
 
 
-def fts_leg(store: Store, expr: str, weights: BM25Weights, count: int, row_filter: RowFilter,
+def fts_leg(store: IndexReader, expr: str, weights: BM25Weights, count: int, row_filter: RowFilter,
             table: str = "fts_chunks", excluded: set[int] | None = None) -> list[int]:
     """A full-text table's ranked ids for `expr`; `excluded` drops ids an exclusion matched
     elsewhere (the leg then over-fetches like a filtered one)."""
@@ -141,7 +141,7 @@ def fts_leg(store: Store, expr: str, weights: BM25Weights, count: int, row_filte
     return keep(store, ids, count, row_filter, excluded)
 
 
-def trigram_leg(store: Store, query: CompiledQuery, weights: BM25Weights, count: int,
+def trigram_leg(store: IndexReader, query: CompiledQuery, weights: BM25Weights, count: int,
                 row_filter: RowFilter, excluded: set[int] | None) -> list[int]:
     """The trigram full-text leg (`fts_chunks`); [] when the query has no trigram phrase.
 
@@ -154,7 +154,7 @@ def trigram_leg(store: Store, query: CompiledQuery, weights: BM25Weights, count:
     return fts_leg(store, query.match_expr, weights, count, row_filter, "fts_chunks", drop)
 
 
-def word_leg(store: Store, query: CompiledQuery, weights: BM25Weights, count: int,
+def word_leg(store: IndexReader, query: CompiledQuery, weights: BM25Weights, count: int,
              row_filter: RowFilter, excluded: set[int] | None) -> list[int]:
     """The word-level full-text leg (`fts_words`); [] when the query has no Latin word.
 
@@ -165,7 +165,7 @@ def word_leg(store: Store, query: CompiledQuery, weights: BM25Weights, count: in
     return fts_leg(store, query.word_expr, weights, count, row_filter, "fts_words", excluded)
 
 
-def vector_leg(knn: Knn, store: Store, vector: npt.NDArray[np.float32], count: int,
+def vector_leg(knn: Knn, store: IndexReader, vector: npt.NDArray[np.float32], count: int,
                row_filter: RowFilter, excluded: set[int] | None) -> list[int]:
     """The vector leg's ranked ids (search.md §4)."""
     filtered = row_filter.active or excluded is not None

@@ -32,7 +32,7 @@ from groove_cli.retrieve.legs import (
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.query import CompiledQuery
 from groove_cli.retrieve.spans import match_spans
-from groove_cli.store import Store
+from groove_cli.store import IndexReader
 from groove_cli.types import IndexedChunk
 
 if TYPE_CHECKING:  # numpy is imported only where vectors are used (fts-only runs skip it)
@@ -143,7 +143,7 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def search(store: Store, query: CompiledQuery, params: SearchParams, *,
+def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
            vector: npt.NDArray[np.float32] | None, knn: Knn | None, reranker: Reranker | None = None,
            dim: int | None = None, embed_ms: float | None = None) -> SearchResult:
     """Run the pipeline for one compiled query (search.md §1–§12)."""
@@ -260,7 +260,7 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
                         trace)
 
 
-def _effective_filters(store: Store, spec: FilterSpec) -> FilterSpec:
+def _effective_filters(store: IndexReader, spec: FilterSpec) -> FilterSpec:
     """A quality threshold no chunk falls below filters nothing: drop it, so the legs need not
     over-fetch ×10 and read filter columns (one indexed min() tells; results are identical)."""
     if spec.quality_threshold > 0:
@@ -270,7 +270,7 @@ def _effective_filters(store: Store, spec: FilterSpec) -> FilterSpec:
     return spec
 
 
-def _mmr(store: Store, candidates: list[_Candidate], params: SearchParams, limit: int,
+def _mmr(store: IndexReader, candidates: list[_Candidate], params: SearchParams, limit: int,
          dim: int | None) -> list[_Candidate]:
     from groove_cli.retrieve.mmr import mmr_select
 
@@ -295,7 +295,7 @@ def _doc_chunk(chunk: IndexedChunk) -> DocChunk:
                     chunk.token_count)
 
 
-def _expand(store: Store, chunk: IndexedChunk,
+def _expand(store: IndexReader, chunk: IndexedChunk,
             params: SearchParams) -> tuple[str, dict[str, object]] | None:
     """Parent retriever for one hit; a database error leaves the hit unchanged (§9)."""
     import apsw

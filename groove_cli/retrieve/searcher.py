@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 from groove_cli import config, messages
 from groove_cli.config import Settings
-from groove_cli.identity import RuntimeModel, runtime_model, warn_digest
 from groove_cli.retrieve.filters import FilterSpec, compile_filters, filter_applied
 from groove_cli.retrieve.legs import Knn, has_exclusions, legs_to_run, listed_knn, vector_k
 from groove_cli.retrieve.params import (
@@ -36,6 +35,7 @@ from groove_cli.retrieve.params import (
 )
 from groove_cli.retrieve.pipeline import Reranker, SearchResult, pool_sizes, search
 from groove_cli.retrieve.query import CompiledQuery, compile_query
+from groove_cli.runtime_model import RuntimeModel, runtime_model, warn_digest
 from groove_cli.store import Store, cache_put
 
 if TYPE_CHECKING:
