@@ -12,7 +12,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from groove_cli import messages
 from groove_cli.config import MAX_LIMIT
@@ -31,6 +31,7 @@ from groove_cli.retrieve.legs import (
 )
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.query import CompiledQuery
+from groove_cli.retrieve.rerank import Reranker, rerank
 from groove_cli.retrieve.spans import match_spans
 from groove_cli.store import IndexReader
 from groove_cli.types import IndexedChunk
@@ -38,12 +39,6 @@ from groove_cli.types import IndexedChunk
 if TYPE_CHECKING:  # numpy is imported only where vectors are used (fts-only runs skip it)
     import numpy as np
     import numpy.typing as npt
-
-
-class Reranker(Protocol):
-    """A cross-encoder: one raw score per (query, document) pair."""
-
-    def score(self, query: str, documents: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,13 +113,6 @@ def pool_sizes(params: SearchParams) -> Pools:
     return Pools(dense if dense is not None else leg, sparse if sparse is not None else leg, fused)
 
 
-def rerank_document(chunk: IndexedChunk) -> str:
-    """The reranker's document: breadcrumb + content in static mode, else content (§7)."""
-    if chunk.context_text and chunk.context_text.strip():
-        return f"{chunk.context_text}\n\n{chunk.content}"
-    return chunk.content
-
-
 @dataclass
 class _Candidate:
     chunk: IndexedChunk
@@ -196,14 +184,13 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     limit = min(params.limit, MAX_LIMIT)
     if reranker is not None and params.rerank and candidates:
         start = time.perf_counter()
-        scores = reranker.score(query.positive_text,
-                                [rerank_document(c.chunk) for c in candidates])
-        order = sorted(range(len(candidates)), key=lambda i: -float(scores[i]))
-        candidates = [candidates[i] for i in order]
-        for rank, cand in enumerate(candidates, 1):
+        order = rerank(reranker, query.positive_text, [c.chunk for c in candidates])
+        reordered = [candidates[i] for i, _ in order]
+        for rank, (cand, (_, score)) in enumerate(zip(reordered, order, strict=True), 1):
             cand.rerank_rank = rank
-            cand.rerank_score = float(scores[order[rank - 1]])
-            cand.score = cand.rerank_score
+            cand.rerank_score = score
+            cand.score = score
+        candidates = reordered
         timings["rerank"] = _ms(start)
     if params.mmr and candidates:
         start = time.perf_counter()

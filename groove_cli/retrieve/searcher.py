@@ -33,8 +33,9 @@ from groove_cli.retrieve.params import (
     search_reranker,
     settings_warnings,
 )
-from groove_cli.retrieve.pipeline import Reranker, SearchResult, pool_sizes, search
+from groove_cli.retrieve.pipeline import SearchResult, pool_sizes, search
 from groove_cli.retrieve.query import CompiledQuery, compile_query
+from groove_cli.retrieve.rerank import Reranker
 from groove_cli.runtime_model import RuntimeModel, runtime_model, warn_digest
 from groove_cli.store import Store, cache_put
 
