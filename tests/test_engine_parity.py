@@ -1,8 +1,9 @@
 """search, eval and tune rank every golden query identically under any fusion condition.
 
 One retrieval engine serves all three: `Searcher.search` (what `groove search` runs), eval's
-batch (`run_eval`: one embedding batch, one batched KNN, pinned readers) and tune's lists fused
-in memory (`fuse_lists`, the vectorised RRF the sweep runs). Hypothesis draws the condition:
+batch (`run_eval`: one embedding batch, one batched KNN, pinned readers; `search_many` is the
+same batch path on its own) and tune's lists fused in memory (`fuse_lists`, the vectorised RRF
+the sweep runs). Hypothesis draws the condition:
 rrf_k, both leg weights, the three bm25 column weights, the floor and the mode, over the sample
 KB whose queries use all three legs (trigram, word-level, vector).
 """
@@ -121,9 +122,13 @@ def test_search_eval_and_tune_rank_every_golden_query_identically(
         [(h["path"], h["heading"], h["score"]) for h in q["top_k"]]
         for q in outcome.to_json()["per_query"]]
 
+    batched = engine.searcher.search_many(engine.compiled, params)
+    batch_ids = [[(h.chunk.chunk_id, h.score) for h in r.hits] for r in batched]
+
     tune_ids = [tune_ranking(engine, i, flags) for i in range(len(engine.compiled))]
 
     assert sum(1 for ids in search_ids if ids) >= len(search_ids) // 2
     for i, query in enumerate(engine.queries):
         assert eval_rankings[i] == search_rankings[i], query.id
         assert tune_ids[i] == search_ids[i], query.id
+        assert batch_ids[i] == search_ids[i], query.id
