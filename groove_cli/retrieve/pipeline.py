@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from groove_cli import messages
 from groove_cli.config import MAX_LIMIT
 from groove_cli.retrieve.confidence import low_confidence
-from groove_cli.retrieve.expand import DocChunk, expand_hit, whole_doc_row_limit
+from groove_cli.retrieve.expand import expand_hit, whole_doc_row_limit
 from groove_cli.retrieve.filters import FilterSpec, compile_filters
 from groove_cli.retrieve.fuse import Fused, apply_min_score, weighted_rrf
 from groove_cli.retrieve.legs import (
@@ -277,11 +277,6 @@ def _mmr(store: IndexReader, candidates: list[_Candidate], params: SearchParams,
     return chosen
 
 
-def _doc_chunk(chunk: IndexedChunk) -> DocChunk:
-    return DocChunk(chunk.chunk_index, chunk.level, chunk.ancestry, chunk.content,
-                    chunk.token_count)
-
-
 def _expand(store: IndexReader, chunk: IndexedChunk,
             params: SearchParams) -> tuple[str, dict[str, object]] | None:
     """Parent retriever for one hit; a database error leaves the hit unchanged (§9)."""
@@ -296,7 +291,7 @@ def _expand(store: IndexReader, chunk: IndexedChunk,
     except apsw.Error as exc:
         messages.warning(f"parent retriever skipped {chunk.path}: {exc}")
         return None
-    expansion = expand_hit(chunk.chunk_index, [_doc_chunk(r) for r in rows],
+    expansion = expand_hit(chunk.chunk_index, rows,
                            whole_doc_threshold_tokens=params.whole_doc_threshold_tokens,
                            max_expanded_tokens=params.max_expanded_tokens, rows_capped=capped)
     return expansion.content, expansion.expanded_from
