@@ -34,20 +34,9 @@ class SearchReads:
 
     con: apsw.Connection
 
-    def fts_search(self, expr: str, weights: tuple[float, float, float], n: int,
-                   table: str = "fts_chunks") -> list[IndexedChunk]:
-        """An FTS leg (search.md §3): bm25 ascending, ties by chunk id."""
-        check_table(table)
-        sql = (
-            f"SELECT {CHUNK_COLUMNS}, bm25({table}, ?, ?, ?) AS rank FROM {table} f "
-            "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.document_id "
-            f"WHERE {table} MATCH ? ORDER BY rank, c.id LIMIT ?"
-        )
-        return [row_to_chunk(row[:-1]) for row in self.con.execute(sql, (*weights, expr, n))]
-
     def fts_search_ids(self, expr: str, weights: tuple[float, float, float], n: int,
                        table: str = "fts_chunks") -> list[int]:
-        """An FTS leg's ranked ids only (tune re-runs it per weight set)."""
+        """A full-text leg's ranked ids (search.md §3): bm25 ascending, ties by chunk id."""
         check_table(table)
         sql = (
             f"SELECT rowid FROM {table} WHERE {table} MATCH ? "
