@@ -132,3 +132,18 @@ def test_search_eval_and_tune_rank_every_golden_query_identically(
         assert eval_rankings[i] == search_rankings[i], query.id
         assert tune_ids[i] == search_ids[i], query.id
         assert batch_ids[i] == search_ids[i], query.id
+
+
+def test_run_tune_reports_each_phase_once_in_order_without_changing_the_result(
+        engine: Engine) -> None:
+    """bench/bench_tune.py times tune through `on_phase`; the hook must not change the run."""
+    from groove_cli.evaluate.tune.run import PHASES, TuneRequest, run_tune
+
+    request = TuneRequest(settings=config.resolve({}, {"models_dir": str(engine.models_dir)}),
+                          db=engine.db, kb=engine.kb, golden=None, k_values=(1, 5, 10),
+                          limit=None, space="fusion")
+    calls: list[tuple[str, float]] = []
+    timed = run_tune(request, on_phase=lambda phase, seconds: calls.append((phase, seconds)))
+    assert [phase for phase, _ in calls] == [*PHASES, "verdict"]  # verdict, then the report
+    assert all(seconds >= 0 for _, seconds in calls)
+    assert timed.to_json() == run_tune(request).to_json()
