@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from groove_cli import messages
 from groove_cli.config import MAX_LIMIT
+from groove_cli.errors import IndexReadError
 from groove_cli.retrieve.confidence import low_confidence
 from groove_cli.retrieve.expand import expand_hit, whole_doc_row_limit
 from groove_cli.retrieve.filters import FilterSpec, compile_filters
@@ -279,16 +280,14 @@ def _mmr(store: IndexReader, candidates: list[_Candidate], params: SearchParams,
 
 def _expand(store: IndexReader, chunk: IndexedChunk,
             params: SearchParams) -> tuple[str, dict[str, object]] | None:
-    """Parent retriever for one hit; a database error leaves the hit unchanged (§9)."""
-    import apsw
-
+    """Parent retriever for one hit; a failed read leaves the hit unchanged (§9)."""
     try:
         limit = whole_doc_row_limit(params.max_expanded_tokens)
         rows = store.document_chunks(chunk.document_id, limit)
         capped = len(rows) >= limit
         if capped:
             rows = store.document_chunks(chunk.document_id, 1_000_000)
-    except apsw.Error as exc:
+    except IndexReadError as exc:
         messages.warning(f"parent retriever skipped {chunk.path}: {exc}")
         return None
     expansion = expand_hit(chunk.chunk_index, rows,

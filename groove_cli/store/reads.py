@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from groove_cli.config import MAX_TOP_K
+from groove_cli.errors import IndexReadError
 from groove_cli.store.rows import (
     CHUNK_COLUMNS,
     check_table,
@@ -110,10 +111,17 @@ class SearchReads:
             yield int(cid), bytes(blob)
 
     def document_chunks(self, document_id: int, limit: int) -> list[IndexedChunk]:
-        """A document's chunks in order (the parent retriever's read)."""
-        return [row_to_chunk(row) for row in self.con.execute(
-            f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.document_id "
-            "WHERE c.document_id = ? ORDER BY c.chunk_index LIMIT ?", (document_id, limit))]
+        """A document's chunks in order (the parent retriever's read).
+
+        Raises:
+            IndexReadError: SQLite failed (the parent retriever then keeps the hit as it is).
+        """
+        try:
+            return [row_to_chunk(row) for row in self.con.execute(
+                f"SELECT {CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.document_id "
+                "WHERE c.document_id = ? ORDER BY c.chunk_index LIMIT ?", (document_id, limit))]
+        except apsw.Error as exc:
+            raise IndexReadError(str(exc)) from exc
 
     def corpus_rows(self) -> Iterator[tuple[str, int, str | None, str, str | None]]:
         """Rows behind the corpus digest (eval.md §6), in (path, chunk_index) order."""
