@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
-from groove_cli import config, messages
+from groove_cli import config, failures, messages
 from groove_cli.config import Settings, load_settings
 from groove_cli.errors import GrooveError, UsageError
 from groove_cli.render import output
@@ -29,7 +30,24 @@ if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays
 
 T = TypeVar("T")
 
+
+class _GrooveGroup(TyperGroup):
+    """The single point where expected failures become `groove: error: …` and an exit code
+    (failures.py); a bug still shows its traceback."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            with failures.guarded_stdout():
+                return super().invoke(ctx)
+        except Exception as exc:
+            error = failures.translate(exc)
+            if error is None:
+                raise
+            raise typer.Exit(failures.report(error)) from None
+
+
 app = typer.Typer(
+    cls=_GrooveGroup,
     name="groove",
     help=(
         "Hybrid full-text + vector search over a folder of Markdown notes, "
@@ -98,10 +116,7 @@ def _run(action: Callable[[], T]) -> T:
     try:
         return action()
     except GrooveError as exc:
-        messages.error(exc.message)
-        if exc.hint:
-            messages.always(f"groove: hint: {exc.hint}")
-        raise typer.Exit(exc.exit_code) from None
+        raise typer.Exit(failures.report(exc)) from None
     except KeyboardInterrupt:
         messages.error("interrupted")
         raise typer.Exit(130) from None
@@ -281,7 +296,7 @@ def status_cmd(
 
     def run() -> StatusReport | None:
         paths = _reading_paths(ctx, kb_path)
-        if not paths.db.is_file():
+        if not paths.db.exists():
             hint = paths.kb if paths.kb else "<path>"
             messages.note(f"no index found at {paths.db}. Run `groove index --kb-path {hint}` first.")
             return None

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from groove_cli import __version__, messages
 from groove_cli.chunk import ChunkDraft, ParsedDocument, chunker_fingerprint, parse_document
 from groove_cli.errors import GrooveError, IndexMismatch
+from groove_cli.failures import check_index_file
 from groove_cli.identity import RuntimeModel, runtime_model, warn_digest
 from groove_cli.models import ResolvedModel, resolve_model
 from groove_cli.scan import (
@@ -132,8 +133,16 @@ class NullProgress:
 @contextmanager
 def indexer_lock(db: Path) -> Iterator[None]:
     """Exclusive lock on `{db}.lock`: one indexer per index; searches are never blocked."""
+    check_index_file(db, allow_empty=True)
     db.parent.mkdir(parents=True, exist_ok=True)
     lock_path = db.with_name(db.name + ".lock")
+    if not os.access(db.parent, os.W_OK) or (db.exists() and not os.access(db, os.W_OK)):
+        raise GrooveError(f"cannot write the index at {db}: the file or its folder is read-only",
+                          hint="make it writable, or pass --db a writable location "
+                               "(search, status and doctor work on a read-only index)")
+    if lock_path.is_dir():
+        raise GrooveError(f"the lock file {lock_path} is a folder",
+                          hint="remove that folder (groove creates the lock file itself)")
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:

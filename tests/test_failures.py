@@ -1,0 +1,163 @@
+"""The environment fails (full disk, read-only storage, a file that is not an index, a closed
+stdout): every case ends in one `groove: error:` line and exit 1, never a traceback (issue 15)."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+import pytest
+
+from groove_cli.failures import translate
+from tests.onnx_builders import model_dir
+from tests.test_index import TINY_MODEL_TOML, Groove, make_groove, tiny_embedder_onnx, write_kb
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("tiny-model") / "embedder"
+    return model_dir(folder, tiny_embedder_onnx(), TINY_MODEL_TOML).resolve()
+
+
+@pytest.fixture
+def indexed(tiny_model: Path, workdir: Path, tmp_path: Path) -> Groove:
+    groove = make_groove(workdir, tmp_path, tiny_model)
+    write_kb(groove.kb)
+    groove.index_ok()
+    return groove
+
+
+def one_error(stderr: str) -> str:
+    """The single `groove: error:` line; asserts there is no traceback."""
+    assert "Traceback" not in stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("groove: error: ")]
+    assert len(errors) == 1, stderr
+    return errors[0]
+
+
+# ------------------------------------------------------------------ translation
+
+
+def test_disk_full_and_read_only_errors_are_translated() -> None:
+    full = translate(apsw.FullError("FullError: database or disk is full"))
+    assert full is not None and full.message == "the disk is full: database or disk is full"
+    written = translate(OSError(errno.ENOSPC, "No space left on device", "/x/i.db.vectors.npy"))
+    assert written is not None
+    assert written.message == "the disk is full (/x/i.db.vectors.npy): No space left on device"
+    ro = translate(apsw.ReadOnlyError("ReadOnlyError: attempt to write a readonly database"))
+    assert ro is not None and ro.message.startswith("the index cannot be written")
+    assert translate(KeyError("mrr")) is None  # a bug keeps its traceback
+
+
+# ------------------------------------------------------------------ stdout
+
+
+def _search_subprocess(groove: Groove, **popen: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+        [sys.executable, "-m", "groove_cli", "--db", str(groove.db), "search", "cats",
+         "--mode", "fts"], cwd=groove.work, text=True, timeout=120, check=False, **popen)
+
+
+def test_output_to_a_full_device_is_one_line(indexed: Groove) -> None:
+    with open("/dev/full", "w") as full:
+        proc = _search_subprocess(indexed, stdout=full, stderr=subprocess.PIPE)
+    assert proc.returncode == 1
+    assert one_error(proc.stderr) == "groove: error: cannot write the output: No space left on device"
+    assert "Exception ignored" not in proc.stderr
+
+
+def test_closed_stdout_is_one_line(indexed: Groove) -> None:
+    proc = _search_subprocess(indexed, stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 1
+    assert one_error(proc.stderr) == "groove: error: cannot write the output: standard output is closed"
+
+
+# ------------------------------------------------------------------ not an index
+
+
+def test_db_naming_a_folder_or_another_file(indexed: Groove, tmp_path: Path) -> None:
+    other = tmp_path / "notes.txt"
+    other.write_text("not a database, and not to be overwritten\n", encoding="utf-8")
+    for db in (Path("/"), other):
+        for args in (("search", "cats"), ("status",), ("index", "--kb-path", str(indexed.kb))):
+            result = indexed.run(*args, db=db)
+            assert result.exit_code == 1, (db, args)
+            line = one_error(result.stderr)
+            assert str(db) in line
+    assert other.read_text(encoding="utf-8") == "not a database, and not to be overwritten\n"
+    folder = indexed.run("search", "cats", db=Path("/"))
+    assert one_error(folder.stderr) == "groove: error: --db / is a folder, not an index file"
+
+
+def test_empty_index_file_is_named_not_a_schema_upgrade(indexed: Groove, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    result = indexed.run("status", db=empty)
+    assert result.exit_code == 1
+    assert one_error(result.stderr) == (
+        f"groove: error: the index at {empty} is an empty file (0 bytes), not an index")
+    assert "schema version" not in result.stderr
+
+
+def test_lock_file_being_a_folder(indexed: Groove) -> None:
+    lock = indexed.db.with_name(indexed.db.name + ".lock")
+    lock.unlink()
+    lock.mkdir()
+    result = indexed.index()
+    assert result.exit_code == 1
+    assert one_error(result.stderr) == f"groove: error: the lock file {lock} is a folder"
+
+
+# ------------------------------------------------------------------ read-only storage
+
+
+@pytest.fixture
+def read_only_copy(indexed: Groove, tmp_path: Path) -> Iterator[Path]:
+    """A copy of the index on storage groove cannot write: a read-only bind mount when run
+    as root (root ignores file modes), else a folder and file without write permission."""
+    src = tmp_path / "ro-src"
+    src.mkdir()
+    for side in indexed.db.parent.glob(indexed.db.name + "*"):
+        if not side.name.endswith(("-shm", "-wal", ".lock")):
+            shutil.copy2(side, src / side.name)
+    if os.geteuid() != 0:
+        (src / indexed.db.name).chmod(0o444)
+        src.chmod(0o555)
+        yield src / indexed.db.name
+        src.chmod(0o755)
+        return
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    if subprocess.run(["mount", "--bind", str(src), str(mount)], check=False,
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot make a read-only mount here")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(mount)], check=True,
+                       capture_output=True)
+        yield mount / indexed.db.name
+    finally:
+        subprocess.run(["umount", str(mount)], check=False, capture_output=True)
+
+
+def test_search_status_doctor_work_read_only(indexed: Groove, read_only_copy: Path) -> None:
+    for args in (("search", "cats", "--mode", "fts"), ("search", "cats"), ("status",),
+                 ("doctor",)):
+        result = indexed.run(*args, db=read_only_copy)
+        assert result.exit_code == 0, (args, result.stderr)
+    assert sorted(p.name for p in read_only_copy.parent.iterdir()) == sorted(
+        [read_only_copy.name, read_only_copy.name + ".vectors.npy",
+         read_only_copy.name + ".vectors-ids.npy", read_only_copy.name + ".vectors.json"])
+
+
+def test_index_on_read_only_storage_is_a_clear_error(indexed: Groove, read_only_copy: Path) -> None:
+    result = indexed.index(db=read_only_copy)
+    assert result.exit_code == 1
+    assert one_error(result.stderr) == (
+        f"groove: error: cannot write the index at {read_only_copy}: the file or its folder "
+        "is read-only")
