@@ -646,3 +646,40 @@ def test_no_index(config_file: Path, tmp_path: Path, workdir: Path) -> None:
     assert (f"groove: error: no index found at {kb / '.groove.db'}. Run `groove index --kb-path "
             f"{kb}` first.") in by_kb.stderr.splitlines()
     assert not (kb / ".groove.db").exists()  # search never creates an index
+
+
+# --------------------------------------------------------------------------- issue 15
+
+
+@pytest.mark.parametrize("mode", ["fts", "hybrid"])
+def test_a_query_that_is_not_utf8_is_a_usage_error(golden_index: tuple[Path, Path],
+                                                   config_file: Path, workdir: Path,
+                                                   mode: str) -> None:
+    """Item 1: bytes that are not UTF-8 reached the FTS leg and the query-cache key."""
+    result = groove(config_file, golden_index[1], "--mode", mode, "--", "\udce9\udce9\udce9")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[0] == (
+        "groove: error: the query is not valid UTF-8 text (byte 0xe9 at character 1)")
+
+
+def test_raw_non_utf8_bytes_on_the_command_line(golden_index: tuple[Path, Path],
+                                                config_file: Path, workdir: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable.encode(), b"-m", b"groove_cli", b"--config", bytes(config_file),
+         b"--db", bytes(golden_index[1]), b"search", b"--mode", b"fts", b"\xe9\xe9\xe9"],
+        capture_output=True, cwd=workdir, timeout=120, check=False)
+    assert proc.returncode == 2
+    assert proc.stdout == b""
+    assert b"Traceback" not in proc.stderr
+    assert b"groove: error: the query is not valid UTF-8 text (byte 0xe9" in proc.stderr
+
+
+def test_a_date_bound_that_is_not_a_date(golden_index: tuple[Path, Path], config_file: Path,
+                                         workdir: Path) -> None:
+    """Item 3: "yesterday" returned 0 hits with exit 0."""
+    result = groove(config_file, golden_index[1], "retry", "--date-from", "yesterday")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert ('groove: error: --date-from "yesterday" is not an ISO-8601 date'
+            in result.stderr.splitlines())

@@ -13,11 +13,13 @@ There is no escape character.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from groove_cli.errors import UsageError
+from groove_cli.text import NOT_UTF8_HINT, iso_day, not_utf8, printable
 
 MAX_GLOBS = 64
 MAX_GLOB_BYTES = 1024
@@ -237,21 +239,55 @@ class RowFilter:
         if self.tags_all and not all(tag in tags for tag in self.tags_all):
             return False
         if self.date_from is not None or self.date_to is not None:
-            if date is None:
+            day = _note_day(date) if date is not None else None
+            if day is None:  # no date, or one that is not ISO-8601: never inside a bound
                 return False
-            if self.date_from is not None and date < self.date_from:
+            if self.date_from is not None and day < self.date_from:
                 return False
-            if self.date_to is not None and date > self.date_to:
+            if self.date_to is not None and day > self.date_to:
                 return False
         return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _note_day(text: str) -> str | None:
+    return iso_day(text)
+
+
+def _date_bound(flag: str, value: str | None) -> str | None:
+    """A `--date-from/--date-to` value as `YYYY-MM-DD`; a usage error when it is not a date."""
+    if value is None:
+        return None
+    day = iso_day(value, last=flag == "--date-to")
+    if day is None:
+        raise UsageError(f'{flag} "{printable(value, keep_newlines=False)}" is not an ISO-8601 date',
+                         "write the date as YYYY-MM-DD (or YYYY-MM, YYYY), e.g. 2026-05-06")
+    return day
+
+
+def _check_text(spec: FilterSpec) -> None:
+    """Filter values must be Unicode text (a byte that is not UTF-8 cannot be echoed)."""
+    values = [("--category", spec.category), ("--topic", spec.topic),
+              ("--date-from", spec.date_from), ("--date-to", spec.date_to)]
+    values += [("--path-glob", glob) for glob in spec.path_globs]
+    values += [("--tag-any", tag) for tag in spec.tags_any]
+    values += [("--tag-all", tag) for tag in spec.tags_all]
+    for flag, value in values:
+        invalid = not_utf8(flag, value) if value is not None else None
+        if invalid:
+            raise UsageError(invalid, NOT_UTF8_HINT)
 
 
 def compile_filters(spec: FilterSpec) -> RowFilter:
     """Validate and compile `spec`; `!`-prefixed globs form the exclude set.
 
     Raises:
-        UsageError: too many or too long globs, or a malformed glob.
+        UsageError: too many or too long globs, a malformed glob, a date bound that is not an
+            ISO-8601 date, or a value that is not UTF-8 text.
     """
+    _check_text(spec)
+    date_from = _date_bound("--date-from", spec.date_from)
+    date_to = _date_bound("--date-to", spec.date_to)
     validate_path_globs(spec.path_globs)
     include: list[re.Pattern[str]] = []
     exclude: list[re.Pattern[str]] = []
@@ -271,8 +307,8 @@ def compile_filters(spec: FilterSpec) -> RowFilter:
         exclude=tuple(exclude),
         tags_any=spec.tags_any,
         tags_all=spec.tags_all,
-        date_from=spec.date_from,
-        date_to=spec.date_to,
+        date_from=date_from,
+        date_to=date_to,
     )
 
 
