@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from groove_cli.errors import UsageError
 from groove_cli.retrieve.filters import (
     FilterSpec,
     RowFilter,
+    _GlobParser,
     compile_filters,
     filter_applied,
     glob_to_regex,
@@ -299,3 +305,52 @@ def test_filter_applied_only_given_keys() -> None:
     assert filter_applied(FilterSpec(), explicit_min_confidence_ratio=0.0) == {
         "min_confidence_ratio": 0.0
     }
+
+
+# --------------------------------------------------------------------------- issue 15 item 2
+
+
+def _oracle(items: list[Any]) -> str:
+    """The plain (backtracking) regex of parsed glob items: the reference semantics."""
+    out = []
+    for item in items:
+        if item == "*":
+            out.append(".*")
+        elif isinstance(item, str):
+            out.append(item)
+        else:
+            out.append("(?:" + "|".join(_oracle(option) for option in item) + ")")
+    return "".join(out)
+
+
+def test_hostile_globs_finish_fast() -> None:
+    """`{,}` x 40 and `*a` x 12 + `x` ran for minutes under regex backtracking."""
+    with pytest.raises(UsageError) as caught:
+        glob_to_regex("{,}" * 40)
+    assert caught.value.message.startswith("path_glob pattern has more than 256 ")
+    start = time.perf_counter()
+    matcher = glob_to_regex("*a" * 12 + "x")
+    assert not matcher.fullmatch("a" * 5000)
+    assert matcher.fullmatch("a" * 5000 + "x")
+    assert not glob_to_regex("{*a,*b}" * 4 + "x").fullmatch("ab" * 3000)
+    assert time.perf_counter() - start < 2.0
+    with pytest.raises(UsageError, match="invalid path_glob"):
+        glob_to_regex("{" * 600 + "a" + "}" * 600)
+
+
+GLOB_CHARS = st.sampled_from(["a", "b", "/", ".", "*", "**", "**/", "?", "[ab]", "[!a]",
+                              "{a,b}", "{,a*}", "{x/**/,}"])
+
+
+@given(st.lists(GLOB_CHARS, min_size=1, max_size=6).map("".join),
+       st.text(alphabet="ab/.x\n", max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_matcher_agrees_with_the_plain_regex(glob: str, path: str) -> None:
+    items = _GlobParser(glob).parse()
+    expected = re.fullmatch("(?s:" + _oracle(items) + ")", path) is not None
+    try:
+        matcher = glob_to_regex(glob)
+    except UsageError as refused:  # only for too many brace combinations
+        assert "combinations" in refused.message
+        return
+    assert matcher.fullmatch(path) is expected
