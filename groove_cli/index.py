@@ -34,6 +34,7 @@ from groove_cli.scan import (
     read_source,
 )
 from groove_cli.store import Store, utc_now
+from groove_cli.text import printable
 from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
 from groove_cli.vectors import refresh_snapshot
 
@@ -224,8 +225,8 @@ class Indexer:
             messages.note(text)
 
     def _verbose(self, text: str) -> None:
-        if self.opt.verbose:
-            messages.progress(text)
+        if self.opt.verbose:  # one line per file, even for a path holding a newline
+            messages.progress(printable(text, keep_newlines=False))
 
     def _load_embedder(self) -> Embedder:
         if self.embedder is None:

@@ -14,6 +14,7 @@ from pathlib import Path
 import apsw
 import pytest
 
+from groove_cli import messages
 from groove_cli.failures import translate
 from tests.onnx_builders import model_dir
 from tests.test_index import TINY_MODEL_TOML, Groove, make_groove, tiny_embedder_onnx, write_kb
@@ -161,3 +162,26 @@ def test_index_on_read_only_storage_is_a_clear_error(indexed: Groove, read_only_
     assert one_error(result.stderr) == (
         f"groove: error: cannot write the index at {read_only_copy}: the file or its folder "
         "is read-only")
+
+
+# ------------------------------------------------------------------ terminal escapes
+
+
+def test_stderr_lines_escape_control_characters() -> None:
+    lines: list[str] = []
+    messages.set_sink(lines.append)
+    try:
+        messages.warning("bad \x1b[2J note\x07")
+        messages.always("explain: \x00")
+    finally:
+        messages.set_sink(None)
+    assert lines == ["groove: warning: bad \\x1b[2J note\\x07", "explain: \\x00"]
+
+
+def test_index_verbose_prints_one_line_per_file(tiny_model: Path, workdir: Path,
+                                                tmp_path: Path) -> None:
+    """Item 10: a file name holding a newline or ESC is one escaped line."""
+    groove = make_groove(workdir, tmp_path, tiny_model)
+    (groove.kb / "two\nlines\x1b.md").write_text("# Cats\n\ncats sleep a lot\n", encoding="utf-8")
+    result = groove.index_ok("--verbose")
+    assert "  indexed: two\\nlines\\x1b.md (1 chunks)" in result.stderr.splitlines()

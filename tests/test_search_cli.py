@@ -683,3 +683,34 @@ def test_a_date_bound_that_is_not_a_date(golden_index: tuple[Path, Path], config
     assert result.stdout == ""
     assert ('groove: error: --date-from "yesterday" is not an ISO-8601 date'
             in result.stderr.splitlines())
+
+
+def test_control_characters_are_escaped_in_text_and_files(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Item 10: a path holding a newline printed as two lines in --format files, and a note's
+    ESC/BEL/NUL reached the terminal; JSON stays exact."""
+    store = Store.open_for_index(tmp_path / "index.db")
+    store.create_vec_table(2)
+    with store.transaction():
+        doc = DocumentRow("evil\nname.md", "T\x1b[2J", None, None, None, ("a\x07",), None, "h",
+                          1, "t")
+        rows = [ChunkRow(0, "H\x00", 2, (), "ring \x07 the thought\x1b]0;x\x07", None, 4, 1.0)]
+        store.write_document(doc, rows, np.array([[1, 0]], dtype=np.float32), None)
+    store.close()
+    reader = Store.open_readonly(tmp_path / "index.db")
+    try:
+        params = SearchParams(mode="fts", min_confidence_ratio=0.0)
+        result = search(reader, compile_query("thought"), params, vector=None,
+                        knn=reader.vec_search, dim=2)
+    finally:
+        reader.close()
+    print_search(result, params, "files", explain=False, filter_applied={})
+    assert capsys.readouterr().out == "evil\\nname.md\n"
+    print_search(result, params, "text", explain=False, filter_applied={})
+    assert capsys.readouterr().out == (
+        "# T\\x1b[2J\nevil\\nname.md#H\\x00\nscore: 1.0000\ntags: a\\x07\n"
+        "match_spans: \"thought\"\n\nring \\x07 the thought\\x1b]0;x\\x07\n")
+    print_search(result, params, "json", explain=False, filter_applied={})
+    hit = json.loads(capsys.readouterr().out)["results"][0]
+    assert (hit["path"], hit["title"], hit["content"]) == (
+        "evil\nname.md", "T\x1b[2J", "ring \x07 the thought\x1b]0;x\x07")
