@@ -165,8 +165,15 @@ def config_check(ctx: typer.Context) -> None:
 
     Example: `groove --config ./groove.toml config check`
     """
+    from groove_cli.errors import ConfigError
+    from groove_cli.status import configured_model_errors
+
     settings = _run(lambda: _settings(ctx, {}, announce=False))
     where = settings.config.path if settings.config else None
+    problems = configured_model_errors(settings.str_("model"), settings.str_("reranker"),
+                                       config.models_dir(settings))
+    if problems:  # a model that can never load fails every search: the config is not valid
+        raise ConfigError(f"{where or 'groove.toml'}: {problems[0]}")
     output.print_line(f"{where}: ok" if where else "no config file; built-in defaults are valid")
 
 
@@ -327,7 +334,8 @@ def doctor_cmd(
 
     def run() -> DoctorReport:
         paths = _reading_paths(ctx, kb_path)
-        return run_doctor(paths.db, paths.kb, config.models_dir(paths.settings))
+        return run_doctor(paths.db, paths.kb, config.models_dir(paths.settings),
+                          reranker=paths.settings.str_("reranker"))
 
     report = _run(run)
     output.print_doctor(report, fmt)
@@ -414,7 +422,8 @@ def _retrieval_flags(mode: str | None, preset: str | None, dense: int | None, sp
 def search_cmd(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help=(
-        'The query. Quote phrases with "…"; exclude a term with -term or -"a phrase".'))],
+        'The query. Quote phrases with "…"; exclude a term with -term or -"a phrase". '
+        'A query that starts with - goes after --: groove search -- "-draft notes".'))],
     kb_path: KbOpt = None,
     model: ModelOpt = None,
     reranker: RerankerOpt = None,

@@ -64,10 +64,36 @@ def _sqlite_error(exc: Exception) -> GrooveError | None:
     return None
 
 
+DASH_QUERY_HINT = ('a query that starts with "-" goes after --, e.g. '
+                   '`groove search -- "-draft notes"`')
+
+
+def _is_click_usage_error(exc: BaseException) -> bool:
+    """click's UsageError family (typer vendors its own click, so it is recognised by shape);
+    the no-arguments case keeps click's help screen."""
+    return (getattr(exc, "exit_code", None) == 2 and hasattr(exc, "format_message")
+            and type(exc).__name__ != "NoArgsIsHelpError")
+
+
+def usage_error(exc: Any) -> GrooveError:
+    """A click usage error (unknown option, bad value) as a groove usage error (exit 2)."""
+    from groove_cli.errors import UsageError
+
+    command = exc.ctx.command_path if getattr(exc, "ctx", None) is not None else "groove"
+    hint = f"see `{command} --help`"
+    option = str(getattr(exc, "option_name", "") or "")
+    if (type(exc).__name__ == "NoSuchOption" and command.endswith(" search")
+            and not option.startswith("--")):
+        hint = DASH_QUERY_HINT
+    return UsageError(exc.format_message(), hint)
+
+
 def translate(exc: BaseException) -> GrooveError | None:
     """The GrooveError a user should see for `exc`, or None when `exc` is a bug."""
     if isinstance(exc, GrooveError):
         return exc
+    if _is_click_usage_error(exc):
+        return usage_error(exc)
     if isinstance(exc, OSError):
         return _os_error(exc)
     if type(exc).__module__ == "apsw" and isinstance(exc, Exception):

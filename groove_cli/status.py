@@ -110,10 +110,10 @@ def _finding(check: str, summary: str, items: list[int] | list[str], remedy: str
     return Finding(check, severity, summary, len(items), tuple(str(i) for i in items[:5]), remedy)
 
 
-def model_available(name: str, models_dir: Path) -> bool:
+def model_available(name: str, models_dir: Path, kind: str = "embedder") -> bool:
     """Usable without a download: cached, a local directory, or the installed offline pack."""
     try:
-        identity = peek_model(name, models_dir)
+        identity = peek_model(name, models_dir, kind)
     except GrooveError:
         return False
     if identity.sha256 is not None:
@@ -123,8 +123,25 @@ def model_available(name: str, models_dir: Path) -> bool:
     return identity.name == PACK_MODEL and find_pack() is not None
 
 
-def run_doctor(db: Path, kb: Path | None, models_dir: Path) -> DoctorReport:
-    """Integrity checks of index.md's invariants plus model availability."""
+def configured_model_errors(model: str | None, reranker: str | None,
+                            models_dir: Path) -> list[str]:
+    """The configured models that can never load (neither a registry name of the right kind
+    nor a model directory), as `key = "value": reason` lines; downloads are not tried."""
+    problems: list[str] = []
+    for key, value, kind in (("model", model, "embedder"), ("reranker", reranker, "reranker")):
+        if not value or value == "none":
+            continue
+        try:
+            peek_model(value, models_dir, kind)
+        except GrooveError as exc:
+            problems.append(f'{key} = "{value}": {exc.message}')
+    return problems
+
+
+def run_doctor(db: Path, kb: Path | None, models_dir: Path,
+               reranker: str | None = None) -> DoctorReport:
+    """Integrity checks of index.md's invariants plus model availability (the index's
+    embedding model and the configured reranker, which search loads)."""
     store = Store.open_readonly(db, str(kb) if kb else "<path>")
     try:
         report = store.integrity()
@@ -156,4 +173,11 @@ def run_doctor(db: Path, kb: Path | None, models_dir: Path) -> DoctorReport:
         findings.append(Finding("model-unavailable", "warning",
                                 f"the index's model {name} is not available locally", 1, (name,),
                                 f"groove models resolve {name}"))
+    if reranker and reranker != "none" and not model_available(reranker, models_dir, "reranker"):
+        broken = configured_model_errors(None, reranker, models_dir)
+        findings.append(Finding(
+            "reranker-unavailable", "warning",
+            broken[0] if broken else f"the configured reranker {reranker} is not available locally",
+            1, (reranker,),
+            "fix reranker in groove.toml" if broken else f"groove models resolve {reranker}"))
     return DoctorReport(documents, chunks, tuple(findings))

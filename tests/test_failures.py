@@ -4,10 +4,12 @@ stdout): every case ends in one `groove: error:` line and exit 1, never a traceb
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -185,3 +187,56 @@ def test_index_verbose_prints_one_line_per_file(tiny_model: Path, workdir: Path,
     (groove.kb / "two\nlines\x1b.md").write_text("# Cats\n\ncats sleep a lot\n", encoding="utf-8")
     result = groove.index_ok("--verbose")
     assert "  indexed: two\\nlines\\x1b.md (1 chunks)" in result.stderr.splitlines()
+
+
+# ------------------------------------------------------------------ smaller ones (item 12)
+
+
+def test_model_naming_a_file(indexed: Groove) -> None:
+    result = indexed.run("search", "cats", "--model", str(indexed.work / "groove.toml"))
+    assert result.exit_code == 1
+    assert one_error(result.stderr) == (
+        f"groove: error: {indexed.work / 'groove.toml'} is a file, not a model directory")
+
+
+def test_config_check_and_doctor_check_the_configured_reranker(indexed: Groove,
+                                                               tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-reranker"
+    indexed.configure(f'reranker = "{missing}"\n')
+    check = indexed.run("config", "check")
+    assert check.exit_code == 1
+    assert one_error(check.stderr) == (
+        f'groove: error: {indexed.work / "groove.toml"}: reranker = "{missing}": model directory '
+        f"{missing} does not exist")
+    doctor = indexed.run("doctor", "--format", "json")
+    assert doctor.exit_code == 1
+    finding = json.loads(doctor.stdout)["findings"][0]
+    assert (finding["check"], finding["severity"], finding["samples"]) == (
+        "reranker-unavailable", "warning", [str(missing)])
+
+
+def test_hub_download_fails_fast_with_one_line(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blocked network cost 25 s of retries and a page of raw DNS errors."""
+    from groove_cli.errors import ModelError
+    from groove_cli.models import resolve_model
+
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # discard port: nothing listens
+    start = time.perf_counter()
+    with pytest.raises(ModelError) as caught:
+        resolve_model("bge-small-en-v1.5", tmp_path / "models", offline=False)
+    assert time.perf_counter() - start < 5
+    assert caught.value.message.startswith(
+        "cannot download BAAI/bge-small-en-v1.5: the model hub is unreachable: cannot connect to "
+        "127.0.0.1:9 (")
+    assert "\n" not in caught.value.message
+
+
+def test_a_query_starting_with_a_dash_points_at_double_dash(indexed: Groove) -> None:
+    result = indexed.run("search", "-draft notes")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        "groove: error: No such option: -d",
+        'groove: hint: a query that starts with "-" goes after --, e.g. '
+        '`groove search -- "-draft notes"`']
+    assert "goes after --" in " ".join(indexed.run("search", "--help").stdout.split())
