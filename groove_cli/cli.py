@@ -445,8 +445,10 @@ def search_cmd(
         "Comma-separated tags; any must be present. Repeatable."))] = None,
     tag_all: Annotated[list[str] | None, typer.Option("--tag-all", help=(
         "Comma-separated tags; all must be present. Repeatable."))] = None,
-    date_from: Annotated[str | None, typer.Option("--date-from", help="Inclusive lower date bound.")] = None,
-    date_to: Annotated[str | None, typer.Option("--date-to", help="Inclusive upper date bound.")] = None,
+    date_from: Annotated[str | None, typer.Option("--date-from", help=(
+        "Inclusive lower bound: an ISO-8601 date (2026-05-06, or 2026-05 / 2026)."))] = None,
+    date_to: Annotated[str | None, typer.Option("--date-to", help=(
+        "Inclusive upper bound: an ISO-8601 date (2026-05-06, or 2026-05 / 2026)."))] = None,
     min_quality: Annotated[float | None, typer.Option("--min-quality", help=(
         "Quality threshold, clamped to [0, 1] (default [quality_filter] / 0.3)."))] = None,
     include_low_quality: Annotated[bool, typer.Option("--include-low-quality", help=(
@@ -518,7 +520,7 @@ def search_cmd(
 GoldenOpt = Annotated[Path | None, typer.Option(
     "--golden", help="Golden file (default [eval].golden, else KB/.groove-eval.yml).")]
 KOpt = Annotated[str | None, typer.Option(
-    "--k", help="Comma list of cut-offs for recall@k / nDCG@k (default [eval].k_values).")]
+    "--k", help="Comma list of cut-offs >= 1 for recall@k / nDCG@k (default [eval].k_values).")]
 
 
 def _k_values(settings: Settings, k: str | None) -> tuple[int, ...]:
