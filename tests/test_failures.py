@@ -18,22 +18,13 @@ import pytest
 
 from groove_cli import messages
 from groove_cli.failures import translate
-from tests.onnx_builders import model_dir
-from tests.test_index import TINY_MODEL_TOML, Groove, make_groove, tiny_embedder_onnx, write_kb
+from tests import test_index
+from tests.test_index import Groove, make_groove
 
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny-model") / "embedder"
-    return model_dir(folder, tiny_embedder_onnx(), TINY_MODEL_TOML).resolve()
-
-
-@pytest.fixture
-def indexed(tiny_model: Path, workdir: Path, tmp_path: Path) -> Groove:
-    groove = make_groove(workdir, tmp_path, tiny_model)
-    write_kb(groove.kb)
-    groove.index_ok()
-    return groove
+# the tiny model and the indexed sample KB of test_index.py, shared rather than rebuilt
+tiny_model = test_index.tiny_model
+groove = test_index.groove
+indexed = test_index.indexed
 
 
 def one_error(stderr: str) -> str:

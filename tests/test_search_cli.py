@@ -26,7 +26,7 @@ from typer.testing import CliRunner, Result
 from groove_cli.cli import app
 from groove_cli.index import IndexOptions, index_kb
 from groove_cli.render.search import print_search
-from groove_cli.retrieve.pipeline import SearchParams, search
+from groove_cli.retrieve.pipeline import SearchParams, SearchResult, search
 from groove_cli.retrieve.query import compile_query
 from groove_cli.session import open_session
 from groove_cli.store import Store
@@ -499,23 +499,31 @@ def test_text_format_without_low_confidence_and_with_explain(
     ]
 
 
-def test_text_format_heading_less_hit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # a hand-made index: no title, no heading, no tags; the text shows the bare path
-    store = Store.open_for_index(tmp_path / "index.db")
+def _thought_hits(db: Path, doc: DocumentRow,
+                  rows: list[ChunkRow]) -> tuple[SearchResult, SearchParams]:
+    """A hand-made one-document index (2-dim vectors) searched for "thought" in fts mode."""
+    store = Store.open_for_index(db)
     store.create_vec_table(2)
     with store.transaction():
-        doc = DocumentRow("loose.md", None, None, None, None, (), None, "h", 1, "t")
-        rows = [ChunkRow(0, None, None, (), "a loose thought", None, 4, 1.0),
-                ChunkRow(1, "Later", 2, (), "another thought", None, 4, 1.0)]
-        store.write_document(doc, rows, np.array([[1, 0], [0, 1]], dtype=np.float32), None)
+        vectors = np.eye(len(rows), 2, dtype=np.float32)
+        store.write_document(doc, rows, vectors, None)
     store.close()
-    reader = Store.open_readonly(tmp_path / "index.db")
+    reader = Store.open_readonly(db)
     try:
         params = SearchParams(mode="fts", min_confidence_ratio=0.0)
         result = search(reader, compile_query("thought"), params, vector=None,
                         knn=reader.vec_search, dim=2)
     finally:
         reader.close()
+    return result, params
+
+
+def test_text_format_heading_less_hit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a hand-made index: no title, no heading, no tags; the text shows the bare path
+    result, params = _thought_hits(
+        tmp_path / "index.db", DocumentRow("loose.md", None, None, None, None, (), None, "h", 1, "t"),
+        [ChunkRow(0, None, None, (), "a loose thought", None, 4, 1.0),
+         ChunkRow(1, "Later", 2, (), "another thought", None, 4, 1.0)])
     print_search(result, params, "text", explain=False, filter_applied={})
     assert capsys.readouterr().out == (
         "# (no title)\nloose.md\nscore: 1.0000\nmatch_spans: \"thought\"\n\na loose thought"
@@ -689,21 +697,10 @@ def test_control_characters_are_escaped_in_text_and_files(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Item 10: a path holding a newline printed as two lines in --format files, and a note's
     ESC/BEL/NUL reached the terminal; JSON stays exact."""
-    store = Store.open_for_index(tmp_path / "index.db")
-    store.create_vec_table(2)
-    with store.transaction():
-        doc = DocumentRow("evil\nname.md", "T\x1b[2J", None, None, None, ("a\x07",), None, "h",
-                          1, "t")
-        rows = [ChunkRow(0, "H\x00", 2, (), "ring \x07 the thought\x1b]0;x\x07", None, 4, 1.0)]
-        store.write_document(doc, rows, np.array([[1, 0]], dtype=np.float32), None)
-    store.close()
-    reader = Store.open_readonly(tmp_path / "index.db")
-    try:
-        params = SearchParams(mode="fts", min_confidence_ratio=0.0)
-        result = search(reader, compile_query("thought"), params, vector=None,
-                        knn=reader.vec_search, dim=2)
-    finally:
-        reader.close()
+    result, params = _thought_hits(
+        tmp_path / "index.db",
+        DocumentRow("evil\nname.md", "T\x1b[2J", None, None, None, ("a\x07",), None, "h", 1, "t"),
+        [ChunkRow(0, "H\x00", 2, (), "ring \x07 the thought\x1b]0;x\x07", None, 4, 1.0)])
     print_search(result, params, "files", explain=False, filter_applied={})
     assert capsys.readouterr().out == "evil\\nname.md\n"
     print_search(result, params, "text", explain=False, filter_applied={})
