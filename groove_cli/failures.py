@@ -37,7 +37,9 @@ def report(exc: GrooveError) -> int:
 def _os_error(exc: OSError) -> GrooveError:
     where = f" ({exc.filename})" if exc.filename else ""
     reason = exc.strerror or str(exc)
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+    # numpy's tofile reports a short write as "N requested and M written", without errno
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT) or (exc.errno is None and " requested and "
+                                                      in reason and reason.endswith(" written")):
         return GrooveError(f"the disk is full{where}: {reason}", hint=_DISK_FULL_HINT)
     if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         return GrooveError(f"cannot write{where}: {reason}", hint=_READ_ONLY_HINT)

@@ -44,6 +44,9 @@ def test_disk_full_and_read_only_errors_are_translated() -> None:
     written = translate(OSError(errno.ENOSPC, "No space left on device", "/x/i.db.vectors.npy"))
     assert written is not None
     assert written.message == "the disk is full (/x/i.db.vectors.npy): No space left on device"
+    short = translate(OSError("1048576 requested and 4096 written"))
+    assert short is not None and short.message == (
+        "the disk is full: 1048576 requested and 4096 written")
     ro = translate(apsw.ReadOnlyError("ReadOnlyError: attempt to write a readonly database"))
     assert ro is not None and ro.message.startswith("the index cannot be written")
     assert translate(KeyError("mrr")) is None  # a bug keeps its traceback
@@ -231,3 +234,28 @@ def test_a_query_starting_with_a_dash_points_at_double_dash(indexed: Groove) -> 
         'groove: hint: a query that starts with "-" goes after --, e.g. '
         '`groove search -- "-draft notes"`']
     assert "goes after --" in " ".join(indexed.run("search", "--help").stdout.split())
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 256 KiB file system (tmpfs), where a first index does not fit; needs root."""
+    mount = tmp_path / "tiny-disk"
+    mount.mkdir()
+    if os.geteuid() != 0 or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+            check=False, capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small file system here")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False, capture_output=True)
+
+
+def test_index_on_a_full_disk_is_one_line(groove: Groove, tiny_disk: Path) -> None:
+    """Item 4: apsw.FullError / a short snapshot write ended in a traceback."""
+    for i in range(60):  # enough notes that the index outgrows 256 KiB
+        (groove.kb / f"n{i}.md").write_text(f"# Note {i}\n\n" + "cats and dogs " * 200,
+                                           encoding="utf-8")
+    result = groove.index(db=tiny_disk / "index.db")
+    assert result.exit_code == 1
+    assert one_error(result.stderr).startswith("groove: error: the disk is full")
