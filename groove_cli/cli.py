@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -31,19 +32,30 @@ if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays
 T = TypeVar("T")
 
 
+@contextmanager
+def _translated() -> Iterator[None]:
+    """Expected failures leave as `groove: error: …` and their exit code (failures.py)."""
+    try:
+        yield
+    except Exception as exc:
+        error = failures.translate(exc)
+        if error is None:
+            raise
+        raise typer.Exit(failures.report(error)) from None
+
+
 class _GrooveGroup(TyperGroup):
-    """The single point where expected failures become `groove: error: …` and an exit code
-    (failures.py); a bug still shows its traceback."""
+    """The single point where expected failures become `groove: error: …` and an exit code;
+    a bug still shows its traceback."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Global options are parsed here, before `invoke`: their usage errors too."""
+        with _translated():
+            return super().parse_args(ctx, args)
 
     def invoke(self, ctx: Any) -> Any:
-        try:
-            with failures.guarded_stdout():
-                return super().invoke(ctx)
-        except Exception as exc:
-            error = failures.translate(exc)
-            if error is None:
-                raise
-            raise typer.Exit(failures.report(error)) from None
+        with _translated(), failures.guarded_stdout():
+            return super().invoke(ctx)
 
 
 app = typer.Typer(

@@ -259,3 +259,14 @@ def test_index_on_a_full_disk_is_one_line(groove: Groove, tiny_disk: Path) -> No
     result = groove.index(db=tiny_disk / "index.db")
     assert result.exit_code == 1
     assert one_error(result.stderr).startswith("groove: error: the disk is full")
+
+
+def test_usage_errors_are_groove_error_lines(indexed: Groove) -> None:
+    """click's boxed usage errors become the one-line contract, global options included."""
+    bogus = indexed.run("--bogus")
+    assert bogus.exit_code == 2
+    assert bogus.stderr.splitlines() == ["groove: error: No such option: --bogus",
+                                         "groove: hint: see `groove --help`"]
+    bad_value = indexed.run("search", "cats", "--limit", "many")
+    assert bad_value.exit_code == 2
+    assert one_error(bad_value.stderr).startswith("groove: error: Invalid value for '--limit'")
