@@ -216,8 +216,8 @@ class Indexer:
     # ------------------------------------------------------------------ helpers
 
     def _line(self, text: str) -> None:
-        if not self.opt.quiet:
-            messages.progress(text)
+        if not self.opt.quiet:  # one line each: a file name may hold a newline
+            messages.progress(printable(text, keep_newlines=False))
 
     def _note(self, text: str) -> None:
         """A `groove: note:` line (cli.md §2); --quiet keeps only Indexing, Found and Done."""

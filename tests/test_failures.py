@@ -179,8 +179,10 @@ def test_index_verbose_prints_one_line_per_file(tiny_model: Path, workdir: Path,
     """Item 10: a file name holding a newline or ESC is one escaped line."""
     groove = make_groove(workdir, tmp_path, tiny_model)
     (groove.kb / "two\nlines\x1b.md").write_text("# Cats\n\ncats sleep a lot\n", encoding="utf-8")
+    (groove.kb / "empty\n.md").write_text("", encoding="utf-8")
     result = groove.index_ok("--verbose")
     assert "  indexed: two\\nlines\\x1b.md (1 chunks)" in result.stderr.splitlines()
+    assert "Skipping empty\\n.md: no embeddable chunks" in result.stderr.splitlines()
 
 
 # ------------------------------------------------------------------ smaller ones (item 12)
