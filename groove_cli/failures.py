@@ -42,7 +42,9 @@ def _os_error(exc: OSError) -> GrooveError:
                                                       in reason and reason.endswith(" written")):
         return GrooveError(f"the disk is full{where}: {reason}", hint=_DISK_FULL_HINT)
     if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        return GrooveError(f"cannot write{where}: {reason}", hint=_READ_ONLY_HINT)
+        return GrooveError(f"cannot use{where}: {reason}",
+                           hint="check the permissions of that file and its folder, or whether "
+                                "the storage is mounted read-only")
     if exc.errno == errno.EISDIR:
         return GrooveError(f"a folder is in the way{where}: {reason}",
                            hint="remove or rename that folder, or pass --db another path")

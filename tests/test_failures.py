@@ -49,6 +49,9 @@ def test_disk_full_and_read_only_errors_are_translated() -> None:
         "the disk is full: 1048576 requested and 4096 written")
     ro = translate(apsw.ReadOnlyError("ReadOnlyError: attempt to write a readonly database"))
     assert ro is not None and ro.message.startswith("the index cannot be written")
+    denied = translate(PermissionError(errno.EACCES, "Permission denied", "/kb/.groove-eval-history.json"))
+    assert denied is not None
+    assert denied.message == "cannot use (/kb/.groove-eval-history.json): Permission denied"
     assert translate(KeyError("mrr")) is None  # a bug keeps its traceback
 
 
