@@ -168,9 +168,11 @@ def guarded_stdout() -> Iterator[None]:
     sys.stdout = guarded
     try:
         yield
-        guarded.flush()
-    finally:
-        sys.stdout = original
+    finally:  # also after typer.Exit (doctor findings, the eval gate): their report is output
+        try:
+            guarded.flush()
+        finally:
+            sys.stdout = original
 
 
 def check_index_file(path: Path, *, kb_hint: str = "<path>", allow_empty: bool = False) -> None:
