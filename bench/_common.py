@@ -120,14 +120,34 @@ def code_version() -> dict[str, Any]:
             "groove_cli_dirty": bool(git("status", "--porcelain", "--", "groove_cli"))}
 
 
+# The packages groove's speed and results depend on; a release of any of them can move the
+# numbers (typer 0.29 added pydantic to start-up), so every result file records their versions.
+RECORDED_PACKAGES = ("apsw", "sqlite-vec", "numpy", "onnxruntime", "tokenizers", "typer",
+                     "click", "rich")
+
+
+def package_versions() -> dict[str, str | None]:
+    """Installed version of each of RECORDED_PACKAGES (None when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found: dict[str, str | None] = {}
+    for name in RECORDED_PACKAGES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
 def machine() -> dict[str, Any]:
-    """What a reader needs to interpret the numbers."""
+    """What a reader needs to interpret the numbers, including the installed package versions."""
     return {
         "code": code_version(),
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
         "load_average": load_average(),
+        "packages": package_versions(),
     }
 
 
@@ -140,7 +160,13 @@ def machine_line(info: dict[str, Any]) -> str:
 
 
 def write_results(name: str, data: dict[str, Any], markdown: str) -> tuple[Path, Path]:
-    """Write `bench/results/{name}.json` (2-space indent, UTF-8) and `{name}.md`."""
+    """Write `bench/results/{name}.json` (2-space indent, UTF-8) and `{name}.md`.
+
+    The JSON always records the package versions (from `machine()` when the data carries it).
+    """
+    info = data.get("machine")
+    if not (isinstance(info, dict) and "packages" in info):
+        data = {**data, "packages": package_versions()}
     RESULTS.mkdir(parents=True, exist_ok=True)
     json_path = RESULTS / f"{name}.json"
     md_path = RESULTS / f"{name}.md"

@@ -32,6 +32,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _common import package_versions  # noqa: E402
+
 from groove_cli.models import Embedder, resolve_model  # noqa: E402
 from groove_cli.models.directory import ResolvedModel, write_model_toml  # noqa: E402
 from groove_cli.models.pack import PACK_VARIANT, convert, find_pack, quantize_int8  # noqa: E402
@@ -318,6 +320,7 @@ def main() -> None:
     print("cold", json.dumps(cold), flush=True)
     result = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "packages": package_versions(),
         "load_average_5min": {"start": round(load_before, 2),
                               "end": round(os.getloadavg()[1], 2)},
         "queries_per_dataset": args.queries,

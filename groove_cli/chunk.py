@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import yaml
 
+from groove_cli.text import iso_day, printable
+
 CHUNKER_VERSION = 1
 """Raised whenever the chunking, frontmatter or quality rules change (index.md §6.1 step 4)."""
 
@@ -160,6 +162,11 @@ def parse_frontmatter(yaml_text: str, rel_path: str) -> Frontmatter:
             scalars[field] = None
             if value is not None:
                 warnings.append(warn(f'field "{field}" must be a scalar, got {_kind(value)}'))
+
+    if scalars["date"] is not None and iso_day(scalars["date"]) is None:
+        warnings.append(f'{rel_path}: date "{printable(scalars["date"], keep_newlines=False)}" '
+                        "is not an ISO-8601 date (YYYY-MM-DD); --date-from/--date-to never "
+                        "match this note")
 
     tags: tuple[str, ...] = ()
     raw_tags = data.get("tags")

@@ -19,6 +19,7 @@ from groove_cli.cli_options import (
     FormatOpt,
     GlobalOptions,
     GoldenOpt,
+    GrooveGroup,
     KbOpt,
     ModelOpt,
     NoColorOpt,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays
     from groove_cli.status import DoctorReport, StatusReport
 
 app = typer.Typer(
+    cls=GrooveGroup,
     name="groove",
     help=(
         "Hybrid full-text + vector search over a folder of Markdown notes, "
@@ -105,7 +107,9 @@ def config_check(ctx: typer.Context) -> None:
 
     Example: `groove --config ./groove.toml config check`
     """
-    settings = run_core(lambda: settings_for(ctx, {}, announce=False))
+    from groove_cli.status import check_config_models
+
+    settings = run_core(lambda: check_config_models(settings_for(ctx, {}, announce=False)))
     where = settings.config.path if settings.config else None
     output.print_line(f"{where}: ok" if where else "no config file; built-in defaults are valid")
 
@@ -180,7 +184,7 @@ def status_cmd(
     def run() -> StatusReport | None:
         # with --db, status and doctor need no KB path (cli.md §1)
         paths = resolve_paths(ctx, kb_flags(kb_path), kb_required=False)
-        if not paths.db.is_file():
+        if not paths.db.exists():
             hint = paths.kb if paths.kb else "<path>"
             messages.note(f"no index found at {paths.db}. Run `groove index --kb-path {hint}` first.")
             return None
@@ -211,7 +215,8 @@ def doctor_cmd(
 
     def run() -> DoctorReport:
         paths = resolve_paths(ctx, kb_flags(kb_path), kb_required=False)
-        return run_doctor(paths.db, paths.kb, config.models_dir(paths.settings))
+        return run_doctor(paths.db, paths.kb, config.models_dir(paths.settings),
+                          reranker=paths.settings.str_("reranker"))
 
     report = run_core(run)
     output.print_doctor(report, fmt)
@@ -227,7 +232,8 @@ def doctor_cmd(
 def search_cmd(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help=(
-        'The query. Quote phrases with "…"; exclude a term with -term or -"a phrase".'))],
+        'The query. Quote phrases with "…"; exclude a term with -term or -"a phrase". '
+        'A query that starts with - goes after --: groove search -- "-draft notes".'))],
     kb_path: KbOpt = None,
     model: ModelOpt = None,
     reranker: RerankerOpt = None,
@@ -280,7 +286,7 @@ def search_cmd(
 # --------------------------------------------------------------------------- eval
 
 KOpt = Annotated[str | None, typer.Option(
-    "--k", help="Comma list of cut-offs for recall@k / nDCG@k (default [eval].k_values).")]
+    "--k", help="Comma list of cut-offs >= 1 for recall@k / nDCG@k (default [eval].k_values).")]
 
 
 @app.command("eval")

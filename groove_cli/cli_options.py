@@ -11,14 +11,16 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
-from groove_cli import config, messages
+from groove_cli import config, failures, messages
 from groove_cli.config import Settings, load_settings
 from groove_cli.errors import GrooveError, UsageError
 
@@ -40,15 +42,39 @@ def global_options(ctx: typer.Context) -> GlobalOptions:
     return obj
 
 
+@contextmanager
+def translated() -> Iterator[None]:
+    """Expected failures leave as `groove: error: …` and their exit code (failures.py)."""
+    try:
+        yield
+    except Exception as exc:
+        error = failures.translate(exc)
+        if error is None:
+            raise
+        raise typer.Exit(failures.report(error)) from None
+
+
+class GrooveGroup(TyperGroup):
+    """The top-level command group: hooks failures.py's translation point around argument
+    parsing and every command, so expected failures become `groove: error: …` and an exit
+    code; a bug still shows its traceback."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Global options are parsed here, before `invoke`: their usage errors too."""
+        with translated():
+            return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        with translated(), failures.guarded_stdout():
+            return super().invoke(ctx)
+
+
 def run_core(action: Callable[[], T]) -> T:
     """Run a core call; translate GrooveError into the stderr contract and exit code."""
     try:
         return action()
     except GrooveError as exc:
-        messages.error(exc.message)
-        if exc.hint:
-            messages.always(f"groove: hint: {exc.hint}")
-        raise typer.Exit(exc.exit_code) from None
+        raise typer.Exit(failures.report(exc)) from None
     except KeyboardInterrupt:
         messages.error("interrupted")
         raise typer.Exit(130) from None
@@ -300,9 +326,10 @@ FILTER_OPTIONS: dict[str, Any] = {
         "Comma-separated tags; any must be present. Repeatable."))],
     "tag_all": Annotated[list[str] | None, typer.Option("--tag-all", help=(
         "Comma-separated tags; all must be present. Repeatable."))],
-    "date_from": Annotated[str | None, typer.Option("--date-from",
-                                                    help="Inclusive lower date bound.")],
-    "date_to": Annotated[str | None, typer.Option("--date-to", help="Inclusive upper date bound.")],
+    "date_from": Annotated[str | None, typer.Option("--date-from", help=(
+        "Inclusive lower bound: an ISO-8601 date (2026-05-06, or 2026-05 / 2026)."))],
+    "date_to": Annotated[str | None, typer.Option("--date-to", help=(
+        "Inclusive upper bound: an ISO-8601 date (2026-05-06, or 2026-05 / 2026)."))],
     "min_quality": Annotated[float | None, typer.Option("--min-quality", help=(
         "Quality threshold, clamped to [0, 1] (default [quality_filter] / 0.3)."))],
     "include_low_quality": Annotated[bool, typer.Option("--include-low-quality", help=(

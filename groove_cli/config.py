@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from groove_cli import messages
 from groove_cli.errors import ConfigError, UsageError
 
 Source = Literal["default", "file", "preset", "flag"]
@@ -298,9 +299,20 @@ def discover_config(explicit: Path | None, cwd: Path) -> FoundConfig | None:
     if root is not None and (root / "groove.toml").is_file():
         return FoundConfig(root / "groove.toml", "git")
     user = user_config_path()
-    if user.is_file():
+    if _user_file_exists(user):
         return FoundConfig(user, "user")
     return None
+
+
+def _user_file_exists(path: Path) -> bool:
+    """Whether the per-user groove.toml exists; a folder that cannot be read (permissions, a
+    broken mount) is skipped with a warning rather than failing every command."""
+    try:
+        return path.is_file()
+    except OSError as exc:
+        messages.warning(f"cannot read the per-user config folder {path.parent}: "
+                         f"{exc.strerror or exc}; ignoring it")
+        return False
 
 
 # --------------------------------------------------------------------------- validation
@@ -343,9 +355,12 @@ def _resolve_path(value: str, base: Path) -> str:
 def validate_text(text: str, path: Path) -> dict[str, object]:
     """Parse and validate groove.toml text; return dotted key → value (paths resolved)."""
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(text.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid config: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid config: arrays or tables are nested too deeply "
+                          "(groove.toml needs at most 2 levels)") from None
     raw: dict[str, object] = {}
     _walk(data, "", path, raw)
     values: dict[str, object] = {}
@@ -408,7 +423,7 @@ def _check_file_cross_keys(values: dict[str, object], path: Path) -> None:
 def load_config_file(path: Path) -> dict[str, object]:
     """Read and validate a groove.toml file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (some Windows editors) is accepted
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -23,6 +23,7 @@ from groove_cli import __version__, config, messages
 from groove_cli.chunk import ChunkDraft, ParsedDocument, chunker_fingerprint, parse_document
 from groove_cli.config import Settings
 from groove_cli.errors import GrooveError, IndexMismatch
+from groove_cli.failures import check_index_file
 from groove_cli.models import ResolvedModel, resolve_model
 from groove_cli.runtime_model import RuntimeModel, runtime_model, warn_digest
 from groove_cli.scan import (
@@ -34,6 +35,7 @@ from groove_cli.scan import (
     read_source,
 )
 from groove_cli.store import Store, utc_now
+from groove_cli.text import printable
 from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
 from groove_cli.vectors import refresh_snapshot
 
@@ -148,8 +150,16 @@ class NullProgress:
 @contextmanager
 def indexer_lock(db: Path) -> Iterator[None]:
     """Exclusive lock on `{db}.lock`: one indexer per index; searches are never blocked."""
+    check_index_file(db, allow_empty=True)
     db.parent.mkdir(parents=True, exist_ok=True)
     lock_path = db.with_name(db.name + ".lock")
+    if not os.access(db.parent, os.W_OK) or (db.exists() and not os.access(db, os.W_OK)):
+        raise GrooveError(f"cannot write the index at {db}: the file or its folder is read-only",
+                          hint="make it writable, or pass --db a writable location "
+                               "(search, status and doctor work on a read-only index)")
+    if lock_path.is_dir():
+        raise GrooveError(f"the lock file {lock_path} is a folder",
+                          hint="remove that folder (groove creates the lock file itself)")
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
@@ -222,8 +232,8 @@ class Indexer:
     # ------------------------------------------------------------------ helpers
 
     def _line(self, text: str) -> None:
-        if not self.opt.quiet:
-            messages.progress(text)
+        if not self.opt.quiet:  # one line each: a file name may hold a newline
+            messages.progress(printable(text, keep_newlines=False))
 
     def _note(self, text: str) -> None:
         """A `groove: note:` line (cli.md §2); --quiet keeps only Indexing, Found and Done."""
@@ -231,8 +241,8 @@ class Indexer:
             messages.note(text)
 
     def _verbose(self, text: str) -> None:
-        if self.opt.verbose:
-            messages.progress(text)
+        if self.opt.verbose:  # one line per file, even for a path holding a newline
+            messages.progress(printable(text, keep_newlines=False))
 
     def _load_embedder(self) -> Embedder:
         if self.embedder is None:

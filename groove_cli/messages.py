@@ -11,6 +11,8 @@ import os
 import sys
 from collections.abc import Callable
 
+from groove_cli.text import printable
+
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 
 Sink = Callable[[str], None]
@@ -37,7 +39,7 @@ def threshold() -> int:
 
 def _emit(level: str, text: str) -> None:
     if LEVELS[level] >= threshold():
-        _sink(text)
+        _sink(printable(text))  # a note's ESC/BEL/NUL in a path must not reach the terminal
 
 
 def error(message: str) -> None:
@@ -67,4 +69,4 @@ def debug(message: str) -> None:
 
 def always(line: str) -> None:
     """A line written whatever the level (`--explain` output)."""
-    _sink(line)
+    _sink(printable(line))

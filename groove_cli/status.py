@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from groove_cli.errors import GrooveError
+from groove_cli.errors import ConfigError, GrooveError
 from groove_cli.models import peek_model
 from groove_cli.models.registry import PACK_MODEL
 from groove_cli.scan import SourceBytes, collect_files, read_source
 from groove_cli.store import SCHEMA_VERSION, Store
+
+if TYPE_CHECKING:
+    from groove_cli.config import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,10 +114,10 @@ def _finding(check: str, summary: str, items: list[int] | list[str], remedy: str
     return Finding(check, severity, summary, len(items), tuple(str(i) for i in items[:5]), remedy)
 
 
-def model_available(name: str, models_dir: Path) -> bool:
+def model_available(name: str, models_dir: Path, kind: str = "embedder") -> bool:
     """Usable without a download: cached, a local directory, or the installed offline pack."""
     try:
-        identity = peek_model(name, models_dir)
+        identity = peek_model(name, models_dir, kind)
     except GrooveError:
         return False
     if identity.sha256 is not None:
@@ -123,8 +127,42 @@ def model_available(name: str, models_dir: Path) -> bool:
     return identity.name == PACK_MODEL and find_pack() is not None
 
 
-def run_doctor(db: Path, kb: Path | None, models_dir: Path) -> DoctorReport:
-    """Integrity checks of index.md's invariants plus model availability."""
+def configured_model_errors(model: str | None, reranker: str | None,
+                            models_dir: Path) -> list[str]:
+    """The configured models that can never load (neither a registry name of the right kind
+    nor a model directory), as `key = "value": reason` lines; downloads are not tried."""
+    problems: list[str] = []
+    for key, value, kind in (("model", model, "embedder"), ("reranker", reranker, "reranker")):
+        if not value or value == "none":
+            continue
+        try:
+            peek_model(value, models_dir, kind)
+        except GrooveError as exc:
+            problems.append(f'{key} = "{value}": {exc.message}')
+    return problems
+
+
+def check_config_models(settings: Settings) -> Settings:
+    """`config check`: a configured model that can never load fails every search, so the
+    config is not valid; `settings` is returned unchanged when every model can load.
+
+    Raises:
+        ConfigError: naming the config file, the key and why the model cannot load.
+    """
+    from groove_cli import config
+
+    problems = configured_model_errors(settings.str_("model"), settings.str_("reranker"),
+                                       config.models_dir(settings))
+    if problems:
+        where = settings.config.path if settings.config else "groove.toml"
+        raise ConfigError(f"{where}: {problems[0]}")
+    return settings
+
+
+def run_doctor(db: Path, kb: Path | None, models_dir: Path,
+               reranker: str | None = None) -> DoctorReport:
+    """Integrity checks of index.md's invariants plus model availability (the index's
+    embedding model and the configured reranker, which search loads)."""
     store = Store.open_readonly(db, str(kb) if kb else "<path>")
     try:
         report = store.integrity()
@@ -156,4 +194,11 @@ def run_doctor(db: Path, kb: Path | None, models_dir: Path) -> DoctorReport:
         findings.append(Finding("model-unavailable", "warning",
                                 f"the index's model {name} is not available locally", 1, (name,),
                                 f"groove models resolve {name}"))
+    if reranker and reranker != "none" and not model_available(reranker, models_dir, "reranker"):
+        broken = configured_model_errors(None, reranker, models_dir)
+        findings.append(Finding(
+            "reranker-unavailable", "warning",
+            broken[0] if broken else f"the configured reranker {reranker} is not available locally",
+            1, (reranker,),
+            "fix reranker in groove.toml" if broken else f"groove models resolve {reranker}"))
     return DoctorReport(documents, chunks, tuple(findings))

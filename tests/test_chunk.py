@@ -624,3 +624,13 @@ def test_unknown_extension_is_rejected() -> None:
         parse_document("x", "a.rst")
     with pytest.raises(ValueError):
         parse_document("x", ".md")
+
+
+def test_an_unparseable_date_is_named_at_index_time() -> None:
+    """Issue 15 item 3: say which notes carry a date the date filters can never match."""
+    bad = parse_document("---\ndate: yesterday\n---\n# T\n\nbody text here\n", "a/b.md")
+    assert bad.date == "yesterday"
+    assert bad.warnings == ('a/b.md: date "yesterday" is not an ISO-8601 date (YYYY-MM-DD); '
+                            "--date-from/--date-to never match this note",)
+    for good in ("2026-05-06", "2026-05", "2026-05-06T10:00:00+09:00"):
+        assert parse_document(f"---\ndate: {good}\n---\nbody\n", "c.md").warnings == ()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from groove_cli import messages
 from groove_cli.config import (
     SCHEMA,
     SPECS,
@@ -301,3 +302,38 @@ def test_example_file_lists_every_key_with_its_default() -> None:
             assert example[spec.key] == spec.default, spec.key
     # and the uncommented example is itself a valid config
     validate_text(_uncommented_text(), P)
+
+
+# ----------------------------------------------------------------------------- issue 15
+
+
+def test_an_unreadable_user_config_folder_is_skipped_with_a_warning(
+        workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 7: an unreadable ~/.config/groove made every command fail with PermissionError.
+    (A name over the file-system limit fails stat() for root too, like a 000 folder.)"""
+    lines: list[str] = []
+    messages.set_sink(lines.append)
+    unreadable = tmp_path / ("x" * 300)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(unreadable))
+    try:
+        assert discover_config(None, workdir) is None
+        assert load_settings(None, {}).config is None
+    finally:
+        messages.set_sink(None)
+    assert lines[0] == (f"groove: warning: cannot read the per-user config folder "
+                        f"{unreadable / 'groove'}: File name too long; ignoring it")
+
+
+def test_a_byte_order_mark_is_accepted(workdir: Path) -> None:
+    """Item 12: a BOM gave "Invalid statement (line 1, column 1)"."""
+    path = workdir / "groove.toml"
+    path.write_bytes(b"\xef\xbb\xbfmodel = \"x\"\n")
+    assert load_settings(path, {}).str_("model") == "x"
+
+
+def test_deeply_nested_toml_is_a_config_error() -> None:
+    """Item 12: an array nested 3,000 deep raised RecursionError."""
+    with pytest.raises(ConfigError) as caught:
+        validate_text("exclude_dirs = " + "[" * 3000 + "]" * 3000 + "\n", Path("g.toml"))
+    assert caught.value.message == ("g.toml: invalid config: arrays or tables are nested too "
+                                    "deeply (groove.toml needs at most 2 levels)")

@@ -519,3 +519,46 @@ def test_a_note_quoting_two_golden_queries_is_reported(warm: Sample, workdir: Pa
     text_run = run_eval(warm, "--golden", "quoted.yml", "--mode", "fts", "--no-history")
     assert text_run.exit_code == 0
     assert warning in text_run.stderr
+
+
+# --------------------------------------------------------------------------- issue 15
+
+
+def test_k_zero_is_refused(warm: Sample) -> None:
+    """Item 9: `--k 0` reported recall@0, a metric that is 0 by definition."""
+    result = run_eval(warm, "--k", "0,5", "--no-history")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert "groove: error: k = 0 measures nothing (recall@0 and nDCG@0 are always 0)" in result.stderr
+
+
+def test_empty_golden_file_is_refused_and_saves_no_run(sample: Sample) -> None:
+    """Item 9: `queries: []` printed 0.000 metrics as if measured and saved the run."""
+    golden = sample.kb / ".groove-eval.yml"
+    golden.write_text("queries: []\n", encoding="utf-8")
+    result = run_eval(sample)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert "queries: the list is empty; add at least one query to measure" in result.stderr
+    assert not (sample.kb / HISTORY).exists()
+
+
+@pytest.mark.parametrize("mrr", ["missing", None, "0.9"])
+def test_damaged_newest_run_is_not_a_regression(sample: Sample, mrr: object) -> None:
+    """Item 8: a newest run whose mrr is missing, null or a string crashed eval with exit 1 —
+    the regression gate's code. It is set aside with a warning and the gate passes."""
+    assert run_eval(sample, "--format", "json").exit_code == 0
+    path = sample.kb / HISTORY
+    document = json.loads(path.read_text(encoding="utf-8"))
+    aggregate = document["runs"][0]["aggregate"]
+    if mrr == "missing":
+        del aggregate["mrr"]
+    else:
+        aggregate["mrr"] = mrr
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = run_eval(sample, "--fail-on-regression")
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.stderr
+    assert "runs[0].aggregate.mrr is missing or not a number" in result.stderr
+    assert (sample.kb / (HISTORY + ".bak")).exists()
+    assert len(history_runs(sample)) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from datetime import UTC, datetime, timedelta, timezone
@@ -249,3 +250,17 @@ def test_null_intervals_render(show_diff: bool) -> None:
                             show_diff=show_diff, color=False)
     assert "  MRR        0.000  [n/a]\n" in text
     assert "over 0 queries" in text
+
+
+def test_text_report_escapes_control_characters_in_query_ids() -> None:
+    """Issue 15 item 10: a golden id holding ESC must not drive the terminal."""
+    now = copy.deepcopy(NOW)
+    prev = copy.deepcopy(PREV)
+    for run in (now, prev):
+        for entry in run["per_query"]:
+            if entry["id"] == "beta":
+                entry["id"] = "be\x1b[2Jta"
+    text = render_eval_text(build_json_report(now, prev, threshold=0.05), threshold=0.05,
+                            show_diff=True, color=False)
+    assert "be\\x1b[2Jta" in text
+    assert "\x1b" not in text

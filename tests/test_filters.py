@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from groove_cli.errors import UsageError
 from groove_cli.retrieve.filters import (
     FilterSpec,
     RowFilter,
+    _GlobParser,
     compile_filters,
     filter_applied,
     glob_to_regex,
@@ -73,17 +79,45 @@ def test_tags_any_all() -> None:
     assert row(both, tags=["a", "z"])
 
 
-def test_dates_lexicographic_inclusive() -> None:
+def test_dates_are_iso_days_inclusive() -> None:
     f = compile_filters(FilterSpec(date_from="2026-01-01", date_to="2026-06-30"))
     assert f.active
     assert row(f, date="2026-01-01")
     assert row(f, date="2026-06-30")
     assert not row(f, date="2025-12-31")
     assert not row(f, date="2026-07-01")
-    # Plain string comparison, no format validation: "2026-06-30T10" sorts after "2026-06-30".
-    assert not row(f, date="2026-06-30T10:00")
-    assert row(compile_filters(FilterSpec(date_from="2026")), date="2026-03")
-    assert row(compile_filters(FilterSpec(date_to="summer")), date="spring")
+    # Issue 15 item 3: days are compared, so a date-time on the last day is inside the bound
+    assert row(f, date="2026-06-30T10:00")
+    assert row(f, date="2026-03")  # a reduced note date stands for its first day
+    # a reduced bound covers its whole year or month
+    year = compile_filters(FilterSpec(date_from="2026", date_to="2026-02"))
+    assert (year.date_from, year.date_to) == ("2026-01-01", "2026-02-28")
+    assert row(year, date="2026-02-28") and not row(year, date="2026-03-01")
+
+
+@pytest.mark.parametrize("bound", ["yesterday", "2025-13-45", "05/06/2026", "2026-02-30", ""])
+@pytest.mark.parametrize("flag", ["--date-from", "--date-to"])
+def test_a_bound_that_is_not_a_date_is_a_usage_error(flag: str, bound: str) -> None:
+    """Issue 15 item 3: "yesterday" was compared as a string and returned 0 hits, exit 0."""
+    spec = FilterSpec(date_from=bound) if flag == "--date-from" else FilterSpec(date_to=bound)
+    with pytest.raises(UsageError) as caught:
+        compile_filters(spec)
+    assert caught.value.message == f'{flag} "{bound}" is not an ISO-8601 date'
+    assert caught.value.exit_code == 2
+
+
+@pytest.mark.parametrize("date", ["yesterday", "2025-13-45", "someday soon"])
+def test_an_unparseable_note_date_passes_no_bound(date: str) -> None:
+    """A note with `date: yesterday` passed every lower bound ("y" sorts after "2")."""
+    assert not row(compile_filters(FilterSpec(date_from="1900-01-01")), date=date)
+    assert not row(compile_filters(FilterSpec(date_to="2999-12-31")), date=date)
+    assert row(compile_filters(FilterSpec()), date=date)  # without a bound nothing is checked
+
+
+def test_filter_values_must_be_utf8() -> None:
+    with pytest.raises(UsageError) as caught:
+        compile_filters(FilterSpec(category="caf\udce9"))
+    assert caught.value.message == "--category is not valid UTF-8 text (byte 0xe9 at character 4)"
 
 
 def test_null_date_fails_when_either_bound_is_set() -> None:
@@ -271,3 +305,52 @@ def test_filter_applied_only_given_keys() -> None:
     assert filter_applied(FilterSpec(), explicit_min_confidence_ratio=0.0) == {
         "min_confidence_ratio": 0.0
     }
+
+
+# --------------------------------------------------------------------------- issue 15 item 2
+
+
+def _oracle(items: list[Any]) -> str:
+    """The plain (backtracking) regex of parsed glob items: the reference semantics."""
+    out = []
+    for item in items:
+        if item == "*":
+            out.append(".*")
+        elif isinstance(item, str):
+            out.append(item)
+        else:
+            out.append("(?:" + "|".join(_oracle(option) for option in item) + ")")
+    return "".join(out)
+
+
+def test_hostile_globs_finish_fast() -> None:
+    """`{,}` x 40 and `*a` x 12 + `x` ran for minutes under regex backtracking."""
+    with pytest.raises(UsageError) as caught:
+        glob_to_regex("{,}" * 40)
+    assert caught.value.message.startswith("path_glob pattern has more than 256 ")
+    start = time.perf_counter()
+    matcher = glob_to_regex("*a" * 12 + "x")
+    assert not matcher.fullmatch("a" * 5000)
+    assert matcher.fullmatch("a" * 5000 + "x")
+    assert not glob_to_regex("{*a,*b}" * 4 + "x").fullmatch("ab" * 3000)
+    assert time.perf_counter() - start < 2.0
+    with pytest.raises(UsageError, match="invalid path_glob"):
+        glob_to_regex("{" * 600 + "a" + "}" * 600)
+
+
+GLOB_CHARS = st.sampled_from(["a", "b", "/", ".", "*", "**", "**/", "?", "[ab]", "[!a]",
+                              "{a,b}", "{,a*}", "{x/**/,}"])
+
+
+@given(st.lists(GLOB_CHARS, min_size=1, max_size=6).map("".join),
+       st.text(alphabet="ab/.x\n", max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_matcher_agrees_with_the_plain_regex(glob: str, path: str) -> None:
+    items = _GlobParser(glob).parse()
+    expected = re.fullmatch("(?s:" + _oracle(items) + ")", path) is not None
+    try:
+        matcher = glob_to_regex(glob)
+    except UsageError as refused:  # only for too many brace combinations
+        assert "combinations" in refused.message
+        return
+    assert matcher.fullmatch(path) is expected

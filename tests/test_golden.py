@@ -233,10 +233,10 @@ def test_refused_files(tmp_path: Path) -> None:
 
 
 def test_exactly_one_mib_is_accepted(tmp_path: Path) -> None:
-    body = b"queries: []\n"
+    body = b'queries: [{query: "one query", expected: []}]\n'
     path = tmp_path / "g.yml"
     path.write_bytes(body + b"#" * (1024 * 1024 - len(body)))
-    assert load_golden(path, check_query=compile_query).queries == ()
+    assert [q.query for q in load_golden(path, check_query=compile_query).queries] == ["one query"]
 
 
 def test_find_golden_order(tmp_path: Path) -> None:
@@ -291,3 +291,31 @@ def test_expected_warnings(tmp_path: Path) -> None:
         'golden: queries[1].expected[1]: no chunk of a.md has the heading "Set  up"',
         "golden: queries[1].expected[2]: path missing.md is not in the index",
     ]
+
+
+# --------------------------------------------------------------------------- issue 15
+
+
+def test_no_queries_is_refused(tmp_path: Path) -> None:
+    """Item 9: `queries: []` measured nothing and printed 0.000 metrics as if it had."""
+    path = write(tmp_path / "g.yml", "queries: []\n")
+    assert error_of(path) == (f"failed to parse golden file {path}: queries: the list is empty; "
+                              "add at least one query to measure")
+
+
+def test_duplicate_keys_are_refused(tmp_path: Path) -> None:
+    """Item 12: a repeated `query:` silently replaced the first one."""
+    path = write(tmp_path / "g.yml", "queries:\n  - query: first one\n    query: second one\n"
+                                     "    expected: []\n")
+    assert error_of(path).startswith(f'failed to parse golden file {path}: duplicate key "query"')
+    as_json = write(tmp_path / "g.json",
+                    '{"queries": [{"query": "first one", "query": "second", "expected": []}]}')
+    assert error_of(as_json) == (f'failed to parse golden file {as_json}: duplicate key "query"')
+
+
+def test_a_query_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    """Item 1: `\\udcff` (a byte that is not UTF-8) reached SQLite and crashed the FTS leg."""
+    path = write(tmp_path / "g.json", '{"queries": [{"query": "retry \\udcff budget", '
+                                      '"expected": []}]}')
+    assert error_of(path) == (f"failed to parse golden file {path}: queries[0].query is not "
+                              "valid UTF-8 text (byte 0xff at character 7)")

@@ -298,3 +298,25 @@ def test_regression_error_text() -> None:
         "60 -> 64 chunks), which shifts rankings on its own. Exiting with code 1 because "
         "--fail-on-regression was set."
     )
+
+
+@pytest.mark.parametrize(("aggregate", "reason"), [
+    ({"recall_at_k": {"1": 0.5}, "ndcg_at_k": {"1": 0.5}}, "runs[0].aggregate.mrr is missing"),
+    ({"recall_at_k": {"1": 0.5}, "ndcg_at_k": {"1": 0.5}, "mrr": None},
+     "runs[0].aggregate.mrr is missing"),
+    ({"recall_at_k": {"1": 0.5}, "ndcg_at_k": {"1": 0.5}, "mrr": "0.5"},
+     "runs[0].aggregate.mrr is missing"),
+    ({"recall_at_k": {"1": "high"}, "ndcg_at_k": {"1": 0.5}, "mrr": 0.5},
+     "runs[0].aggregate.recall_at_k.1 is not a number"),
+    ({"ndcg_at_k": {"1": 0.5}, "mrr": 0.5}, "runs[0].aggregate.recall_at_k is missing"),
+])
+def test_damaged_metrics_never_look_like_a_regression(
+    tmp_path: Path, stderr_lines: list[str], aggregate: dict[str, Any], reason: str
+) -> None:
+    """Issue 15 item 8: the damaged newest run is set aside with a warning, not compared."""
+    path = tmp_path / HISTORY_NAME
+    path.write_text(json.dumps({"runs": [make_run("2", aggregate=aggregate), make_run("1")]}),
+                    encoding="utf-8")
+    assert load_history(tmp_path) == []
+    assert (tmp_path / (HISTORY_NAME + ".bak")).exists()
+    assert len(stderr_lines) == 1 and f"cannot be parsed ({reason}" in stderr_lines[0]

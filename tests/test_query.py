@@ -403,3 +403,13 @@ def test_query_phrases_dedupes_and_caps() -> None:
 def test_positive_text_is_what_the_embedder_sees() -> None:
     assert compile_query("  retry -async budget  ").positive_text == "retry  budget"
     assert compile_query('"Foundry Local" の設定').positive_text == '"Foundry Local" の設定'
+
+
+def test_a_query_that_is_not_utf8_is_a_usage_error() -> None:
+    """Issue 15 item 1: bytes that are not UTF-8 arrive as lone surrogates (PEP 383)."""
+    with pytest.raises(UsageError) as caught:
+        compile_query("caf\udce9 menu")
+    assert caught.value.message == "the query is not valid UTF-8 text (byte 0xe9 at character 4)"
+    assert caught.value.exit_code == 2
+    with pytest.raises(UsageError, match="U\\+D800 at character 1"):
+        compile_query("\ud800abc")

@@ -27,7 +27,7 @@ from groove_cli.cli import app
 from groove_cli.index import IndexOptions, index_kb
 from groove_cli.render.search import print_search
 from groove_cli.retrieve.params import SearchParams
-from groove_cli.retrieve.pipeline import search
+from groove_cli.retrieve.pipeline import SearchResult, search
 from groove_cli.retrieve.query import compile_query
 from groove_cli.retrieve.searcher import Searcher
 from groove_cli.store import Store
@@ -169,7 +169,7 @@ def test_index_force_empties_the_cache(warm: Warm, real_models_dir: Path, tmp_pa
     assert _cache_rows(db) == 0
 
 
-def test_fts_mode_never_imports_onnxruntime(golden_index: tuple[Path, Path], config_file: Path,
+def test_fts_mode_import_set_stays_light(golden_index: tuple[Path, Path], config_file: Path,
                                             workdir: Path) -> None:
     _, db = golden_index
     proc = subprocess.run(
@@ -184,6 +184,9 @@ def test_fts_mode_never_imports_onnxruntime(golden_index: tuple[Path, Path], con
     roots = {name.split(".")[0] for name in modules}
     assert "onnxruntime" not in roots
     assert "tokenizers" not in roots
+    # typer 0.29 pulled pydantic into start-up (+0.12 s cold); constraints.txt pins it out
+    assert "pydantic" not in roots
+    assert "pydantic_core" not in roots
 
 
 # --------------------------------------------------------------------------- real model
@@ -497,23 +500,31 @@ def test_text_format_without_low_confidence_and_with_explain(
     ]
 
 
-def test_text_format_heading_less_hit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # a hand-made index: no title, no heading, no tags; the text shows the bare path
-    store = Store.open_for_index(tmp_path / "index.db")
+def _thought_hits(db: Path, doc: DocumentRow,
+                  rows: list[ChunkRow]) -> tuple[SearchResult, SearchParams]:
+    """A hand-made one-document index (2-dim vectors) searched for "thought" in fts mode."""
+    store = Store.open_for_index(db)
     store.create_vec_table(2)
     with store.transaction():
-        doc = DocumentRow("loose.md", None, None, None, None, (), None, "h", 1, "t")
-        rows = [ChunkRow(0, None, None, (), "a loose thought", None, 4, 1.0),
-                ChunkRow(1, "Later", 2, (), "another thought", None, 4, 1.0)]
-        store.write_document(doc, rows, np.array([[1, 0], [0, 1]], dtype=np.float32), None)
+        vectors = np.eye(len(rows), 2, dtype=np.float32)
+        store.write_document(doc, rows, vectors, None)
     store.close()
-    reader = Store.open_readonly(tmp_path / "index.db")
+    reader = Store.open_readonly(db)
     try:
         params = SearchParams(mode="fts", min_confidence_ratio=0.0)
         result = search(reader, compile_query("thought"), params, vector=None,
                         knn=reader.vec_search, dim=2)
     finally:
         reader.close()
+    return result, params
+
+
+def test_text_format_heading_less_hit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a hand-made index: no title, no heading, no tags; the text shows the bare path
+    result, params = _thought_hits(
+        tmp_path / "index.db", DocumentRow("loose.md", None, None, None, None, (), None, "h", 1, "t"),
+        [ChunkRow(0, None, None, (), "a loose thought", None, 4, 1.0),
+         ChunkRow(1, "Later", 2, (), "another thought", None, 4, 1.0)])
     print_search(result, params, "text", explain=False, filter_applied={})
     assert capsys.readouterr().out == (
         "# (no title)\nloose.md\nscore: 1.0000\nmatch_spans: \"thought\"\n\na loose thought"
@@ -644,3 +655,60 @@ def test_no_index(config_file: Path, tmp_path: Path, workdir: Path) -> None:
     assert (f"groove: error: no index found at {kb / '.groove.db'}. Run `groove index --kb-path "
             f"{kb}` first.") in by_kb.stderr.splitlines()
     assert not (kb / ".groove.db").exists()  # search never creates an index
+
+
+# --------------------------------------------------------------------------- issue 15
+
+
+@pytest.mark.parametrize("mode", ["fts", "hybrid"])
+def test_a_query_that_is_not_utf8_is_a_usage_error(golden_index: tuple[Path, Path],
+                                                   config_file: Path, workdir: Path,
+                                                   mode: str) -> None:
+    """Item 1: bytes that are not UTF-8 reached the FTS leg and the query-cache key."""
+    result = groove(config_file, golden_index[1], "--mode", mode, "--", "\udce9\udce9\udce9")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[0] == (
+        "groove: error: the query is not valid UTF-8 text (byte 0xe9 at character 1)")
+
+
+def test_raw_non_utf8_bytes_on_the_command_line(golden_index: tuple[Path, Path],
+                                                config_file: Path, workdir: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable.encode(), b"-m", b"groove_cli", b"--config", bytes(config_file),
+         b"--db", bytes(golden_index[1]), b"search", b"--mode", b"fts", b"\xe9\xe9\xe9"],
+        capture_output=True, cwd=workdir, timeout=120, check=False)
+    assert proc.returncode == 2
+    assert proc.stdout == b""
+    assert b"Traceback" not in proc.stderr
+    assert b"groove: error: the query is not valid UTF-8 text (byte 0xe9" in proc.stderr
+
+
+def test_a_date_bound_that_is_not_a_date(golden_index: tuple[Path, Path], config_file: Path,
+                                         workdir: Path) -> None:
+    """Item 3: "yesterday" returned 0 hits with exit 0."""
+    result = groove(config_file, golden_index[1], "retry", "--date-from", "yesterday")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert ('groove: error: --date-from "yesterday" is not an ISO-8601 date'
+            in result.stderr.splitlines())
+
+
+def test_control_characters_are_escaped_in_text_and_files(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Item 10: a path holding a newline printed as two lines in --format files, and a note's
+    ESC/BEL/NUL reached the terminal; JSON stays exact."""
+    result, params = _thought_hits(
+        tmp_path / "index.db",
+        DocumentRow("evil\nname.md", "T\x1b[2J", None, None, None, ("a\x07",), None, "h", 1, "t"),
+        [ChunkRow(0, "H\x00", 2, (), "ring \x07 the thought\x1b]0;x\x07", None, 4, 1.0)])
+    print_search(result, params, "files", explain=False, filter_applied={})
+    assert capsys.readouterr().out == "evil\\nname.md\n"
+    print_search(result, params, "text", explain=False, filter_applied={})
+    assert capsys.readouterr().out == (
+        "# T\\x1b[2J\nevil\\nname.md#H\\x00\nscore: 1.0000\ntags: a\\x07\n"
+        "match_spans: \"thought\"\n\nring \\x07 the thought\\x1b]0;x\\x07\n")
+    print_search(result, params, "json", explain=False, filter_applied={})
+    hit = json.loads(capsys.readouterr().out)["results"][0]
+    assert (hit["path"], hit["title"], hit["content"]) == (
+        "evil\nname.md", "T\x1b[2J", "ring \x07 the thought\x1b]0;x\x07")

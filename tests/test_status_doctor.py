@@ -480,7 +480,8 @@ def test_migration_2_adds_and_backfills_the_word_level_table(indexed: Groove,
 def test_schema_too_old_or_too_new_is_an_error(indexed: Groove, tmp_path: Path,
                                                command: str) -> None:
     old = tmp_path / "old.db"
-    old.touch()  # an empty SQLite file: schema version 0
+    with writable(old) as con:  # an SQLite file groove never migrated: schema version 0
+        con.execute("CREATE TABLE t(x)")
     result = indexed.run(command, "--kb-path", str(indexed.kb), db=old)
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.splitlines()[-1] == (

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from groove_cli.errors import GoldenError, UsageError
+from groove_cli.text import not_utf8
 
 MAX_GOLDEN_BYTES = 1024 * 1024
 """Golden files above 1 MiB are refused (eval.md §1)."""
@@ -164,6 +165,38 @@ def load_golden(path: Path, *, check_query: Callable[[str], None]) -> GoldenSet:
     return GoldenSet(path=path, queries=checked, golden_hash=golden_hash, has_defaults=has_defaults)
 
 
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object that refuses a repeated key (the later one would silently win)."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f'duplicate key "{key}"')
+        found[key] = value
+    return found
+
+
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe YAML loader (libyaml's when available) refusing a repeated mapping key."""
+
+
+def _construct_unique(loader: Any, node: yaml.MappingNode) -> Any:
+    seen: set[object] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in seen
+            seen.add(key)
+        except TypeError:  # an unhashable key: the base constructor reports it
+            break
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                None, None, f'duplicate key "{key}"', key_node.start_mark)
+    return loader.construct_mapping(node, deep=True)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique)
+
+
 def _parse(path: Path, raw: bytes) -> object:
     try:
         text = raw.decode("utf-8")
@@ -173,9 +206,8 @@ def _parse(path: Path, raw: bytes) -> object:
         text = text[1:]
     try:
         if path.suffix.lower() == ".json":
-            return json.loads(text)
-        # libyaml's safe loader when PyYAML was built with it (10x faster on large files)
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            return json.loads(text, object_pairs_hook=_unique_pairs)
+        return yaml.load(text, Loader=_UniqueKeyLoader)
     except (ValueError, yaml.YAMLError) as exc:
         detail = " ".join(str(exc).split())
         raise GoldenError(f"failed to parse golden file {path}: {detail}") from None
@@ -218,6 +250,9 @@ class _Validator:
     def string(self, value: object, location: str) -> str:
         if not isinstance(value, str):
             raise self.type_error(location, "a string")
+        invalid = not_utf8(location, value)
+        if invalid:
+            raise self.fail(invalid)
         return value
 
     def document(self, document: object) -> tuple[list[tuple[str | None, str, list[Expected]]], bool]:
@@ -229,6 +264,8 @@ class _Validator:
         items = top["queries"]
         if not isinstance(items, list):
             raise self.type_error("queries", "a list")
+        if not items:
+            raise self.fail("queries: the list is empty; add at least one query to measure")
         return [self.query(item, i) for i, item in enumerate(items)], has_defaults
 
     def defaults(self, value: object) -> None:

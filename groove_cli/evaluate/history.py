@@ -99,7 +99,22 @@ def _parse_runs(raw: bytes) -> list[Run]:
         for name, kind in _RUN_MEMBERS:
             if not isinstance(run.get(name), kind):
                 raise ValueError(f"runs[{i}].{name} is missing or of the wrong type")
+        _check_aggregate(run["aggregate"], f"runs[{i}].aggregate")
     return runs
+
+
+def _check_aggregate(block: Mapping[str, Any], where: str) -> None:
+    """A stored run's metrics must be numbers: a damaged value compared against a new run
+    would crash eval or pass for a regression (exit 1), so it makes the file unparseable."""
+    if _number(block.get("mrr")) is None:
+        raise ValueError(f"{where}.mrr is missing or not a number")
+    for name in ("recall_at_k", "ndcg_at_k"):
+        values = block.get(name)
+        if not isinstance(values, dict):
+            raise ValueError(f"{where}.{name} is missing or not an object")
+        for k, value in values.items():
+            if _number(value) is None:
+                raise ValueError(f"{where}.{name}.{k} is not a number")
 
 
 def _serialise(runs: Sequence[Run]) -> bytes:

@@ -133,6 +133,11 @@ def golden_index_warnings(store: Store, golden: GoldenSet) -> None:
 def run_eval(req: EvalRequest) -> EvalReport:
     """Run every golden query through the shared pipeline and compare with the history."""
     s = req.settings
+    if 0 in req.k_values:
+        from groove_cli.errors import UsageError
+
+        raise UsageError("k = 0 measures nothing (recall@0 and nDCG@0 are always 0)",
+                         hint="use cut-offs >= 1 in --k or [eval].k_values, e.g. --k 1,5,10")
     golden = load_golden_set(s, req.kb, req.golden)
     depth = max(max(req.k_values), req.limit, 1)
     params = build_params(s, limit=depth, rerank=req.reranker is not None,

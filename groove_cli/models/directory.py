@@ -368,6 +368,11 @@ def _json(path: Path) -> dict[str, Any]:
 
 def check_local_dir(directory: Path) -> Path:
     """The ONNX file of a local model directory; ModelError when it is not one (§3)."""
+    if directory.exists() and not directory.is_dir():
+        raise ModelError(
+            f"{directory} is a file, not a model directory",
+            "pass the folder that holds model.onnx (or onnx/model.onnx) and tokenizer.json",
+        )
     if not directory.is_dir():
         raise ModelError(
             f"model directory {directory} does not exist",

@@ -7,7 +7,7 @@ pooling, so a text's vector does not depend on its batch beyond rounding.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,29 @@ from groove_cli.models.runtime import (
 )
 
 MIN_MAX_LENGTH = 16
+WINDOW_CHARS = 32_768
+"""Longer texts are tokenized a window at a time: one 30 MB chunk tokenized whole took
+gigabytes of encodings and minutes (issue 15 item 11)."""
+
+
+EXACT_COUNT_CHARS = 1_048_576
+"""Token counts are exact up to this many characters and extrapolated beyond: a chunk that
+long is far past every token threshold, and counting 30 MB exactly takes over a minute."""
+
+
+def windows(text: str, size: int = WINDOW_CHARS) -> Iterator[str]:
+    """`text` in consecutive pieces of at most `size` characters, each cut just before a
+    whitespace character when one lies in the piece's second half (so the pieces tokenize as
+    the whole text does); text without whitespace is cut at `size`."""
+    start, end_of_text = 0, len(text)
+    while start < end_of_text:
+        end = min(start + size, end_of_text)
+        if end < end_of_text:
+            cut = max(text.rfind(" ", start + size // 2, end), text.rfind("\n", start + size // 2, end))
+            if cut > start:
+                end = cut
+        yield text[start:end]
+        start = end
 
 
 def check_max_length(max_length: int, own: int) -> None:
@@ -97,10 +120,51 @@ class Embedder:
             self._tok, _ = load_tokenizer(self.model.tokenizer_path)
         return self._tok
 
-    def _content(self, texts: Sequence[str], prefix: str) -> list[Any]:
-        """Untruncated encodings of prefix + text, without special tokens."""
+    def _content_lengths(self, texts: Sequence[str], prefix: str, *,
+                         stop_above: int | None = None) -> list[int]:
+        """Token counts of prefix + text, without special tokens and untruncated.
+
+        Texts up to WINDOW_CHARS are encoded in one batch; longer ones a window at a time, so
+        memory stays bounded and time linear for a huge note; past EXACT_COUNT_CHARS the count
+        is extrapolated. With `stop_above`, counting a
+        long text stops once its count exceeds that (the result is then only a lower bound).
+        """
         tok = self._full_tokenizer()
-        return list(tok.encode_batch([prefix + t for t in texts], add_special_tokens=False))
+        prefixed = [prefix + t for t in texts]
+        counts = [0] * len(prefixed)
+        short = [i for i, text in enumerate(prefixed) if len(text) <= WINDOW_CHARS]
+        encoded = tok.encode_batch([prefixed[i] for i in short], add_special_tokens=False)
+        for i, enc in zip(short, encoded, strict=True):
+            counts[i] = len(enc.ids)
+        for i, text in enumerate(prefixed):
+            if len(text) <= WINDOW_CHARS:
+                continue
+            seen = 0
+            for window in windows(text):
+                counts[i] += len(tok.encode(window, add_special_tokens=False).ids)
+                seen += len(window)
+                if stop_above is not None and counts[i] > stop_above:
+                    break
+                if seen >= EXACT_COUNT_CHARS:  # the rest at the same tokens per character
+                    counts[i] = round(counts[i] * len(text) / seen)
+                    break
+        return counts
+
+    def _head_encoding(self, text: str, cap: int) -> Any:
+        """The encoding of the start of a long `text` holding at least `cap` tokens (or all of
+        it): windows cut at whitespace tokenize exactly as the whole text does."""
+        from tokenizers import Encoding
+
+        tok = self._full_tokenizer()
+        parts: list[Any] = []
+        total = 0
+        for window in windows(text):
+            enc = tok.encode(window, add_special_tokens=False)
+            parts.append(enc)
+            total += len(enc.ids)
+            if total >= cap:
+                break
+        return parts[0] if len(parts) == 1 else Encoding.merge(parts, growing_offsets=True)
 
     def _prefix(self, kind: str) -> str:
         if kind == "query":
@@ -111,14 +175,16 @@ class Embedder:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each bare text: no prefix, no special tokens, no truncation (index.md §4)."""
-        return [len(e.ids) for e in self._content(texts, "")]
+        return self._content_lengths(texts, "")
 
     def input_lengths(self, texts: Sequence[str], kind: str) -> list[int]:
         """Model input length of each text: prefixed, with special tokens, untruncated.
 
-        A value above `max_length` means that input is truncated when embedded.
+        A value above `max_length` means that input is truncated when embedded; for a text
+        longer than WINDOW_CHARS such a value may be a lower bound (counting stops there).
         """
-        return [len(e.ids) + self._n_special for e in self._content(texts, self._prefix(kind))]
+        lengths = self._content_lengths(texts, self._prefix(kind), stop_above=self.max_length)
+        return [n + self._n_special for n in lengths]
 
     def _rows(self, texts: Sequence[str], prefix: str) -> list[list[int]]:
         """Model input ids of prefix + text: content cut to fit `max_length`, special tokens
@@ -128,11 +194,15 @@ class Embedder:
         if self._pieces is not None and fits_piece_table(texts) and self._pieces.covers(prefixed):
             return self._pieces.encode_rows(prefixed, cap)
         tok = self._full_tokenizer()
-        rows: list[list[int]] = []
-        for enc in tok.encode_batch(prefixed, add_special_tokens=False):
+        rows: list[list[int]] = [[] for _ in prefixed]
+        short = [i for i, text in enumerate(prefixed) if len(text) <= WINDOW_CHARS]
+        encoded = tok.encode_batch([prefixed[i] for i in short], add_special_tokens=False)
+        heads = dict(zip(short, encoded, strict=True))
+        for i, text in enumerate(prefixed):
+            enc = heads[i] if i in heads else self._head_encoding(text, cap)
             if len(enc.ids) > cap:
                 enc.truncate(cap)
-            rows.append(tok.post_process(enc).ids)
+            rows[i] = tok.post_process(enc).ids
         return rows
 
     # ------------------------------------------------------------------ embedding

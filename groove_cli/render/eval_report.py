@@ -12,6 +12,7 @@ from typing import Any
 
 from groove_cli.evaluate.history import corpus_change_text, is_miss
 from groove_cli.evaluate.stats import RESAMPLES, SEED
+from groove_cli.text import printable
 
 RED = "\x1b[31m"
 GREEN = "\x1b[32m"
@@ -117,15 +118,16 @@ def _per_query(report: Mapping[str, Any], *, show_diff: bool) -> list[str]:
     lines = []
     for entry in per_query:
         query_id = str(entry["id"])
+        shown = printable(query_id, keep_newlines=False)  # an id from the golden file
         if query_id in regressed:
             changes = ", ".join(
                 f"{_metric_label(name)}: {before:.2f} → {after:.2f}"
                 for name, (before, after) in regressed[query_id].items()
             )
-            lines.append(f"  ↓ {query_id:<24} {changes}")
+            lines.append(f"  ↓ {shown:<24} {changes}")
         elif is_miss(entry, k_max):
             recall = entry["metrics"]["recall_at_k"].get(str(k_max), 0.0)
-            lines.append(f"  ✗ {query_id:<24} recall@{k_max}: {recall:.2f}")
+            lines.append(f"  ✗ {shown:<24} recall@{k_max}: {recall:.2f}")
     if not lines:
         return []
     title = f"Per-query (regressions and misses, {len(lines)} of {len(per_query)})"

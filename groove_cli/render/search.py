@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from groove_cli import messages
 from groove_cli.render.output import print_json, print_line
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.pipeline import SearchHit, SearchResult
+from groove_cli.text import printable
 
 
 def hit_json(hit: SearchHit, explain: bool) -> dict[str, Any]:
@@ -90,26 +92,30 @@ def print_search(result: SearchResult, params: SearchParams, fmt: str, *, explai
             messages.note(f"low confidence (max / mean ratio < {ratio})")
         seen: set[str] = set()
         for hit in result.hits:
+            # one path per line: a newline or ESC inside a path is shown escaped
+            path = printable(hit.chunk.path, keep_newlines=False)
             if explain:
-                messages.always(f"{hit.chunk.path}: {explain_line(hit)}")
+                messages.always(f"{path}: {explain_line(hit)}")
             if hit.chunk.path not in seen:
                 seen.add(hit.chunk.path)
-                print_line(hit.chunk.path)
+                print_line(path)
         return
     blocks: list[str] = []
     for hit in result.hits:
         chunk = hit.chunk
-        lines = [f"# {chunk.title or '(no title)'}",
-                 f"{chunk.path}#{chunk.heading}" if chunk.heading else chunk.path,
+        # text output goes to a terminal: a note's ESC/BEL/NUL are shown, not obeyed
+        line = functools.partial(printable, keep_newlines=False)
+        lines = [f"# {line(chunk.title or '(no title)')}",
+                 line(f"{chunk.path}#{chunk.heading}" if chunk.heading else chunk.path),
                  f"score: {hit.score:.4f}"]
         if chunk.tags:
-            lines.append(f"tags: {', '.join(chunk.tags)}")
+            lines.append(f"tags: {line(', '.join(chunk.tags))}")
         if hit.match_spans:
-            texts = ", ".join(f'"{hit.content[s:e]}"' for s, e in hit.match_spans[:3])
+            texts = ", ".join(f'"{line(hit.content[s:e])}"' for s, e in hit.match_spans[:3])
             lines.append(f"match_spans: {texts}")
         if explain:
             lines.append(explain_line(hit))
-        lines.extend(["", hit.content])
+        lines.extend(["", printable(hit.content)])
         blocks.append("\n".join(lines))
     if result.low_confidence:
         print_line(f"[low_confidence: max / mean ratio < {ratio}]")

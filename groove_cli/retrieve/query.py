@@ -24,6 +24,7 @@ from groove_cli.retrieve.words import (
     or_expr,
     select_terms,
 )
+from groove_cli.text import NOT_UTF8_HINT, not_utf8
 
 MIN_PHRASE_CHARS = 3
 # In a query with CJK phrases a lone Latin token (a unit such as "km", a single name) is served
@@ -293,10 +294,14 @@ def compile_query(text: str) -> CompiledQuery:
     """Compile a query into phrases, negatives and the FTS5 MATCH expressions (§2).
 
     Raises:
-        UsageError: the query is empty or whitespace-only, or made only of exclusions.
+        UsageError: the query is empty or whitespace-only, made only of exclusions, or not
+            valid UTF-8 text.
     """
     if not text.strip():
         raise UsageError(EMPTY_QUERY)
+    invalid = not_utf8("the query", text)
+    if invalid:
+        raise UsageError(invalid, NOT_UTF8_HINT)
     segments = _segments(text)
     removals, negative_list, negative_word_list = _exclusions(text, segments)
     pieces: list[str] = []

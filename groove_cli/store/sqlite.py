@@ -8,8 +8,9 @@ embedding cache, `status` and `doctor` (index.md §9).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 from groove_cli.errors import GrooveError, IndexMissing
+from groove_cli.failures import check_index_file
 from groove_cli.store.reads import SearchReads
 from groove_cli.store.rows import FTS_TABLES, f32_blob, scalar_int
 from groove_cli.store.runtime import SCHEMA_VERSION, load_vec, migrations, utc_now
@@ -56,6 +58,25 @@ def _write_lock(path: Path) -> apsw.Connection | None:
         return None
 
 
+def _read_only_connection(path: Path) -> apsw.Connection:
+    """A read-only connection. On storage this process cannot write (a read-only mount, a file
+    without write permission) the file is opened immutable: SQLite then needs no `-shm` beside
+    it, so the open works and leaves no read-only `-shm` behind to break a later `index`."""
+    if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+        return apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    uri = path.resolve().as_uri() + "?immutable=1"
+    return apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+
+
+def _writable_shm(path: Path) -> None:
+    """Give a read-only `-shm` left by an older groove (or another tool) the index's own mode,
+    so that a writer can open the index again after `chmod u+w`."""
+    shm = path.with_name(path.name + "-shm")
+    if shm.exists() and not os.access(shm, os.W_OK) and os.access(path, os.W_OK):
+        with suppress(OSError):
+            shm.chmod(path.stat().st_mode & 0o777)
+
+
 def _start_read(con: apsw.Connection) -> None:
     """Make an open `BEGIN` take its snapshot now (a deferred transaction starts reading at
     its first statement that touches the file)."""
@@ -75,7 +96,9 @@ class Store(SearchReads):
     @classmethod
     def open_for_index(cls, path: Path) -> Store:
         """Open or create the index for writing: WAL, then pending migrations."""
+        check_index_file(path, allow_empty=True)
         path.parent.mkdir(parents=True, exist_ok=True)
+        _writable_shm(path)
         try:
             con = apsw.Connection(str(path))
         except apsw.Error as exc:
@@ -95,12 +118,13 @@ class Store(SearchReads):
     @classmethod
     def open_readonly(cls, path: Path, kb_hint: str = "<path>") -> Store:
         """Open an existing index for reading; never creates or migrates (cli.md §3)."""
+        check_index_file(path, kb_hint=kb_hint)
         if not path.is_file():
             raise IndexMissing(
                 f"no index found at {path}. Run `groove index --kb-path {kb_hint}` first."
             )
         try:
-            con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+            con = _read_only_connection(path)
             cls._configure(con)
             version = cls._user_version(con)
         except apsw.Error as exc:
