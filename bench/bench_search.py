@@ -65,20 +65,16 @@ from _common import (
     write_results,
 )
 
-from groove_cli import __version__, config
+import groove_cli
+from groove_cli import config
 from groove_cli.chunk import chunker_fingerprint, parse_document
 from groove_cli.models import Embedder, default_models_dir, resolve_model
 from groove_cli.retrieve.filters import FilterSpec, compile_filters
-from groove_cli.retrieve.pipeline import (
-    SearchParams,
-    fetch_size,
-    pool_sizes,
-    search,
-    vector_leg,
-)
+from groove_cli.retrieve.legs import fetch_size, vector_k, vector_leg
+from groove_cli.retrieve.params import SearchParams, build_params
+from groove_cli.retrieve.pipeline import pool_sizes, search
 from groove_cli.retrieve.query import CompiledQuery, compile_query
-from groove_cli.searching import build_params
-from groove_cli.session import ReadSession, open_session
+from groove_cli.retrieve.searcher import Searcher
 from groove_cli.store import FTS_TABLES, SCHEMA_VERSION, Store, utc_now
 from groove_cli.types import ChunkRow, DocumentRow
 from groove_cli.vectors import refresh_snapshot
@@ -157,7 +153,7 @@ def build_index(kb: Path, db: Path, *, seed: int = 0) -> dict[str, Any]:
                 "embedding_model_sha256": model.sha256,
                 "kb_path": str(kb.resolve()),
                 "context_mode": "off",
-                "groove_version": __version__,
+                "groove_version": groove_cli.__version__,
             })
         for start in range(0, len(files), 500):
             with store.transaction():
@@ -296,10 +292,10 @@ def leg_sizes(params: SearchParams) -> tuple[int, int]:
     """(FTS LIMIT, vector k) the legs fetch: the pool, ×10 when a filter is active."""
     pools = pool_sizes(params)
     filtered = compile_filters(params.filters).active
-    return fetch_size(pools.fts, filtered), min(fetch_size(pools.vec, filtered), 4096)
+    return fetch_size(pools.fts, filtered), vector_k(pools.vec, filtered)
 
 
-def measure_query(session: ReadSession, embedder: Embedder, matrix: Matrix,
+def measure_query(session: Searcher, embedder: Embedder, matrix: Matrix,
                   query: CompiledQuery, variants: dict[str, SearchParams],
                   reps: int) -> QuerySamples:
     """Run the pipeline under each setting and both references `reps` times, interleaved."""
@@ -379,8 +375,8 @@ def in_process(db: Path, kb: Path, queries: Sequence[str], embedder: Embedder,
     variants = {name: build_params(settings, limit=5, rerank=False,
                                    filters=FilterSpec(quality_threshold=threshold))
                 for name, threshold in VARIANTS.items()}
-    session = open_session(db, kb, model=None, max_length=None,
-                           models_dir=default_models_dir(), offline=True)
+    session = Searcher.open(db, kb, model=None, max_length=None,
+                            models_dir=default_models_dir(), offline=True)
     try:
         matrix = load_matrix(session.store)
         compiled = [compile_query(q) for q in queries]

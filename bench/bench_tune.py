@@ -4,21 +4,20 @@
     .venv/bin/python bench/bench_tune.py [--queries 200] [--reps 3]
 
 The golden file holds the first 200 queries of `queries-1000.jsonl` (the same ids as the quality
-benchmark, so their embeddings are usually cached already). The run is the body of
-`groove_cli.evaluate.tune_runner.run_tune`, step by step with a timer around each phase:
+benchmark, so their embeddings are usually cached already). Each run is
+`groove_cli.evaluate.tune.run.run_tune` itself, with its `on_phase` hook timing each phase:
 
 - embedding: every query vector from the query cache or the model (excluded from the total);
-- fetching lists: the vector lists (`tune_runner._vector_lists`, one batched KNN), the golden
-  paths checked against the index (`runner.golden_index_warnings`), the pre-flight lists and
-  `count(*)` (`_ListFetcher.diagnostics`: built-in and the two probe bm25 weight sets, trigram
-  and word-level tables), `tune.check_preflight`, the other 61 weight sets' lists
-  (`_ListFetcher.lists`) and the (path, heading) of every listed chunk;
-- sweep: `tune.score_matrix` (384 conditions fused and scored in memory);
-- LOO-CV: `tune.loo_cv` (nested leave-one-query-out selection);
-- verdict: `tune.verdict` + `tune.build_tune_json`.
+- fetching lists: the vector lists (one batched KNN), the golden paths checked against the
+  index, the pre-flight lists and `count(*)` (built-in and the two probe bm25 weight sets,
+  trigram and word-level tables), the pre-flight check, the other 61 weight sets' lists and the
+  (path, heading) of every listed chunk;
+- sweep: 384 conditions fused and scored in memory;
+- LOO-CV: nested leave-one-query-out selection;
+- verdict: the verdict and the report.
 
 The phase run is repeated `--reps` times (medians reported, the machine is shared); its JSON must
-equal the one `run_tune` itself returns, which is also timed as a whole, as is the
+equal the one an untimed `run_tune` returns, which is also timed as a whole, as is the
 `groove tune --format json` subprocess. Target: total excluding query embedding ≤ 60 s.
 
 Writes bench/results/tune.json and tune.md.
@@ -30,9 +29,8 @@ import argparse
 import json
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 from _common import (
@@ -50,24 +48,14 @@ from eval_datasets import golden_document
 
 from groove_cli import config
 from groove_cli.evaluate import tune
-from groove_cli.evaluate.runner import golden_index_warnings, load_golden_set
-from groove_cli.evaluate.tune_runner import (
-    TuneRequest,
-    _ListFetcher,
-    _vector_lists,
-    query_lists,
-    run_tune,
-)
-from groove_cli.models import default_models_dir
-from groove_cli.retrieve.query import compile_query
-from groove_cli.session import open_session
+from groove_cli.evaluate.tune.run import PHASES as TUNE_PHASES
+from groove_cli.evaluate.tune.run import TuneRequest, run_tune
 
 TARGET_S = 60.0
 K_VALUES = (1, 5, 10)
-FETCH_PHASES = ("fetch_vector", "golden_checks", "fetch_preflight", "preflight", "fetch_grid", "fetch_meta")
+FETCH_PHASES = TUNE_PHASES[1:7]
 PHASES = ("embedding", *FETCH_PHASES, "fetch_lists", "sweep", "loo_cv", "verdict",
           "total_excluding_embedding")
-T = TypeVar("T")
 
 
 def write_golden(coll: Collection, n: int) -> Path:
@@ -80,82 +68,32 @@ def write_golden(coll: Collection, n: int) -> Path:
     return path
 
 
-class Timer:
-    """Accumulates named phase durations in seconds."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    def run(self, phase: str, fn: Callable[[], T]) -> T:
-        start = time.perf_counter()
-        try:
-            return fn()
-        finally:
-            self.add(phase, start)
-
-    def add(self, phase: str, start: float) -> None:
-        """Add the time since `start` (a perf_counter value) to `phase`."""
-        self.seconds[phase] = self.seconds.get(phase, 0.0) + time.perf_counter() - start
+def request(coll: Collection, golden_path: Path) -> TuneRequest:
+    return TuneRequest(settings=config.resolve({}, {}), db=coll.db, kb=coll.kb,
+                       golden=golden_path, k_values=K_VALUES, limit=None, space="fusion")
 
 
 def phased_tune(coll: Collection, golden_path: Path) -> tuple[dict[str, float], dict[str, Any]]:
-    """run_tune's fusion-space body with a timer per phase; returns (seconds, tune JSON)."""
-    settings = config.resolve({}, {})
-    timer = Timer()
-    golden = load_golden_set(settings, coll.kb, golden_path)
-    limit = tune.tune_limit(None, K_VALUES)
-    usable = [q for q in golden.queries if q.expected]
-    pool = tune.candidate_pool(limit)
-    weight_sets = tune.weight_sets()
-    session = open_session(coll.db, coll.kb, model=None, max_length=None,
-                           models_dir=default_models_dir(), offline=True)
-    try:
-        compiled = [compile_query(q.query) for q in usable]
-        timer.run("embedding", lambda: session.query_vectors([q.positive_text for q in compiled]))
-        vector_lists = timer.run("fetch_vector", lambda: _vector_lists(session, compiled, pool))
-        store = session.store
-        with store.read_transaction():
-            timer.run("golden_checks", lambda: golden_index_warnings(session, golden))
-            chunk_total = store.chunk_count()
-            context_noop = not store.has_context_text()
-            fetchers = [_ListFetcher(store, q, pool) for q in compiled]
-            diags = timer.run("fetch_preflight", lambda: [
-                fetcher.diagnostics(golden_query.id, vec_ids, chunk_total, limit)
-                for fetcher, golden_query, vec_ids in zip(fetchers, usable, vector_lists,
-                                                          strict=True)])
-            effective = timer.run("preflight", lambda: tune.check_preflight(
-                diags, context_axis_noop=context_noop))
-            lists = timer.run("fetch_grid", lambda: query_lists(fetchers, usable, vector_lists,
-                                                                weight_sets))
-            ids = {cid for ql in lists for cid in ql.vector_ids}
-            ids.update(cid for ql in lists
-                       for fts in (*ql.fts_ids_by_weight, *ql.word_ids_by_weight) for cid in fts)
-            meta = timer.run("fetch_meta", lambda: {
-                cid: (c.path, c.heading) for cid, c in store.chunks_by_id(ids).items()})
-        model_name = session.runtime.name
-    finally:
-        session.close()
+    """`run_tune` with each phase timed through its `on_phase` hook; (seconds, tune JSON)."""
+    seconds: dict[str, float] = {}
 
-    sweep = timer.run("sweep", lambda: tune.score_matrix(lists, meta, "fusion", limit,
-                                                           K_VALUES))
-    loo = timer.run("loo_cv", lambda: tune.loo_cv(sweep.ndcg5, effective, "fusion"))
-    decision = timer.run("verdict", lambda: tune.verdict(sweep, loo))
-    report = timer.run("verdict", lambda: tune.build_tune_json(
-        kb_path=str(coll.kb), golden_path=str(golden.path), model=model_name, limit=limit,
-        chunk_total=chunk_total, context_axis_noop=context_noop, diagnostics=diags,
-        sweep=sweep, loo=loo, verdict=decision, written=None))
-    s = timer.seconds
+    def record(phase: str, elapsed: float) -> None:
+        seconds[phase] = seconds.get(phase, 0.0) + elapsed
+
+    report = run_tune(request(coll, golden_path), on_phase=record)
+    start = time.perf_counter()
+    document = report.to_json()
+    record("verdict", time.perf_counter() - start)
+    s = seconds
     s["fetch_lists"] = sum(s.get(p, 0.0) for p in FETCH_PHASES)
     s["total_excluding_embedding"] = s["fetch_lists"] + s["sweep"] + s["loo_cv"] + s["verdict"]
-    return s, report
+    return s, document
 
 
 def whole_run_tune(coll: Collection, golden_path: Path) -> tuple[float, dict[str, Any]]:
     """`run_tune` itself, timed as one call (embeddings come from the cache by now)."""
-    request = TuneRequest(settings=config.resolve({}, {}), db=coll.db, kb=coll.kb,
-                          golden=golden_path, k_values=K_VALUES, limit=None, space="fusion")
     start = time.perf_counter()
-    report = run_tune(request)
+    report = run_tune(request(coll, golden_path)).to_json()
     return time.perf_counter() - start, report
 
 
@@ -184,7 +122,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"# Tune benchmark (fusion space, {data['queries']} JSQuAD queries)",
         "",
         f"Index: {data['chunks']} chunks (`bench/work/jsquad/index.db`). Phases timed by calling "
-        "the functions of `tune_runner.py` / `tune.py` in `run_tune`'s order; median of "
+        "`run_tune`'s `on_phase` hook (groove_cli/evaluate/tune/run.py); median of "
         f"{data['reps']} runs. " + machine_line(data["machine"]),
         "",
         "| phase | median s | runs s |",

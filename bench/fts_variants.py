@@ -49,7 +49,7 @@ def eval_v1(kb: Path, db: Path, golden: Path, config_path: Path, mode: str) -> d
     original = names["compile_query"]
     names["compile_query"] = compile_v1
     try:
-        return runner.run_eval(request).report
+        return runner.run_eval(request).to_json()
     finally:
         names["compile_query"] = original
 

@@ -141,17 +141,17 @@ class _Draws:
     """
 
     def __init__(self, rng: np.random.Generator) -> None:
-        self._rng = rng
-        self._floats: list[float] = []
-        self._pos = 0
+        self.rng = rng
+        self.floats: list[float] = []
+        self.pos = 0
 
     def uniform(self) -> float:
         """One float in [0, 1)."""
-        if self._pos == len(self._floats):
-            self._floats = self._rng.random(_BLOCK).tolist()
-            self._pos = 0
-        value = self._floats[self._pos]
-        self._pos += 1
+        if self.pos == len(self.floats):
+            self.floats = self.rng.random(_BLOCK).tolist()
+            self.pos = 0
+        value = self.floats[self.pos]
+        self.pos += 1
         return value
 
     def integer(self, low: int, high: int) -> int:
@@ -160,7 +160,7 @@ class _Draws:
 
     def ranks(self, cdf: npt.NDArray[np.float64]) -> _Ranks:
         """A buffered stream of 0-based ranks drawn from the distribution with this CDF."""
-        return _Ranks(self._rng, cdf)
+        return _Ranks(self.rng, cdf)
 
     def choice(self, items: Sequence[str]) -> str:
         """One item, uniformly."""
@@ -171,18 +171,18 @@ class _Ranks:
     """Zipf ranks drawn a block at a time (one vectorised `searchsorted` per block)."""
 
     def __init__(self, rng: np.random.Generator, cdf: npt.NDArray[np.float64]) -> None:
-        self._rng = rng
-        self._cdf = cdf
-        self._buf: list[int] = []
-        self._pos = 0
+        self.rng = rng
+        self.cdf = cdf
+        self.buf: list[int] = []
+        self.pos = 0
 
     def __call__(self) -> int:
-        if self._pos == len(self._buf):
-            uniforms = self._rng.random(_BLOCK)
-            self._buf = np.searchsorted(self._cdf, uniforms, side="right").tolist()
-            self._pos = 0
-        value = self._buf[self._pos]
-        self._pos += 1
+        if self.pos == len(self.buf):
+            uniforms = self.rng.random(_BLOCK)
+            self.buf = np.searchsorted(self.cdf, uniforms, side="right").tolist()
+            self.pos = 0
+        value = self.buf[self.pos]
+        self.pos += 1
         return value
 
 
@@ -266,17 +266,17 @@ class _Writer:
     def __init__(self, vocab: Vocabulary, draws: _Draws) -> None:
         self.vocab = vocab
         self.draws = draws
-        self._english = draws.ranks(vocab.english_cdf)
-        self._japanese = draws.ranks(vocab.japanese_cdf)
-        self._identifier = draws.ranks(vocab.identifier_cdf)
+        self.english = draws.ranks(vocab.english_cdf)
+        self.japanese = draws.ranks(vocab.japanese_cdf)
+        self.identifier = draws.ranks(vocab.identifier_cdf)
 
     def english_word(self) -> str:
         if self.draws.uniform() < _IDENTIFIER_SHARE:
-            return self.vocab.identifiers[self._identifier()]
-        return self.vocab.english[self._english()]
+            return self.vocab.identifiers[self.identifier()]
+        return self.vocab.english[self.english()]
 
     def japanese_word(self) -> str:
-        return self.vocab.japanese[self._japanese()]
+        return self.vocab.japanese[self.japanese()]
 
     def english_sentence(self) -> str:
         words = [self.english_word() for _ in range(self.draws.integer(5, 14))]

@@ -27,6 +27,10 @@ DEFAULT_EXCLUDE_DIRS = (".obsidian", ".git", "node_modules", "target", ".vscode"
 PARSER_IDS = ("md", "txt")
 MODES = ("hybrid", "vector", "fts")
 PRESETS = ("fast", "balanced", "accurate")
+MAX_TOP_K = 4096
+"""Cap on a leg's candidate count: `dense_top_k`, `sparse_top_k` and the vector leg's k."""
+MAX_LIMIT = 1000
+"""Cap on the hits of one search (`--limit`, eval's depth, tune's limit and every k)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +71,8 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("search.min_confidence_ratio", "float", 1.5, 0.0, None, finite=True),
     KeySpec("search.retrieval.mode", "enum", "hybrid", choices=MODES),
     KeySpec("search.retrieval.preset", "enum_opt", None, choices=PRESETS),
-    KeySpec("search.retrieval.dense_top_k", "int", None, 1, 4096),
-    KeySpec("search.retrieval.sparse_top_k", "int", None, 1, 4096),
+    KeySpec("search.retrieval.dense_top_k", "int", None, 1, MAX_TOP_K),
+    KeySpec("search.retrieval.sparse_top_k", "int", None, 1, MAX_TOP_K),
     KeySpec("search.retrieval.vector_weight", "float", 1.0, 0.0, 1e6, finite=True),
     KeySpec("search.retrieval.fts_weight", "float", 1.0, 0.0, 1e6, finite=True),
     KeySpec("search.retrieval.min_score", "float", 0.0, 0.0, 1.0),
@@ -84,13 +88,37 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("search.parent_retriever.max_expanded_tokens", "int", 2000, None, 8192),
     KeySpec("eval.golden", "path"),
     KeySpec("eval.history_size", "int", 10, 1, 1000),
-    KeySpec("eval.k_values", "list_int", [1, 5, 10], 0, 1000),
+    KeySpec("eval.k_values", "list_int", [1, 5, 10], 0, MAX_LIMIT),
     KeySpec("eval.regression_threshold", "float", 0.05, 0.0, 1.0, finite=True),
     KeySpec("contextual.enabled", "bool", False),
 )
 
 SPECS: dict[str, KeySpec] = {s.key: s for s in SCHEMA}
 TABLES: tuple[str, ...] = tuple(dict.fromkeys(s.table for s in SCHEMA if s.table))
+
+
+def default_float(key: str) -> float:
+    """The built-in default of a float key: the one place search, eval and tune take it from."""
+    value = SPECS[key].default
+    assert isinstance(value, (int, float))
+    return float(value)
+
+
+def default_int(key: str) -> int:
+    """The built-in default of an int key."""
+    value = SPECS[key].default
+    assert isinstance(value, int)
+    return value
+
+
+DEFAULT_RRF_K = default_float("search.fusion.rrf_k")
+DEFAULT_BM25_WEIGHTS: tuple[float, float, float] = (
+    default_float("search.fusion.bm25_heading_weight"),
+    default_float("search.fusion.bm25_context_weight"),
+    default_float("search.fusion.bm25_content_weight"),
+)
+DEFAULT_LEG_WEIGHT = default_float("search.retrieval.vector_weight")
+DEFAULT_MIN_SCORE = default_float("search.retrieval.min_score")
 
 PRESET_VALUES: dict[str, dict[str, object]] = {
     "fast": {

@@ -39,6 +39,10 @@ class IndexMismatch(GrooveError):
     """The index was built with another model, dimension, max_length or KB path (exit 1)."""
 
 
+class IndexReadError(GrooveError):
+    """A read of the index failed (the store's own error, e.g. SQLite's, as its message)."""
+
+
 class GoldenError(GrooveError):
     """The golden file is missing or invalid (exit 1)."""
 

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from groove_cli import __version__, messages
+from groove_cli import __version__, config, messages
 from groove_cli.chunk import ChunkDraft, ParsedDocument, chunker_fingerprint, parse_document
+from groove_cli.config import Settings
 from groove_cli.errors import GrooveError, IndexMismatch
-from groove_cli.identity import RuntimeModel, runtime_model, warn_digest
 from groove_cli.models import ResolvedModel, resolve_model
+from groove_cli.runtime_model import RuntimeModel, runtime_model, warn_digest
 from groove_cli.scan import (
     SourceBytes,
     SourceDecodeError,
@@ -81,6 +82,21 @@ class IndexOptions:
     verbose: bool = False
     quiet: bool = False
     offline: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: Settings, kb: Path, db: Path, *, force: bool = False,
+                      verbose: bool = False, quiet: bool = False) -> IndexOptions:
+        """The options of resolved settings (flag > file > default)."""
+        s = settings
+        return cls(
+            kb=kb, db=db, model=s.str_("model"), max_length=s.int_("max_length"),
+            models_dir=config.models_dir(s), force=force,
+            exclude_dirs=tuple(str(d) for d in s.list_("exclude_dirs")),
+            exclude_headings=tuple(str(h) for h in s.list_("exclude_headings")),
+            parsers=tuple(str(p) for p in s.list_("parsers.enabled")),
+            contextual=s.bool_("contextual.enabled"), verbose=verbose, quiet=quiet,
+            offline=config.offline_mode(),
+        )
 
 
 @dataclass(frozen=True, slots=True)

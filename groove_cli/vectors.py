@@ -15,12 +15,13 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from groove_cli.config import MAX_TOP_K
 from groove_cli.npyfiles import save_stamped
 from groove_cli.store import Store
 
 Neighbours = list[tuple[int, float]]
 BLOCK_FLOATS = 16_000_000
-MAX_VEC_K = 4096
+MAX_VEC_K = MAX_TOP_K
 
 
 def _paths(db: Path) -> tuple[Path, Path, Path]:

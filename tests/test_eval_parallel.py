@@ -15,10 +15,12 @@ import apsw
 import numpy as np
 import pytest
 
-from groove_cli.evaluate import runner
-from groove_cli.evaluate.runner import _extra_readers, _search_all
-from groove_cli.retrieve.pipeline import SearchParams, search
+from groove_cli.evaluate.runner import hit_records
+from groove_cli.retrieve import searcher as runner
+from groove_cli.retrieve.params import SearchParams
+from groove_cli.retrieve.pipeline import search
 from groove_cli.retrieve.query import compile_query
+from groove_cli.retrieve.searcher import Batch, search_all
 from groove_cli.store import Store
 from groove_cli.vectors import vec0_knn
 from tests.test_pipeline import Chunk, Note, build
@@ -88,7 +90,8 @@ def test_two_readers_give_the_sequential_results_in_file_order(store: Store) -> 
     assert sum(1 for e in expected if e) > 30  # the queries do find notes
     with store.pinned_readers(1) as stores:
         assert len(stores) == 2
-        hits = _search_all(stores, compiled, params, vectors, neighbours, None, 2)
+        results = search_all(stores, Batch(tuple(compiled), params, vectors, neighbours, None), 2)
+    hits = [hit_records(r) for r in results]
     assert [[(h.path, h.score) for h in q] for q in hits] == expected
     assert [[h.rank for h in q] for q in hits] == [list(range(1, len(e) + 1)) for e in expected]
 
@@ -97,14 +100,14 @@ def test_an_error_in_either_thread_reaches_the_caller(store: Store) -> None:
     compiled, _, neighbours = queries_and_vectors(store)
     with store.pinned_readers(1) as stores, pytest.raises(ValueError, match="no query vector"):
         # hybrid searches without their query vectors
-        _search_all(stores, compiled, SearchParams(), {}, neighbours, None, 2)
+        search_all(stores, Batch(tuple(compiled), SearchParams(), {}, neighbours, None), 2)
 
 
 def test_a_second_reader_only_for_large_sets_without_a_reranker(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
-    assert _extra_readers(runner.PARALLEL_MIN_QUERIES, rerank=False) == 1
-    assert _extra_readers(runner.PARALLEL_MIN_QUERIES - 1, rerank=False) == 0
-    assert _extra_readers(1000, rerank=True) == 0
+    assert runner.extra_readers(runner.PARALLEL_MIN_QUERIES, rerank=False) == 1
+    assert runner.extra_readers(runner.PARALLEL_MIN_QUERIES - 1, rerank=False) == 0
+    assert runner.extra_readers(1000, rerank=True) == 0
     monkeypatch.setattr(runner.os, "cpu_count", lambda: 1)
-    assert _extra_readers(1000, rerank=False) == 0
+    assert runner.extra_readers(1000, rerank=False) == 0

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from groove_cli.retrieve.expand import (
-    DocChunk,
     Expansion,
     estimate_tokens,
     expand_hit,
     whole_doc_row_limit,
 )
+from groove_cli.types import IndexedChunk
 
 SECTION = ("Ops",)
 
@@ -22,13 +22,16 @@ def chunk(
     level: int | None = 2,
     ancestry: tuple[str, ...] = SECTION,
     content: str | None = None,
-) -> DocChunk:
-    return DocChunk(index, level, ancestry, content or f"c{index}", tokens)
+) -> IndexedChunk:
+    return IndexedChunk(chunk_id=index + 1, document_id=1, chunk_index=index, heading=None,
+                        level=level, ancestry=ancestry, content=content or f"c{index}",
+                        context_text=None, token_count=tokens, quality_score=1.0, path="a.md",
+                        title=None, topic=None, category=None, date=None, tags=())
 
 
 def expand(
     hit: int,
-    chunks: list[DocChunk],
+    chunks: list[IndexedChunk],
     *,
     threshold: int = 0,
     cap: int = 2000,

@@ -18,13 +18,13 @@ from groove_cli.models.directory import file_sha256, read_model_toml
 from groove_cli.models.pack import (
     MIN_COSINE,
     PACK_VARIANT,
-    build_charsmap,
     convert,
     dequantize_q4_0,
     find_pack,
     pack_version,
     read_pack,
 )
+from groove_cli.models.pack_tokenizer import build_charsmap
 from groove_cli.models.registry import REGISTRY
 
 PACK = find_pack()
@@ -209,7 +209,7 @@ def test_token_ids_match_the_genuine_tokenizer(embedder: Embedder) -> None:
     texts = [*ENGLISH, *JAPANESE, "ＡＢＣ①　全角\u3000スペース\t\ttabs  and\r\nCRLF", "½ ﬁ ㌔ ｶﾀｶﾅ"]
     for text in texts:
         assert ours.encode(text).ids == genuine.encode(text).ids, text
-    assert embedder._rt.pad_id == 1
+    assert embedder.runtime.pad_id == 1
 
 
 def test_related_pairs_score_above_unrelated(embedder: Embedder) -> None:

@@ -24,19 +24,12 @@ import numpy.typing as npt
 import pytest
 
 from groove_cli.config import resolve
-from groove_cli.evaluate.tune_runner import BUILTIN_BM25, _ListFetcher
+from groove_cli.evaluate.tune.lists import BUILTIN_BM25, ListFetcher
 from groove_cli.retrieve.filters import FilterSpec
-from groove_cli.retrieve.pipeline import (
-    Legs,
-    Pools,
-    SearchParams,
-    SearchResult,
-    legs_to_run,
-    pool_sizes,
-    search,
-)
+from groove_cli.retrieve.legs import Legs, legs_to_run
+from groove_cli.retrieve.params import SearchParams, build_params, search_reranker
+from groove_cli.retrieve.pipeline import Pools, SearchResult, pool_sizes, search
 from groove_cli.retrieve.query import compile_query
-from groove_cli.searching import build_params, search_reranker
 from groove_cli.store import Store
 from groove_cli.types import ChunkRow, DocumentRow
 from groove_cli.vectors import vec0_knn
@@ -553,7 +546,7 @@ def test_tune_fetches_the_lists_the_search_legs_rank(cross: Store, query: str) -
     trigram = leg([h.explain.fts_rank for h in result.hits])
     words = leg([h.explain.fts_word_rank for h in result.hits])
     assert trigram or words
-    fetcher = _ListFetcher(cross, compiled, 50)
+    fetcher = ListFetcher(cross, compiled, 50)
     assert fetcher.fetch("fts_chunks", BUILTIN_BM25) == trigram
     assert fetcher.fetch("fts_words", BUILTIN_BM25) == words
 

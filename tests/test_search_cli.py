@@ -26,9 +26,10 @@ from typer.testing import CliRunner, Result
 from groove_cli.cli import app
 from groove_cli.index import IndexOptions, index_kb
 from groove_cli.render.search import print_search
-from groove_cli.retrieve.pipeline import SearchParams, search
+from groove_cli.retrieve.params import SearchParams
+from groove_cli.retrieve.pipeline import search
 from groove_cli.retrieve.query import compile_query
-from groove_cli.session import open_session
+from groove_cli.retrieve.searcher import Searcher
 from groove_cli.store import Store
 from groove_cli.types import ChunkRow, DocumentRow
 
@@ -81,7 +82,7 @@ def warm(golden_index: tuple[Path, Path], real_models_dir: Path,
     """A private copy of the sample index with every hybrid query's vector cached."""
     db = _copy_index(golden_index[1], tmp_path_factory.mktemp("warm"))
     assert _cache_rows(db) == 0
-    session = open_session(db, None, model=None, max_length=None, models_dir=real_models_dir,
+    session = Searcher.open(db, None, model=None, max_length=None, models_dir=real_models_dir,
                            offline=True)
     try:
         vectors = session.query_vectors(list(HYBRID_QUERIES))
@@ -116,7 +117,7 @@ EXPLAIN_KEYS = ["fts_rank", "fts_word_rank", "vec_rank", "fused_rank", "fused_ra
 def test_a_cached_query_does_not_load_the_model(warm: Warm, real_models_dir: Path) -> None:
     assert warm.loaded_on_first_use is True
     assert _cache_rows(warm.db) == len(HYBRID_QUERIES)
-    session = open_session(warm.db, None, model=None, max_length=None,
+    session = Searcher.open(warm.db, None, model=None, max_length=None,
                            models_dir=real_models_dir, offline=True)
     try:
         again = session.query_vectors(list(HYBRID_QUERIES))
@@ -179,7 +180,7 @@ def test_fts_mode_never_imports_onnxruntime(golden_index: tuple[Path, Path], con
     assert json.loads(proc.stdout)["results"]
     modules = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
                if line.startswith("import time:") and "|" in line}
-    assert "groove_cli.searching" in modules  # the trace is real
+    assert "groove_cli.retrieve.searcher" in modules  # the trace is real
     roots = {name.split(".")[0] for name in modules}
     assert "onnxruntime" not in roots
     assert "tokenizers" not in roots

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from groove_cli import messages
+from groove_cli.retrieve.params import query_warnings
 from groove_cli.retrieve.query import compile_query
-from groove_cli.searching import query_warnings
 
 LONG = " ".join(f"word{i:02d}" for i in range(40))  # 40 distinct words: over the cap of 32
 

@@ -17,7 +17,8 @@ from groove_cli import messages
 from groove_cli.errors import TuneNotApplicable
 from groove_cli.evaluate import tune as T
 from groove_cli.evaluate.golden import Expected
-from groove_cli.evaluate.metrics import HitRecord, score_query
+from groove_cli.evaluate.metrics import HitRecord, score_hits, score_query
+from groove_cli.retrieve.fuse import fuse_lists
 
 Entry = tuple[str, str | None]
 
@@ -143,25 +144,25 @@ def test_k_values_and_limits() -> None:
 
 def test_metrics_match_eval_examples() -> None:
     # E = {a.md, b.md}, hits [x.md, a.md, b.md]
-    m = T.score_hits([("a.md", None), ("b.md", None)],
+    m = score_hits([("a.md", None), ("b.md", None)],
                      [("x.md", None), ("a.md", None), ("b.md", None)], [1, 5])
     assert m.recall_at_k == {1: 0.0, 5: 1.0}
     assert m.reciprocal_rank == 0.5
     expected = (1 / math.log2(3) + 1 / math.log2(4)) / (1 + 1 / math.log2(3))
     assert m.ndcg_at_k[5] == pytest.approx(expected) and round(m.ndcg_at_k[5], 4) == 0.6934
     # E = {a.md, a.md#Setup}, hits [a.md#Setup, a.md#Other]: hit 1 takes the heading entry
-    m = T.score_hits([("a.md", None), ("a.md", "Setup")],
+    m = score_hits([("a.md", None), ("a.md", "Setup")],
                      [("a.md", "Setup"), ("a.md", "Other")], [5])
     assert m.ndcg_at_k[5] == 1.0
 
 
 def test_metrics_heading_rule_and_empty_cases() -> None:
-    m = T.score_hits([("a.md", " setup ")], [("a.md", None), ("a.md", "SETUP")], [1, 5])
+    m = score_hits([("a.md", " setup ")], [("a.md", None), ("a.md", "SETUP")], [1, 5])
     assert m.recall_at_k == {1: 0.0, 5: 1.0} and m.reciprocal_rank == 0.5
-    m = T.score_hits([("a.md", None)], [], [5])
+    m = score_hits([("a.md", None)], [], [5])
     assert (m.recall_at_k[5], m.reciprocal_rank, m.ndcg_at_k[5]) == (0.0, 0.0, 0.0)
     # one hit satisfies several entries for recall, but only one for nDCG
-    m = T.score_hits([("a.md", None), ("a.md", None)], [("a.md", "x")], [5])
+    m = score_hits([("a.md", None), ("a.md", None)], [("a.md", "x")], [5])
     assert m.recall_at_k[5] == 1.0
     assert m.ndcg_at_k[5] == pytest.approx(1 / (1 + 1 / math.log2(3)))
 
@@ -177,7 +178,7 @@ hit_lists = st.lists(st.tuples(st.sampled_from([f"d{i}.md" for i in range(5)]),
 def test_metrics_agree_with_eval_metrics(expected: list[Entry], hits: list[Entry],
                                          ks: list[int]) -> None:
     """tune and eval must score a ranked list identically (bit for bit)."""
-    mine = T.score_hits(expected, hits, ks)
+    mine = score_hits(expected, hits, ks)
     theirs = score_query([Expected(p, h) for p, h in expected],
                          [HitRecord(i + 1, p, h, 0.0) for i, (p, h) in enumerate(hits)], ks)
     assert mine.recall_at_k == theirs.recall_at_k
@@ -248,19 +249,19 @@ def test_retrieval_sweep_agrees_with_reference(vec: list[int], fts: list[int],
 def test_fuse_lists_agrees_with_reference(vec: list[int], fts: list[int], rrf_k: float,
                                           wv: float, wf: float, min_score: float,
                                           limit: int) -> None:
-    got = T.fuse_lists(vec, fts, limit=limit, rrf_k=rrf_k, vector_weight=wv, fts_weight=wf,
+    got = fuse_lists(vec, fts, limit=limit, rrf_k=rrf_k, vector_weight=wv, fts_weight=wf,
                        min_score=min_score)
     assert got == ref_fuse(vec, fts, rrf_k=rrf_k, wv=wv, wf=wf, min_score=min_score, limit=limit)
 
 
 def test_fuse_lists_scores_and_ties() -> None:
     # vector [1, 2, 3], FTS [3, 4]: chunk 3 is vector rank 3 and FTS rank 1 ⇒ 1/63 + 1/61
-    fused = T.fuse_lists([1, 2, 3], [3, 4], limit=10)
+    fused = fuse_lists([1, 2, 3], [3, 4], limit=10)
     assert [c for c, _ in fused] == [3, 1, 2, 4]  # 2 and 4 tie at 1/62: lower id first
     assert fused[0][1] == (1 / 63 + 1 / 61) / (1 / 61 + 1 / 61)
     assert fused[2][1] == fused[3][1]
-    assert T.fuse_lists([5], [5], limit=1) == [(5, 1.0)]
-    assert T.fuse_lists([], [], limit=5) == []
+    assert fuse_lists([5], [5], limit=1) == [(5, 1.0)]
+    assert fuse_lists([], [], limit=5) == []
 
 
 def test_score_matrix_rejects_bad_inputs() -> None:

@@ -11,7 +11,7 @@ import pytest
 from groove_cli.config import validate_text
 from groove_cli.errors import ConfigError
 from groove_cli.evaluate import tune as T
-from groove_cli.evaluate.tune_write import (
+from groove_cli.evaluate.tune.write import (
     REFUSE_KEEP_DEFAULTS,
     creating_config_note,
     edit_config_text,

@@ -11,7 +11,7 @@ import numpy.typing as npt
 import pytest
 
 from groove_cli.index import RuntimeModel
-from groove_cli.session import ReadSession
+from groove_cli.retrieve.searcher import Searcher
 from groove_cli.store import Store
 from groove_cli.types import ChunkRow, DocumentRow
 from groove_cli.vectors import VectorSnapshot, duplicate_rows, refresh_snapshot, vec0_knn
@@ -129,9 +129,9 @@ def test_batch_knn_matches_single_queries(index: tuple[Path, Store]) -> None:
     assert [[cid for cid, _ in row] for row in batch] == [_reference(q, 10) for q in queries]
 
 
-def _session(store: Store, db: Path) -> ReadSession:
+def _session(store: Store, db: Path) -> Searcher:
     runtime = RuntimeModel("test", DIM, 512, None, "")
-    return ReadSession(store, db, store.meta(), runtime, db.parent, offline=True)
+    return Searcher(store, db, store.meta(), runtime, db.parent, offline=True)
 
 
 def test_stale_stamp_is_ignored(tmp_path: Path) -> None:

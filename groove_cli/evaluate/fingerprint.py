@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from groove_cli.config import (
+    DEFAULT_BM25_WEIGHTS,
+    DEFAULT_LEG_WEIGHT,
+    DEFAULT_MIN_SCORE,
+    DEFAULT_RRF_K,
+    SPECS,
+)
 from groove_cli.evaluate.metrics import METRIC_VERSION
 from groove_cli.retrieve.query import FTS_QUERY_VERSION
 
-DEFAULT_RRF_K = 60.0
-DEFAULT_BM25_WEIGHTS = (2.0, 1.0, 1.0)
-"""Heading, context and content column weights of the FTS leg."""
-DEFAULT_MODE = "hybrid"
-DEFAULT_LEG_WEIGHT = 1.0
-DEFAULT_MIN_SCORE = 0.0
+DEFAULT_MODE = SPECS["search.retrieval.mode"].default
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -187,6 +188,40 @@ def build_json_report(
         "diff": diff,
         "regressions": regressions,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class EvalReport:
+    """One eval run, what it was compared with, and the gate's outcome.
+
+    `to_json()` is the §10 document `--format json` prints (diff members null under
+    --no-diff); `full_json()` keeps the diff, which the text renderer hides itself.
+    """
+
+    run: Mapping[str, Any]
+    """The run as stored in the history (`build_run`)."""
+    compared: Mapping[str, Any] | None
+    """The previous compatible run, or None (no history, --no-history, none compatible)."""
+    threshold: float
+    no_diff: bool = False
+    no_history: bool = False
+    incompatibility: str | None = None
+    """The header naming why older runs are not comparable, if any."""
+    regression_error: str | None = None
+    """The --fail-on-regression error text when a metric fell beyond the threshold."""
+
+    @property
+    def show_diff(self) -> bool:
+        """Whether the text report shows the diff."""
+        return not (self.no_diff or self.no_history)
+
+    def to_json(self) -> dict[str, Any]:
+        return build_json_report(self.run, self.compared, threshold=self.threshold,
+                                 show_diff=not self.no_diff)
+
+    def full_json(self) -> dict[str, Any]:
+        return build_json_report(self.run, self.compared, threshold=self.threshold,
+                                 show_diff=True)
 
 
 def report_json_text(report: Mapping[str, Any]) -> str:

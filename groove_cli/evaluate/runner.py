@@ -8,40 +8,31 @@ the same committed state (`Store.pinned_readers`), each searching part of the qu
 
 from __future__ import annotations
 
-import itertools
-import os
-import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-from groove_cli import config, messages
-from groove_cli.config import Settings
+from groove_cli import messages
+from groove_cli.config import MAX_LIMIT, Settings
 from groove_cli.evaluate import history
 from groove_cli.evaluate.corpus import corpus_block, corpus_digest
 from groove_cli.evaluate.findings import findings_warning_text, quoted_findings, quoted_needles
 from groove_cli.evaluate.fingerprint import FingerprintInputs, build_fingerprint
 from groove_cli.evaluate.golden import GoldenSet, expected_warnings, find_golden, load_golden
 from groove_cli.evaluate.metrics import HitRecord, QueryMetrics, score_query
-from groove_cli.evaluate.report import build_json_report, build_run, utc_timestamp
+from groove_cli.evaluate.report import EvalReport, build_run, utc_timestamp
 from groove_cli.evaluate.stats import warm_draws
 from groove_cli.retrieve.filters import FilterSpec
-from groove_cli.retrieve.pipeline import (
-    MAX_LIMIT,
-    Knn,
+from groove_cli.retrieve.params import (
     SearchParams,
-    fetch_size,
-    legs_to_run,
-    pool_sizes,
-    search,
+    build_params,
+    query_warnings,
+    settings_warnings,
 )
-from groove_cli.retrieve.query import CompiledQuery, compile_query
-from groove_cli.searching import build_params, query_warnings, settings_warnings
-from groove_cli.session import ReadSession, open_session
+from groove_cli.retrieve.pipeline import SearchResult
+from groove_cli.retrieve.query import compile_query
+from groove_cli.retrieve.searcher import Searcher, extra_readers
 from groove_cli.store import Store
 
 
@@ -64,6 +55,13 @@ def parse_k_values(text: str) -> tuple[int, ...]:
     if not values:
         raise UsageError("--k needs at least one value")
     return normalise_k(values)
+
+
+def k_values_from(settings: Settings, flag: str | None) -> tuple[int, ...]:
+    """eval's k list: `--k` when given, else `[eval].k_values`, normalised."""
+    if flag is not None:
+        return parse_k_values(flag)
+    return normalise_k([int(str(v)) for v in settings.list_("eval.k_values")])
 
 
 def normalise_k(values: Sequence[int]) -> tuple[int, ...]:
@@ -91,18 +89,6 @@ class EvalRequest:
     no_history: bool = False
     no_diff: bool = False
     fail_on_regression: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class EvalOutcome:
-    report: dict[str, Any]
-    """The §10 JSON report (diff members null under --no-diff)."""
-    full_report: dict[str, Any]
-    """The same report with the diff kept, which the text renderer hides itself."""
-    threshold: float
-    show_diff: bool
-    incompatibility: str | None
-    regression_error: str | None
 
 
 def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
@@ -136,14 +122,15 @@ def load_golden_set(settings: Settings, kb: Path, explicit: Path | None) -> Gold
     return golden
 
 
-def golden_index_warnings(session: ReadSession, golden: GoldenSet) -> None:
-    headings = session.store.headings_by_path()
+def golden_index_warnings(store: Store, golden: GoldenSet) -> None:
+    """A warning per expected entry whose path or heading the index lacks (eval.md §1)."""
+    headings = store.headings_by_path()
     for text in expected_warnings(golden, has_path=lambda p: p in headings,
                                   headings_of=lambda p: headings.get(p, set())):
         messages.warning(text)
 
 
-def run_eval(req: EvalRequest) -> EvalOutcome:
+def run_eval(req: EvalRequest) -> EvalReport:
     """Run every golden query through the shared pipeline and compare with the history."""
     s = req.settings
     golden = load_golden_set(s, req.kb, req.golden)
@@ -151,30 +138,24 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
     params = build_params(s, limit=depth, rerank=req.reranker is not None,
                           filters=FilterSpec(quality_threshold=0.0), spans=False)
     settings_warnings(s, params)
-    session = open_session(req.db, req.kb, model=s.str_("model"), max_length=s.int_("max_length"),
-                           models_dir=config.models_dir(s), offline=config.offline_mode())
+    searcher = Searcher.from_settings(s, req.db, req.kb, reranker=req.reranker)
     try:
         compiled = [compile_query(q.query) for q in golden.queries]
         query_warnings(compiled)
-        need_vec = [i for i, q in enumerate(compiled) if legs_to_run(q, params).vector]
-        vectors = session.query_vectors([compiled[i].positive_text for i in need_vec])
-        by_query = dict(zip(need_vec, vectors, strict=True))
-        reranker = session.reranker(req.reranker)
-        neighbours = _batch_neighbours(session, compiled, params, by_query)
-        readers = _extra_readers(len(compiled), reranker is not None)
-        with session.store.pinned_readers(readers) as stores:
-            golden_index_warnings(session, golden)
-            rows = list(session.store.corpus_rows())
-            documents = session.store.document_count()
-            chunks = session.store.chunk_count()
+        batch = searcher.prepare(compiled, params)
+        readers = extra_readers(len(compiled), batch.reranker is not None)
+        with searcher.pinned(readers) as store:
+            golden_index_warnings(store, golden)
+            rows = list(store.corpus_rows())
+            documents = store.document_count()
+            chunks = store.chunk_count()
             # Work that needs no search result runs on a helper thread meanwhile: the searches
             # spend most of their time inside SQLite, with the GIL free.
             with ThreadPoolExecutor(1, thread_name_prefix="groove-eval-side") as side:
                 scan = side.submit(quoted_needles, golden.queries,
                                    [(r[0], r[2], r[4], r[3]) for r in rows])
                 side.submit(warm_draws, sum(1 for q in golden.queries if q.expected))
-                hits = _search_all(stores, compiled, params, by_query, neighbours, reranker,
-                                   session.dim)
+                hits = [hit_records(result) for result in searcher.run_batch(batch)]
         metrics: list[QueryMetrics] = [
             score_query(q.expected, h, req.k_values) for q, h in zip(golden.queries, hits, strict=True)
         ]
@@ -185,11 +166,11 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
         if findings:
             messages.warning(findings_warning_text(findings))
         fingerprint = build_fingerprint(fingerprint_inputs(
-            s, params, model=session.runtime.name, reranker=req.reranker, limit=req.limit,
+            s, params, model=searcher.runtime.name, reranker=req.reranker, limit=req.limit,
             k_values=req.k_values, golden_hash=golden.golden_hash,
-            context_mode=session.context_mode))
+            context_mode=searcher.context_mode))
     finally:
-        session.close()
+        searcher.close()
 
     run = build_run(timestamp=utc_timestamp(), fingerprint=fingerprint, corpus=corpus,
                     queries=golden.queries, hits=hits, metrics=metrics, k_values=req.k_values,
@@ -202,7 +183,6 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
         compared = history.find_compared(runs, fingerprint)
         incompatibility = history.incompatibility_header(runs, fingerprint)
         history.save_history(req.kb, runs, run, s.int_("eval.history_size") or 10)
-    report = build_json_report(run, compared, threshold=threshold, show_diff=not req.no_diff)
     error = None
     if req.fail_on_regression and not req.no_history:
         if compared is None:
@@ -210,79 +190,11 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
         elif history.aggregate_regressed(compared["aggregate"], run["aggregate"], threshold):
             change = history.corpus_change_text(compared["corpus"], run["corpus"])
             error = history.regression_error_text(threshold, change)
-    full = build_json_report(run, compared, threshold=threshold, show_diff=True)
-    return EvalOutcome(report, full, threshold, not (req.no_diff or req.no_history),
-                       incompatibility, error)
+    return EvalReport(run, compared, threshold, no_diff=req.no_diff, no_history=req.no_history,
+                      incompatibility=incompatibility, regression_error=error)
 
 
-def _batch_neighbours(session: ReadSession, compiled: Sequence[CompiledQuery],
-                      params: SearchParams, vectors: dict[int, Any]
-                      ) -> dict[int, list[tuple[int, float]]]:
-    """Every query's vector-leg neighbours from one matrix product per block of queries.
-
-    Each query gets the k its vector leg asks for (×10 with exclusions); a prefix of a longer
-    list ordered by (distance, id) is exactly the shorter list, so one k serves all.
-    """
-    if not vectors:
-        return {}
-    pools = pool_sizes(params)
-    k = max(min(fetch_size(pools.vec, compiled[i].negative_expr is not None
-                           or compiled[i].word_negative_expr is not None), 4096) for i in vectors)
-    order = sorted(vectors)
-    found = session.snapshot().knn_batch(np.vstack([vectors[i] for i in order]), k)
-    return dict(zip(order, found, strict=True))
-
-
-# Below this many queries a second reader is not worth opening.
-PARALLEL_MIN_QUERIES = 64
-
-
-def _extra_readers(queries: int, rerank: bool) -> int:
-    """Connections beyond the session's own for the searches: one more on a multi-core
-    machine for a large golden set. The full-text legs run inside SQLite, which releases the
-    GIL, so two readers keep two cores busy. Not with a reranker: its inference already uses
-    every core."""
-    if rerank or queries < PARALLEL_MIN_QUERIES or (os.cpu_count() or 1) < 2:
-        return 0
-    return 1
-
-
-def _listed(found: list[tuple[int, float]]) -> Knn:
-    """A KNN answering from one query's precomputed neighbours (a prefix serves any k)."""
-    return lambda _vector, k: found[:k]
-
-
-def _search_all(stores: Sequence[Store], compiled: Sequence[CompiledQuery],
-                params: SearchParams, vectors: dict[int, Any],
-                neighbours: dict[int, list[tuple[int, float]]], reranker: Any,
-                dim: int) -> list[list[HitRecord]]:
-    """Every query's hit records, in file order; with several stores (one consistent state,
-    see `Store.pinned_readers`) each thread takes the next query off a shared counter."""
-    hits: list[list[HitRecord]] = [[] for _ in compiled]
-    counter = itertools.count()
-    errors: list[BaseException] = []
-
-    def work(store: Store) -> None:
-        try:
-            for i in counter:
-                if i >= len(compiled) or errors:
-                    return
-                result = search(store, compiled[i], params, vector=vectors.get(i),
-                                knn=_listed(neighbours.get(i, [])), reranker=reranker, dim=dim)
-                hits[i] = [HitRecord(rank=r + 1, path=h.chunk.path, heading=h.chunk.heading,
-                                     score=h.score) for r, h in enumerate(result.hits)]
-        except BaseException as exc:  # Ctrl-C included: the other threads stop, then re-raised
-            errors.append(exc)
-
-    threads = [threading.Thread(target=work, args=(store,), name="groove-eval", daemon=True)
-               for store in stores[1:]]
-    for thread in threads:
-        thread.start()
-    try:
-        work(stores[0])
-    finally:
-        for thread in threads:
-            thread.join()
-    if errors:
-        raise errors[0]
-    return hits
+def hit_records(result: SearchResult) -> list[HitRecord]:
+    """A search result as eval records it: rank, path, heading, score."""
+    return [HitRecord(rank=r + 1, path=h.chunk.path, heading=h.chunk.heading, score=h.score)
+            for r, h in enumerate(result.hits)]

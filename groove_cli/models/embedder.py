@@ -60,7 +60,7 @@ class Embedder:
         self.settings: ModelSettings = model.settings
         self.max_length = max_length
         self.dim = dim
-        self._rt = runtime
+        self.runtime = runtime
         self._tok: Any = runtime.tokenizer
         self._pieces = pieces
         self._pad_id = runtime.pad_id if pieces is None else pieces.pad_id
@@ -159,7 +159,7 @@ class Embedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if self._feed_types:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        (hidden,) = self._rt.session.run([self.settings.output], feeds)
+        (hidden,) = self.runtime.session.run([self.settings.output], feeds)
         hidden = np.asarray(hidden, dtype=np.float32)
         if hidden.ndim != 3 or hidden.shape[-1] != self.dim:
             raise ModelError(

@@ -246,9 +246,10 @@ def install_dir(tmp: Path, final: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _record(
+def model_record(
     entry: RegistryEntry, tmp: Path, source: str, revision: str, extra: tuple[str, ...] = ()
 ) -> ModelRecord:
+    """The model.toml record of a converted or downloaded model in `tmp`."""
     onnx = tmp / ONNX_FILE
     return ModelRecord(
         name=entry.name, settings=entry.settings, source=source, revision=revision,
@@ -272,7 +273,7 @@ def _convert_pack(entry: RegistryEntry, models_dir: Path) -> ResolvedModel:
         )
         check = pack.convert(pack_path, tmp, pack.PACK_VARIANT)
         revision = f"{PACK_PACKAGE} {version} {pack.PACK_VARIANT}"
-        write_model_toml(tmp, _record(entry, tmp, "pack", revision))
+        write_model_toml(tmp, model_record(entry, tmp, "pack", revision))
         install_dir(tmp, final)
     messages.progress(
         f"Verified the converted model against the pack engine "
@@ -293,7 +294,7 @@ def _download(entry: RegistryEntry, models_dir: Path) -> ResolvedModel:
         )
         extra = hub.download(entry.hub, tmp)
         write_model_toml(
-            tmp, _record(entry, tmp, "hub", f"{entry.hub.repo}@{entry.hub.revision}", tuple(extra))
+            tmp, model_record(entry, tmp, "hub", f"{entry.hub.repo}@{entry.hub.revision}", tuple(extra))
         )
         install_dir(tmp, final)
     result = _from_cache(entry, models_dir)

@@ -1,4 +1,4 @@
-"""Shared output helpers: JSON documents, plain lines, and `config show`."""
+"""Shared output helpers: JSON documents, plain lines, `config show`, and each command's report."""
 
 from __future__ import annotations
 
@@ -7,9 +7,13 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from groove_cli import messages
 from groove_cli.config import SCHEMA, Settings
 
 if TYPE_CHECKING:
+    from groove_cli.evaluate.report import EvalReport
+    from groove_cli.evaluate.tune.report import TuneReport
+    from groove_cli.index import IndexReport
     from groove_cli.models import ModelStatus, ResolvedModel
     from groove_cli.status import DoctorReport, StatusReport
 
@@ -27,6 +31,42 @@ def dumps_json(document: Any) -> str:
 def print_json(document: Any) -> None:
     sys.stdout.write(dumps_json(document))
     sys.stdout.flush()
+
+
+def print_eval(report: EvalReport, fmt: str, *, no_color: bool) -> None:
+    """The eval report as JSON or text; stdout is flushed so the report precedes a gate error."""
+    if fmt == "json":
+        print_json(report.to_json())
+        return
+    from groove_cli.render.eval_report import render_eval_text
+
+    sys.stdout.write(render_eval_text(
+        report.full_json(), threshold=report.threshold, show_diff=report.show_diff,
+        color=use_color(sys.stdout, no_color), incompatibility=report.incompatibility))
+    sys.stdout.flush()
+
+
+def print_tune(report: TuneReport, fmt: str) -> None:
+    """The tune report as JSON or as the text rendered from the same document."""
+    document = report.to_json()
+    if fmt == "json":
+        print_json(document)
+        return
+    from groove_cli.render.tune_report import render_tune_text
+
+    sys.stdout.write(render_tune_text(document))
+
+
+def print_index_done(report: IndexReport) -> None:
+    """The `Done` line, or the interrupted line (cli.md §4)."""
+    if report.interrupted:
+        messages.progress(f"Interrupted after {report.processed} of {report.total} files; the "
+                          "index is valid and the next run continues from here.")
+        return
+    messages.progress(
+        f"Done in {report.elapsed_ms}ms: {report.documents} docs ({report.updated} updated, "
+        f"{report.renamed} renamed, {report.deleted} deleted, {report.skipped} skipped), "
+        f"{report.chunks} chunks")
 
 
 def print_line(line: str) -> None:

@@ -6,7 +6,8 @@ from typing import Any
 
 from groove_cli import messages
 from groove_cli.render.output import print_json, print_line
-from groove_cli.retrieve.pipeline import SearchHit, SearchParams, SearchResult
+from groove_cli.retrieve.params import SearchParams
+from groove_cli.retrieve.pipeline import SearchHit, SearchResult
 
 
 def hit_json(hit: SearchHit, explain: bool) -> dict[str, Any]:

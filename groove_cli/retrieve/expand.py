@@ -12,18 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from groove_cli.types import IndexedChunk
+
 SEPARATOR = "\n\n"
-
-
-@dataclass(frozen=True, slots=True)
-class DocChunk:
-    """One chunk row of the hit's document, as the parent retriever needs it."""
-
-    chunk_index: int
-    level: int | None
-    ancestry: tuple[str, ...]
-    content: str
-    token_count: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +25,7 @@ class Expansion:
     expanded_from: dict[str, object]
 
 
-def estimate_tokens(chunk: DocChunk) -> int:
+def estimate_tokens(chunk: IndexedChunk) -> int:
     """`token_count` when present and > 0, else UTF-8 bytes // 4."""
     if chunk.token_count is not None and chunk.token_count > 0:
         return chunk.token_count
@@ -48,7 +39,7 @@ def whole_doc_row_limit(max_expanded_tokens: int) -> int:
 
 def _whole_document(
     position: int,
-    doc_chunks: Sequence[DocChunk],
+    doc_chunks: Sequence[IndexedChunk],
     max_expanded_tokens: int,
     rows_capped: bool,
 ) -> Expansion | None:
@@ -66,7 +57,7 @@ def _whole_document(
     )
 
 
-def _adjacent(position: int, doc_chunks: Sequence[DocChunk], max_expanded_tokens: int) -> Expansion:
+def _adjacent(position: int, doc_chunks: Sequence[IndexedChunk], max_expanded_tokens: int) -> Expansion:
     hit = doc_chunks[position]
     low = high = position
     total = estimate_tokens(hit)
@@ -109,7 +100,7 @@ def _adjacent(position: int, doc_chunks: Sequence[DocChunk], max_expanded_tokens
 
 def expand_hit(
     hit_index: int,
-    doc_chunks: Sequence[DocChunk],
+    doc_chunks: Sequence[IndexedChunk],
     *,
     whole_doc_threshold_tokens: int,
     max_expanded_tokens: int,

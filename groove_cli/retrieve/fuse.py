@@ -5,6 +5,10 @@ Condorcet and individual Rank Learning Methods", SIGIR 2009. Each leg contribute
 `w_leg / (rrf_k + rank)`; only ranks are used, so the bm25 and cosine scales never meet.
 Dividing by the best reachable sum makes the score comparable across queries, which is what
 `min_score` filters on.
+
+`weighted_rrf` fuses one search; `fuse_rows` fuses one query's lists under many conditions at
+once (numpy, for tune's sweep) with the same arithmetic term for term, so both give the same
+ranking and the same scores.
 """
 
 from __future__ import annotations
@@ -12,6 +16,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from groove_cli.config import DEFAULT_LEG_WEIGHT, DEFAULT_MIN_SCORE, DEFAULT_RRF_K
+
+if TYPE_CHECKING:  # numpy is imported only where many conditions are fused
+
+    from groove_cli.arrays import BoolArray, FloatArray, IntArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,3 +96,98 @@ def min_score_warning(
         "the lower-weighted leg alone can reach; in hybrid mode such candidates are always "
         "dropped"
     )
+
+
+# --------------------------------------------------------------------------- many conditions at once (tune)
+
+
+@dataclass(frozen=True, slots=True)
+class FusionRows:
+    """Distinct fused orderings of a query: one per (leg weights, full-text list, rrf_k)."""
+
+    vector_weight: FloatArray
+    fts_weight: FloatArray
+    fts_list: IntArray
+    rrf_k: FloatArray
+
+
+@dataclass(frozen=True, slots=True)
+class FusedRows:
+    """Top `limit` of every row: ids (−1 padding), raw RRF sums (−inf padding), scores."""
+
+    ids: IntArray
+    raw: FloatArray
+    score: FloatArray
+    valid: BoolArray
+
+
+def _ranks(universe: IntArray, ids: Sequence[int]) -> FloatArray:
+    """1-based rank of every universe id in `ids`, +inf where absent."""
+    import numpy as np
+
+    ranks = np.full(universe.size, np.inf)
+    if len(ids):
+        ranks[np.searchsorted(universe, np.asarray(ids, dtype=np.int64))] = np.arange(
+            1, len(ids) + 1, dtype=np.float64)
+    return ranks
+
+
+def fuse_rows(vector_ids: Sequence[int], fts_lists: Sequence[Sequence[int]],
+               word_lists: Sequence[Sequence[int]], rows: FusionRows, limit: int) -> FusedRows:
+    """Weighted RRF of search.md §5 for many rows at once, over up to three legs.
+
+    Every candidate of the query (the union of all lists) is a column; a leg contributes
+    `w / (k + rank)`, which is exactly 0.0 where the candidate is absent (rank +inf), so the
+    float64 sum vector + trigram + words is the reference's, term for term in leg order. A
+    stable sort on −raw over id-sorted columns then breaks ties by chunk id. Row r uses the
+    trigram and word lists of weight set `rows.fts_list[r]`.
+    """
+    import numpy as np
+
+    n_rows = rows.rrf_k.size
+    arrays = [np.asarray(ids, dtype=np.int64) for ids in (vector_ids, *fts_lists, *word_lists)]
+    universe = np.unique(np.concatenate(arrays)) if arrays else np.empty(0, dtype=np.int64)
+    k = rows.rrf_k[:, None]
+    vec_rank = _ranks(universe, vector_ids)[None, :]
+    fts_rank = np.stack([_ranks(universe, ids) for ids in fts_lists])[rows.fts_list]
+    raw = rows.vector_weight[:, None] / (k + vec_rank) + rows.fts_weight[:, None] / (k + fts_rank)
+    present = np.isfinite(vec_rank) | np.isfinite(fts_rank)
+    best = np.zeros(n_rows)
+    if len(vector_ids):
+        best = best + rows.vector_weight / (rows.rrf_k + 1)
+    fts_lengths = np.array([len(ids) for ids in fts_lists])[rows.fts_list]
+    best = np.where(fts_lengths > 0, best + rows.fts_weight / (rows.rrf_k + 1), best)
+    if word_lists:
+        word_rank = np.stack([_ranks(universe, ids) for ids in word_lists])[rows.fts_list]
+        raw = raw + rows.fts_weight[:, None] / (k + word_rank)
+        present |= np.isfinite(word_rank)
+        word_lengths = np.array([len(ids) for ids in word_lists])[rows.fts_list]
+        best = np.where(word_lengths > 0, best + rows.fts_weight / (rows.rrf_k + 1), best)
+    raw = np.where(present, raw, -np.inf)
+    order = np.argsort(-raw, axis=1, kind="stable")[:, :limit]
+    top_raw = np.take_along_axis(raw, order, axis=1)
+    valid = np.isfinite(top_raw)
+    top_ids = np.where(valid, universe[order], -1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = np.where(valid, top_raw / np.where(best > 0, best, 1.0)[:, None], -np.inf)
+    return FusedRows(top_ids, top_raw, score, valid)
+
+
+def fuse_lists(vector_ids: Sequence[int], fts_ids: Sequence[int], *, limit: int,
+               rrf_k: float = DEFAULT_RRF_K, vector_weight: float = DEFAULT_LEG_WEIGHT,
+               fts_weight: float = DEFAULT_LEG_WEIGHT, min_score: float = DEFAULT_MIN_SCORE,
+               word_ids: Sequence[int] | None = None) -> list[tuple[int, float]]:
+    """One condition fused as search.md §5: `(chunk id, normalised score)` pairs, best first.
+
+    `word_ids` is the word-level full-text leg (None when it did not run).
+    """
+    import numpy as np
+
+    rows = FusionRows(np.array([vector_weight]), np.array([fts_weight]), np.array([0]),
+                 np.array([float(rrf_k)]))
+    fused = fuse_rows(vector_ids, [fts_ids], [] if word_ids is None else [word_ids], rows, limit)
+    keep = fused.valid[0] & (fused.score[0] >= min_score)
+    return [(int(i), float(s)) for i, s in zip(fused.ids[0][keep], fused.score[0][keep],
+                                                strict=True)]
+
+

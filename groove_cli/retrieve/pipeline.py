@@ -1,68 +1,45 @@
-"""The shared search pipeline (search.md §1): legs → weighted RRF → rerank → MMR → parent → spans.
+"""The search pipeline (search.md §1): legs → weighted RRF → rerank → MMR → parent → spans.
 
-`search` is shared by `groove search` and `groove eval`. It takes an already-compiled query and
-an already-computed query vector, so callers can batch embeddings and reuse cached ones; every
-stage records its ranks and timings for `--explain`.
+`search` runs one compiled query; `Searcher` (retrieve/searcher.py) is how every command calls
+it. It takes an already-computed query vector and KNN source, so a batch can share one
+embedding batch and one batched KNN; the legs themselves are in retrieve/legs.py. Every stage
+records its ranks and timings for `--explain`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from groove_cli import messages
+from groove_cli.config import MAX_LIMIT
+from groove_cli.errors import IndexReadError
 from groove_cli.retrieve.confidence import low_confidence
-from groove_cli.retrieve.expand import DocChunk, expand_hit, whole_doc_row_limit
-from groove_cli.retrieve.filters import FilterSpec, RowFilter, compile_filters
+from groove_cli.retrieve.expand import expand_hit, whole_doc_row_limit
+from groove_cli.retrieve.filters import FilterSpec, compile_filters
 from groove_cli.retrieve.fuse import Fused, apply_min_score, weighted_rrf
+from groove_cli.retrieve.legs import (
+    Knn,
+    candidate_pool,
+    leg_exclusions,
+    legs_to_run,
+    trigram_leg,
+    vector_leg,
+    word_leg,
+)
+from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.query import CompiledQuery
+from groove_cli.retrieve.rerank import Reranker, rerank
 from groove_cli.retrieve.spans import match_spans
-from groove_cli.store import Store
+from groove_cli.store import IndexReader
 from groove_cli.types import IndexedChunk
 
 if TYPE_CHECKING:  # numpy is imported only where vectors are used (fts-only runs skip it)
     import numpy as np
     import numpy.typing as npt
-
-MAX_LIMIT = 1000
-Knn = Callable[["npt.NDArray[np.float32]", int], list[tuple[int, float]]]
-
-
-class Reranker(Protocol):
-    """A cross-encoder: one raw score per (query, document) pair."""
-
-    def score(self, query: str, documents: Sequence[str]) -> npt.NDArray[np.float32]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class SearchParams:
-    """Effective settings of one search (already resolved: flag > config > preset > default)."""
-
-    limit: int = 5
-    mode: str = "hybrid"
-    preset: str | None = None
-    dense_top_k: int | None = None
-    dense_top_k_from_preset: bool = False
-    sparse_top_k: int | None = None
-    sparse_top_k_from_preset: bool = False
-    vector_weight: float = 1.0
-    fts_weight: float = 1.0
-    min_score: float = 0.0
-    rrf_k: float = 60.0
-    bm25_weights: tuple[float, float, float] = (2.0, 1.0, 1.0)
-    rerank: bool = False
-    mmr: bool = False
-    mmr_lambda: float = 0.7
-    mmr_same_doc_penalty: float = 0.0
-    parent_retriever: bool = False
-    whole_doc_threshold_tokens: int = 100
-    max_expanded_tokens: int = 2000
-    min_confidence_ratio: float = 1.5
-    filters: FilterSpec = field(default_factory=FilterSpec)
-    spans: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,29 +87,6 @@ class SearchResult:
     trace: SearchTrace
 
 
-class Legs(NamedTuple):
-    """Which legs run: the vector leg and the two full-text legs (trigram, word-level)."""
-
-    vector: bool
-    fts: bool
-    words: bool
-
-    @property
-    def any(self) -> bool:
-        return self.vector or self.fts or self.words
-
-
-def legs_to_run(query: CompiledQuery, params: SearchParams) -> Legs:
-    """The legs a mode runs (search.md §5); a full-text leg needs its expression."""
-    has_tri, has_words = query.match_expr is not None, query.word_expr is not None
-    if params.mode == "vector":
-        return Legs(True, False, False)
-    if params.mode == "fts":
-        return Legs(False, has_tri, has_words)
-    text_on = params.fts_weight > 0
-    return Legs(params.vector_weight > 0, text_on and has_tri, text_on and has_words)
-
-
 @dataclass(frozen=True, slots=True)
 class Pools:
     vec: int
@@ -144,7 +98,7 @@ class Pools:
 def pool_sizes(params: SearchParams) -> Pools:
     """Per-leg candidate counts and the fused size per path (search.md §6)."""
     limit = min(params.limit, MAX_LIMIT)
-    pool = max(limit * 5, 50)
+    pool = candidate_pool(limit)
     if params.mmr:
         leg, fused = pool, None
     elif params.rerank:
@@ -158,62 +112,6 @@ def pool_sizes(params: SearchParams) -> Pools:
     if sparse is not None and params.sparse_top_k_from_preset and params.rerank:
         sparse = None
     return Pools(dense if dense is not None else leg, sparse if sparse is not None else leg, fused)
-
-
-def fetch_size(count: int, filtered: bool) -> int:
-    """Over-fetch ×10 (capped at 10,000) when any filter is active (search.md §3)."""
-    return min(count * 10, 10_000) if filtered else count
-
-
-def _keep(store: Store, ids: Sequence[int], count: int, row_filter: RowFilter,
-          excluded: set[int] | None) -> list[int]:
-    """The first `count` ids that pass the filters and no exclusion.
-
-    Filter metadata is read only when a filter is active, and then slice by slice in rank
-    order, stopping once `count` ids passed: the ×10 over-fetch sets how deep the leg may go,
-    not how much is read (the content itself is read later, for the fused pool only).
-    """
-    if excluded:
-        ids = [cid for cid in ids if cid not in excluded]
-    if not row_filter.active:
-        return list(ids[:count])
-    kept: list[int] = []
-    step = max(count, 16)
-    for start in range(0, len(ids), step):
-        window = ids[start : start + step]
-        meta = store.filter_meta(window)
-        for cid in window:
-            m = meta.get(cid)
-            if m is not None and row_filter.passes(quality=m.quality, category=m.category,
-                                                   topic=m.topic, path=m.path, tags=m.tags,
-                                                   date=m.date):
-                kept.append(cid)
-                if len(kept) == count:
-                    return kept
-    return kept
-
-
-def fts_leg(store: Store, expr: str, params: SearchParams, count: int, row_filter: RowFilter,
-            table: str = "fts_chunks", excluded: set[int] | None = None) -> list[int]:
-    """A full-text leg's ranked ids; `excluded` drops ids an exclusion matched elsewhere."""
-    filtered = row_filter.active or excluded is not None
-    ids = store.fts_search_ids(expr, params.bm25_weights, fetch_size(count, filtered), table)
-    return _keep(store, ids, count, row_filter, excluded)
-
-
-def vector_leg(knn: Knn, store: Store, vector: npt.NDArray[np.float32], count: int,
-               row_filter: RowFilter, excluded: set[int] | None) -> list[int]:
-    """The vector leg's ranked ids (search.md §4)."""
-    filtered = row_filter.active or excluded is not None
-    k = min(fetch_size(count, filtered), 4096)
-    return _keep(store, [cid for cid, _ in knn(vector, k)], count, row_filter, excluded)
-
-
-def rerank_document(chunk: IndexedChunk) -> str:
-    """The reranker's document: breadcrumb + content in static mode, else content (§7)."""
-    if chunk.context_text and chunk.context_text.strip():
-        return f"{chunk.context_text}\n\n{chunk.content}"
-    return chunk.content
 
 
 @dataclass
@@ -234,7 +132,7 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def search(store: Store, query: CompiledQuery, params: SearchParams, *,
+def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
            vector: npt.NDArray[np.float32] | None, knn: Knn | None, reranker: Reranker | None = None,
            dim: int | None = None, embed_ms: float | None = None) -> SearchResult:
     """Run the pipeline for one compiled query (search.md §1–§12)."""
@@ -246,25 +144,17 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
     pools = pool_sizes(params)
     legs = legs_to_run(query, params)
 
-    # Exclusions: the trigram expression carries its NOT; the word leg and the vector leg drop
-    # the ids either table's negative expression matches, so every leg excludes the same chunks.
-    # Word-level negatives (2-letter words, stems) can match rows the trigram NOT keeps, so with
-    # them the trigram leg drops those ids as well.
-    word_negatives = query.word_negative_expr is not None
-    needs_ids = legs.vector or legs.words or (legs.fts and word_negatives)
-    excluded = excluded_ids(store, query) if needs_ids else None
+    excluded = leg_exclusions(store, query, legs)
     fts_rows: list[int] = []
     word_rows: list[int] = []
     if legs.fts or legs.words:
         start = time.perf_counter()
         if legs.fts:
-            assert query.match_expr is not None
-            fts_rows = fts_leg(store, query.match_expr, params, pools.fts, row_filter,
-                               "fts_chunks", excluded if word_negatives else None)
+            fts_rows = trigram_leg(store, query, params.bm25_weights, pools.fts, row_filter,
+                                   excluded)
         if legs.words:
-            assert query.word_expr is not None
-            word_rows = fts_leg(store, query.word_expr, params, pools.fts, row_filter,
-                                "fts_words", excluded)
+            word_rows = word_leg(store, query, params.bm25_weights, pools.fts, row_filter,
+                                 excluded)
         timings["fts"] = _ms(start)
     vec_rows: list[int] = []
     if legs.vector:
@@ -295,14 +185,13 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
     limit = min(params.limit, MAX_LIMIT)
     if reranker is not None and params.rerank and candidates:
         start = time.perf_counter()
-        scores = reranker.score(query.positive_text,
-                                [rerank_document(c.chunk) for c in candidates])
-        order = sorted(range(len(candidates)), key=lambda i: -float(scores[i]))
-        candidates = [candidates[i] for i in order]
-        for rank, cand in enumerate(candidates, 1):
+        order = rerank(reranker, query.positive_text, [c.chunk for c in candidates])
+        reordered = [candidates[i] for i, _ in order]
+        for rank, (cand, (_, score)) in enumerate(zip(reordered, order, strict=True), 1):
             cand.rerank_rank = rank
-            cand.rerank_score = float(scores[order[rank - 1]])
-            cand.score = cand.rerank_score
+            cand.rerank_score = score
+            cand.score = score
+        candidates = reordered
         timings["rerank"] = _ms(start)
     if params.mmr and candidates:
         start = time.perf_counter()
@@ -359,7 +248,7 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
                         trace)
 
 
-def _effective_filters(store: Store, spec: FilterSpec) -> FilterSpec:
+def _effective_filters(store: IndexReader, spec: FilterSpec) -> FilterSpec:
     """A quality threshold no chunk falls below filters nothing: drop it, so the legs need not
     over-fetch ×10 and read filter columns (one indexed min() tells; results are identical)."""
     if spec.quality_threshold > 0:
@@ -369,20 +258,7 @@ def _effective_filters(store: Store, spec: FilterSpec) -> FilterSpec:
     return spec
 
 
-def excluded_ids(store: Store, query: CompiledQuery) -> set[int] | None:
-    """Chunks the query's exclusions match in either full-text table (dropped from the vector
-    leg so both halves agree on what was excluded); None without exclusions."""
-    if query.negative_expr is None and query.word_negative_expr is None:
-        return None
-    ids: set[int] = set()
-    if query.negative_expr is not None:
-        ids |= store.fts_match_ids(query.negative_expr)
-    if query.word_negative_expr is not None:
-        ids |= store.fts_match_ids(query.word_negative_expr, "fts_words")
-    return ids
-
-
-def _mmr(store: Store, candidates: list[_Candidate], params: SearchParams, limit: int,
+def _mmr(store: IndexReader, candidates: list[_Candidate], params: SearchParams, limit: int,
          dim: int | None) -> list[_Candidate]:
     from groove_cli.retrieve.mmr import mmr_select
 
@@ -402,26 +278,19 @@ def _mmr(store: Store, candidates: list[_Candidate], params: SearchParams, limit
     return chosen
 
 
-def _doc_chunk(chunk: IndexedChunk) -> DocChunk:
-    return DocChunk(chunk.chunk_index, chunk.level, chunk.ancestry, chunk.content,
-                    chunk.token_count)
-
-
-def _expand(store: Store, chunk: IndexedChunk,
+def _expand(store: IndexReader, chunk: IndexedChunk,
             params: SearchParams) -> tuple[str, dict[str, object]] | None:
-    """Parent retriever for one hit; a database error leaves the hit unchanged (§9)."""
-    import apsw
-
+    """Parent retriever for one hit; a failed read leaves the hit unchanged (§9)."""
     try:
         limit = whole_doc_row_limit(params.max_expanded_tokens)
         rows = store.document_chunks(chunk.document_id, limit)
         capped = len(rows) >= limit
         if capped:
             rows = store.document_chunks(chunk.document_id, 1_000_000)
-    except apsw.Error as exc:
+    except IndexReadError as exc:
         messages.warning(f"parent retriever skipped {chunk.path}: {exc}")
         return None
-    expansion = expand_hit(chunk.chunk_index, [_doc_chunk(r) for r in rows],
+    expansion = expand_hit(chunk.chunk_index, rows,
                            whole_doc_threshold_tokens=params.whole_doc_threshold_tokens,
                            max_expanded_tokens=params.max_expanded_tokens, rows_capped=capped)
     return expansion.content, expansion.expanded_from

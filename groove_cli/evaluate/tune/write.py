@@ -24,7 +24,8 @@ from tomlkit.items import InlineTable, Item, Table
 from tomlkit.toml_document import TOMLDocument
 
 from groove_cli.errors import ConfigError, GrooveError
-from groove_cli.evaluate.tune import TABLES, Condition, Space, WrittenKeys
+from groove_cli.evaluate.tune.grid import TABLES, Condition, Space
+from groove_cli.evaluate.tune.report import WrittenKeys
 
 __all__ = [
     "REFUSE_KEEP_DEFAULTS",

@@ -1,21 +1,54 @@
-"""`groove search` as one core call: settings → SearchParams → session → pipeline."""
+"""The effective settings of a search (`SearchParams`) and the rules that derive them.
+
+Settings (flag > file > preset > default) become one frozen `SearchParams`; the rules that
+decide a value from several settings live here, not in the CLI: the quality threshold's
+precedence, which reranker `search` and `eval` run, the limit clamp, and the once-per-run
+warnings about settings and queries (cli.md §5). Every default comes from the config schema.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
 from groove_cli import config, messages
-from groove_cli.config import Settings
-from groove_cli.retrieve.filters import FilterSpec, compile_filters, filter_applied
+from groove_cli.config import MAX_LIMIT, Settings
+from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.fuse import min_score_warning
-from groove_cli.retrieve.pipeline import MAX_LIMIT, SearchParams, SearchResult, legs_to_run, search
-from groove_cli.retrieve.query import CompiledQuery, compile_query
-from groove_cli.session import open_session
+from groove_cli.retrieve.query import CompiledQuery
 
-NOTHING_TO_SEARCH = ("the query has no full-text phrase of 3 or more characters nor a Latin word "
-                     "of 2 or more letters, and the vector leg is off; nothing to search")
+
+def _default(key: str) -> float:
+    return config.default_float(key)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchParams:
+    """Effective settings of one search (already resolved: flag > config > preset > default)."""
+
+    limit: int = 5
+    mode: str = "hybrid"
+    preset: str | None = None
+    dense_top_k: int | None = None
+    dense_top_k_from_preset: bool = False
+    sparse_top_k: int | None = None
+    sparse_top_k_from_preset: bool = False
+    vector_weight: float = _default("search.retrieval.vector_weight")
+    fts_weight: float = _default("search.retrieval.fts_weight")
+    min_score: float = config.DEFAULT_MIN_SCORE
+    rrf_k: float = config.DEFAULT_RRF_K
+    bm25_weights: tuple[float, float, float] = config.DEFAULT_BM25_WEIGHTS
+    rerank: bool = False
+    mmr: bool = False
+    mmr_lambda: float = _default("search.mmr.lambda")
+    mmr_same_doc_penalty: float = _default("search.mmr.same_doc_penalty")
+    parent_retriever: bool = False
+    whole_doc_threshold_tokens: int = config.default_int(
+        "search.parent_retriever.whole_doc_threshold_tokens")
+    max_expanded_tokens: int = config.default_int("search.parent_retriever.max_expanded_tokens")
+    min_confidence_ratio: float = _default("search.min_confidence_ratio")
+    filters: FilterSpec = field(default_factory=FilterSpec)
+    spans: bool = True
 
 
 def clamp_limit(limit: int, *, note: str | None = None) -> int:
@@ -51,7 +84,8 @@ def build_params(settings: Settings, *, limit: int, rerank: bool, filters: Filte
         mmr_same_doc_penalty=s.float_("search.mmr.same_doc_penalty"),
         parent_retriever=s.bool_("search.parent_retriever.enabled"),
         whole_doc_threshold_tokens=s.int_("search.parent_retriever.whole_doc_threshold_tokens") or 0,
-        max_expanded_tokens=s.int_("search.parent_retriever.max_expanded_tokens") or 2000,
+        max_expanded_tokens=(s.int_("search.parent_retriever.max_expanded_tokens")
+                             or config.default_int("search.parent_retriever.max_expanded_tokens")),
         min_confidence_ratio=s.float_("search.min_confidence_ratio"),
         filters=filters,
         spans=spans,
@@ -60,12 +94,29 @@ def build_params(settings: Settings, *, limit: int, rerank: bool, filters: Filte
 
 def search_reranker(settings: Settings) -> str | None:
     """The reranker `search` runs: a flag always; one from config only with rerank_by_default."""
-    value = settings.str_("reranker")
-    if not value or value == "none":
-        return None
-    if settings.source("reranker") == "flag" or settings.bool_("rerank_by_default"):
+    value = eval_reranker(settings)
+    if value and (settings.source("reranker") == "flag" or settings.bool_("rerank_by_default")):
         return value
     return None
+
+
+def eval_reranker(settings: Settings) -> str | None:
+    """The reranker `eval` runs: the one selected by flag or config (none = no reranker)."""
+    value = settings.str_("reranker")
+    return None if not value or value == "none" else value
+
+
+def quality_threshold(settings: Settings, *, min_quality: float | None,
+                      include_low_quality: bool) -> float:
+    """The search's quality threshold: --include-low-quality (0) > --min-quality (clamped to
+    [0, 1]) > [quality_filter] threshold when enabled > 0."""
+    if include_low_quality:
+        return 0.0
+    if min_quality is not None:
+        return max(0.0, min(1.0, min_quality))
+    if settings.bool_("quality_filter.enabled"):
+        return settings.float_("quality_filter.threshold")
+    return 0.0
 
 
 def settings_warnings(settings: Settings, params: SearchParams) -> None:
@@ -99,37 +150,3 @@ def query_warnings(queries: Sequence[CompiledQuery]) -> None:
     if negatives:
         messages.warning(f"{negatives} of {len(queries)} queries have more than 32 distinct "
                          "exclusions; only the first 32 of each apply")
-
-
-@dataclass(frozen=True, slots=True)
-class SearchOutcome:
-    result: SearchResult
-    params: SearchParams
-    filter_applied: dict[str, object]
-
-
-def run_search(settings: Settings, db: Path, kb: Path | None, text: str, *, limit: int,
-               filters: FilterSpec, explicit_ratio: float | None) -> SearchOutcome:
-    """Compile, check, open the index, embed (cache first) and run the pipeline once."""
-    query = compile_query(text)
-    compile_filters(filters)  # malformed globs are usage errors before any work
-    reranker_name = search_reranker(settings)
-    params = build_params(settings, limit=clamp_limit(limit), rerank=reranker_name is not None,
-                          filters=filters)
-    settings_warnings(settings, params)
-    query_warnings([query])
-    applied = filter_applied(filters, explicit_min_confidence_ratio=explicit_ratio)
-    legs = legs_to_run(query, params)
-    session = open_session(db, kb, model=settings.str_("model"), max_length=settings.int_("max_length"),
-                           models_dir=config.models_dir(settings), offline=config.offline_mode())
-    try:
-        if not legs.any:
-            messages.note(NOTHING_TO_SEARCH)
-        vector = session.query_vectors([query.positive_text])[0] if legs.vector else None
-        reranker = session.reranker(reranker_name) if reranker_name else None
-        knn = session.knn() if legs.vector else None
-        result = search(session.store, query, params, vector=vector, knn=knn, reranker=reranker,
-                        dim=session.dim, embed_ms=session.embed_ms if legs.vector else None)
-    finally:
-        session.close()
-    return SearchOutcome(result, params, applied)

@@ -1,4 +1,4 @@
-"""The index file: the only module that speaks SQL.
+"""The SQLite index file: the one module that speaks SQL.
 
 An apsw connection with sqlite-vec loaded, numbered migrations recorded in `PRAGMA user_version`,
 and typed methods for the indexer (per-document transactions), the search legs, the query
@@ -7,166 +7,26 @@ embedding cache, `status` and `doctor` (index.md §9).
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import apsw
 
 from groove_cli.errors import GrooveError, IndexMissing
-from groove_cli.types import ChunkRow, DocumentRow, FilterMeta, IndexedChunk, StoredDocument
+from groove_cli.store.reads import SearchReads
+from groove_cli.store.rows import FTS_TABLES, f32_blob, scalar_int
+from groove_cli.store.runtime import SCHEMA_VERSION, load_vec, migrations, utc_now
+from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
 
 if TYPE_CHECKING:  # numpy is imported where vectors are read or written, not at start-up
     import numpy as np
     import numpy.typing as npt
 
-FTS_TABLES = ("fts_chunks", "fts_words")
-"""The trigram table (CJK and everything else) and the word-level table (Latin, stemmed)."""
-MIN_SQLITE = (3, 45, 0)
-MIN_SQLITE_VEC = (0, 1, 9)
 QUERY_CACHE_MAX_ROWS = 10_000
-
-_CHUNK_COLUMNS = """c.id, c.document_id, c.chunk_index, c.heading, c.level, c.ancestry, c.content,
-       c.context_text, c.token_count, c.quality_score, d.path, d.title, d.topic, d.category,
-       d.date, d.tags"""
-
-
-def _no_memory_statistics() -> None:
-    """Switch off SQLite's memory statistics before the first connection opens.
-
-    With them on (apsw's default) every allocation takes one process-wide mutex, and FTS5
-    allocates a lot: two threads running full-text queries on separate connections then
-    barely overlap (1,000 JSQuAD queries: 0.95 s on one thread, 0.84 s on two; with the
-    statistics off 0.92 s and 0.46 s). groove never reads them. SQLite accepts the setting
-    only while no connection is open; if one already is, nothing changes.
-    """
-    try:
-        apsw.shutdown()
-        apsw.config(apsw.SQLITE_CONFIG_MEMSTATUS, 0)
-    except apsw.Error:
-        pass
-    finally:
-        apsw.initialize()
-
-
-_no_memory_statistics()
-
-
-def utc_now() -> str:
-    """UTC RFC 3339 with microseconds, the timestamp format of every stored time."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _version_tuple(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.lstrip("v").split("-")[0].split(".")[:3])
-
-
-def vec_extension_path() -> str:
-    """The bundled sqlite-vec extension, located without importing the package (its
-    `__init__` imports numpy, which a full-text-only search never needs)."""
-    spec = importlib.util.find_spec("sqlite_vec")
-    if spec is None or spec.origin is None:
-        raise GrooveError("the sqlite-vec package is not installed", hint="pip install sqlite-vec")
-    return os.path.join(os.path.dirname(spec.origin), "vec0")
-
-
-def _load_vec(con: apsw.Connection) -> str:
-    try:
-        con.enable_load_extension(True)
-        con.load_extension(vec_extension_path())
-        con.enable_load_extension(False)
-    except apsw.Error as exc:
-        raise GrooveError(
-            f"cannot load the sqlite-vec extension: {exc}", hint="upgrade sqlite-vec"
-        ) from None
-    version = str(con.execute("SELECT vec_version()").fetchall()[0][0])
-    if _version_tuple(version) < MIN_SQLITE_VEC:
-        raise GrooveError(
-            f"sqlite-vec {version} is too old (groove needs >= 0.1.9)", hint="upgrade sqlite-vec"
-        )
-    return version
-
-
-def check_runtime() -> None:
-    """Start-up check: SQLite ≥ 3.45 through apsw and a loadable sqlite-vec (spec README)."""
-    found = apsw.sqlite_lib_version()
-    if _version_tuple(found) < MIN_SQLITE:
-        raise GrooveError(f"SQLite {found} is too old (groove needs >= 3.45)", hint="upgrade apsw")
-    _load_vec(apsw.Connection(":memory:"))
-
-
-def _migrations() -> list[tuple[int, str]]:
-    folder = resources.files("groove_cli") / "migrations"
-    found = []
-    for entry in folder.iterdir():
-        name = entry.name
-        if name.endswith(".sql") and name[:4].isdigit():
-            found.append((int(name[:4]), entry.read_text(encoding="utf-8")))
-    return sorted(found)
-
-
-SCHEMA_VERSION = max(number for number, _ in _migrations())
-
-
-def _check_table(table: str) -> None:
-    """Table names cannot be bound parameters; only the two FTS tables are ever interpolated."""
-    if table not in FTS_TABLES:
-        raise ValueError(f"not an FTS table: {table!r}")
-
-
-def _scalar_int(con: apsw.Connection, sql: str, args: tuple[object, ...] = ()) -> int:
-    value = con.execute(sql, args).fetchall()[0][0]
-    assert isinstance(value, int)
-    return value
-
-
-def _f32_blob(vector: npt.NDArray[np.float32]) -> bytes:
-    import numpy as np
-
-    return np.asarray(vector, dtype="<f4").tobytes()
-
-
-def _f32_vector(blob: object) -> npt.NDArray[np.float32]:
-    import numpy as np
-
-    return np.frombuffer(bytes(blob), dtype="<f4").astype(np.float32)  # type: ignore[call-overload]
-
-
-def _row_to_chunk(row: Sequence[object]) -> IndexedChunk:
-    (cid, did, idx, heading, level, ancestry, content, context, tokens, quality, path, title, topic,
-     category, date, tags) = row
-    return IndexedChunk(
-        chunk_id=int(cid),  # type: ignore[call-overload]
-        document_id=int(did),  # type: ignore[call-overload]
-        chunk_index=int(idx),  # type: ignore[call-overload]
-        heading=heading,  # type: ignore[arg-type]
-        level=level,  # type: ignore[arg-type]
-        ancestry=_json_tuple(ancestry),
-        content=str(content),
-        context_text=context,  # type: ignore[arg-type]
-        token_count=tokens,  # type: ignore[arg-type]
-        quality_score=float(quality),  # type: ignore[arg-type]
-        path=str(path),
-        title=title,  # type: ignore[arg-type]
-        topic=topic,  # type: ignore[arg-type]
-        category=category,  # type: ignore[arg-type]
-        date=date,  # type: ignore[arg-type]
-        tags=_json_tuple(tags),
-    )
-
-
-def _json_tuple(text: object) -> tuple[str, ...]:
-    """A stored JSON list as a tuple; the common empty list skips the parser (a search reads
-    two of these per hit)."""
-    return () if text == "[]" else tuple(json.loads(str(text)))
-
 
 @dataclass(frozen=True, slots=True)
 class IntegrityReport:
@@ -202,7 +62,7 @@ def _start_read(con: apsw.Connection) -> None:
     con.execute("SELECT count(*) FROM index_meta").fetchall()
 
 
-class Store:
+class Store(SearchReads):
     """An open index file."""
 
     def __init__(self, con: apsw.Connection, path: Path, *, readonly: bool) -> None:
@@ -259,16 +119,16 @@ class Store:
 
     @staticmethod
     def _configure(con: apsw.Connection) -> None:
-        _load_vec(con)
+        load_vec(con)
         con.execute("PRAGMA foreign_keys=ON")
         con.execute("PRAGMA busy_timeout=30000")
 
     @staticmethod
     def _user_version(con: apsw.Connection) -> int:
-        return _scalar_int(con, "PRAGMA user_version")
+        return scalar_int(con, "PRAGMA user_version")
 
     def _migrate(self, current: int) -> None:
-        for number, sql in _migrations():
+        for number, sql in migrations():
             if number <= current:
                 continue
             with self.transaction():
@@ -383,10 +243,10 @@ class Store:
     # ------------------------------------------------------------------ counts
 
     def document_count(self) -> int:
-        return _scalar_int(self.con, "SELECT count(*) FROM documents")
+        return scalar_int(self.con, "SELECT count(*) FROM documents")
 
     def chunk_count(self) -> int:
-        return _scalar_int(self.con, "SELECT count(*) FROM chunks")
+        return scalar_int(self.con, "SELECT count(*) FROM chunks")
 
     def quality_counts(self, threshold: float) -> tuple[int, int]:
         """(passing, below) chunk counts for a quality threshold."""
@@ -473,7 +333,7 @@ class Store:
             cid = int(self.con.last_insert_rowid())
             self._insert_fts(cid, chunk.heading, chunk.context_text, chunk.content)
             self.con.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)",
-                             (cid, _f32_blob(vector)))
+                             (cid, f32_blob(vector)))
         self.bump_vectors_version()
         return doc_id
 
@@ -548,127 +408,6 @@ class Store:
                 repaired += 1
         return repaired
 
-    # ------------------------------------------------------------------ search reads
-
-    def fts_search(self, expr: str, weights: tuple[float, float, float], n: int,
-                   table: str = "fts_chunks") -> list[IndexedChunk]:
-        """An FTS leg (search.md §3): bm25 ascending, ties by chunk id."""
-        _check_table(table)
-        sql = (
-            f"SELECT {_CHUNK_COLUMNS}, bm25({table}, ?, ?, ?) AS rank FROM {table} f "
-            "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.document_id "
-            f"WHERE {table} MATCH ? ORDER BY rank, c.id LIMIT ?"
-        )
-        return [_row_to_chunk(row[:-1]) for row in self.con.execute(sql, (*weights, expr, n))]
-
-    def fts_search_ids(self, expr: str, weights: tuple[float, float, float], n: int,
-                       table: str = "fts_chunks") -> list[int]:
-        """An FTS leg's ranked ids only (tune re-runs it per weight set)."""
-        _check_table(table)
-        sql = (
-            f"SELECT rowid FROM {table} WHERE {table} MATCH ? "
-            f"ORDER BY bm25({table}, ?, ?, ?), rowid LIMIT ?"
-        )
-        return [int(r[0]) for r in self.con.execute(sql, (expr, *weights, n))]
-
-    def fts_match_ids(self, expr: str, table: str = "fts_chunks") -> set[int]:
-        """Unranked, unlimited ids matching `expr` (the exclusion scan of search.md §4)."""
-        _check_table(table)
-        return {int(r[0]) for r in self.con.execute(
-            f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expr,))}
-
-    def fts_count(self, expr: str, table: str = "fts_chunks") -> int:
-        _check_table(table)
-        return _scalar_int(self.con, f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
-                           (expr,))
-
-    def vec_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
-        """Plain vec0 KNN (the fallback vector leg): (chunk id, cosine distance), ties by id."""
-        rows = self.con.execute(
-            "SELECT chunk_id, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ?",
-            (_f32_blob(query), min(k, 4096)),
-        ).fetchall()
-        found = [(int(cid), float(dist)) for cid, dist in rows  # type: ignore[arg-type]
-                 if dist is not None]
-        return sorted(found, key=lambda item: (item[1], item[0]))
-
-    def _rows_in(self, sql: str, values: Iterable[object]) -> Iterator[tuple[Any, ...]]:
-        """Rows of `sql` whose `IN ({marks})` takes `values` (deduplicated), 500 at a time so
-        no statement exceeds SQLite's bound-parameter limit."""
-        wanted = list(dict.fromkeys(values))
-        for start in range(0, len(wanted), 500):
-            batch = wanted[start : start + 500]
-            yield from self.con.execute(sql.format(marks=",".join("?" * len(batch))), batch)
-
-    def chunks_by_id(self, ids: Iterable[int]) -> dict[int, IndexedChunk]:
-        out: dict[int, IndexedChunk] = {}
-        for row in self._rows_in(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.document_id "
-                "WHERE c.id IN ({marks})", ids):
-            chunk = _row_to_chunk(row)
-            out[chunk.chunk_id] = chunk
-        return out
-
-    def filter_meta(self, ids: Sequence[int]) -> dict[int, FilterMeta]:
-        """What the search filters look at, keyed by chunk id (no content: the legs read only
-        this, the fused pool reads the rest)."""
-        out: dict[int, FilterMeta] = {}
-        for cid, quality, category, topic, path, tags, date in self._rows_in(
-                "SELECT c.id, c.quality_score, d.category, d.topic, d.path, d.tags, d.date "
-                "FROM chunks c JOIN documents d ON d.id = c.document_id "
-                "WHERE c.id IN ({marks})", ids):
-            out[int(cid)] = FilterMeta(float(quality), category, topic,
-                                       str(path), tuple(json.loads(str(tags))), date)
-        return out
-
-    def vectors_by_id(self, ids: Sequence[int], dim: int) -> dict[int, npt.NDArray[np.float32]]:
-        """Stored embeddings for `ids`, in batches of 500 (search.md §8)."""
-        out: dict[int, npt.NDArray[np.float32]] = {}
-        for cid, blob in self._rows_in(
-                "SELECT chunk_id, embedding FROM vec_chunks WHERE chunk_id IN ({marks})", ids):
-            vector = _f32_vector(blob)
-            if vector.shape[0] == dim:
-                out[int(cid)] = vector
-        return out
-
-    def all_vectors(self) -> Iterator[tuple[int, bytes]]:
-        """Every (chunk id, float32 blob), for the numpy snapshot."""
-        for cid, blob in self.con.execute("SELECT chunk_id, embedding FROM vec_chunks"):
-            yield int(cid), bytes(blob)
-
-    def document_chunks(self, document_id: int, limit: int) -> list[IndexedChunk]:
-        """A document's chunks in order (the parent retriever's read)."""
-        return [_row_to_chunk(row) for row in self.con.execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.id = c.document_id "
-            "WHERE c.document_id = ? ORDER BY c.chunk_index LIMIT ?", (document_id, limit))]
-
-    def corpus_rows(self) -> Iterator[tuple[str, int, str | None, str, str | None]]:
-        """Rows behind the corpus digest (eval.md §6), in (path, chunk_index) order."""
-        for path, idx, heading, content, ctx in self.con.execute(
-            "SELECT d.path, c.chunk_index, c.heading, c.content, c.context_text FROM chunks c "
-            "JOIN documents d ON d.id = c.document_id ORDER BY d.path, c.chunk_index"):
-            yield str(path), int(idx), heading, str(content), ctx
-
-    def headings_by_path(self) -> dict[str, set[str]]:
-        out: dict[str, set[str]] = {}
-        for path, heading in self.con.execute(
-            "SELECT d.path, c.heading FROM chunks c JOIN documents d ON d.id = c.document_id"):
-            out.setdefault(str(path), set())
-            if heading is not None:
-                out[str(path)].add(str(heading))
-        for (path,) in self.con.execute("SELECT path FROM documents"):
-            out.setdefault(str(path), set())
-        return out
-
-    # ------------------------------------------------------------------ query cache
-
-    def cache_get(self, keys: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
-        out: dict[str, npt.NDArray[np.float32]] = {}
-        for key, blob in self._rows_in(
-                "SELECT key, embedding FROM query_cache WHERE key IN ({marks})", keys):
-            out[str(key)] = _f32_vector(blob)
-        return out
-
     # ------------------------------------------------------------------ doctor
 
     def integrity(self) -> IntegrityReport:
@@ -708,7 +447,7 @@ def cache_put(db: Path, rows: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> 
             for key, vector in rows:
                 con.execute(
                     "INSERT OR REPLACE INTO query_cache(key, embedding, created) VALUES (?, ?, ?)",
-                    (key, _f32_blob(vector), now),
+                    (key, f32_blob(vector), now),
                 )
             con.execute(
                 "DELETE FROM query_cache WHERE key NOT IN (SELECT key FROM query_cache "

@@ -1,0 +1,311 @@
+"""What the commands of cli.py share: global options, settings and paths, error translation, and
+the option bundles several commands declare once (`RetrievalFlags`, `FilterFlags`).
+
+A bundle is a frozen dataclass plus its typer options; `with_options` puts the options on a
+command in place of one parameter and hands the command the filled bundle, so `search` and
+`eval` declare `--mode`, `--rrf-k`, … in one place and range-check them the same way.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from groove_cli import config, messages
+from groove_cli.config import Settings, load_settings
+from groove_cli.errors import GrooveError, UsageError
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class GlobalOptions:
+    """Options of the top-level callback, shared by every command."""
+
+    def __init__(self, config: Path | None, db: Path | None) -> None:
+        self.config = config
+        self.db = db
+
+
+def global_options(ctx: typer.Context) -> GlobalOptions:
+    obj = ctx.find_root().obj
+    assert isinstance(obj, GlobalOptions)
+    return obj
+
+
+def run_core(action: Callable[[], T]) -> T:
+    """Run a core call; translate GrooveError into the stderr contract and exit code."""
+    try:
+        return action()
+    except GrooveError as exc:
+        messages.error(exc.message)
+        if exc.hint:
+            messages.always(f"groove: hint: {exc.hint}")
+        raise typer.Exit(exc.exit_code) from None
+    except KeyboardInterrupt:
+        messages.error("interrupted")
+        raise typer.Exit(130) from None
+
+
+def settings_for(ctx: typer.Context, flags: dict[str, object], *, announce: bool = True
+                 ) -> Settings:
+    """Resolve the settings with these flags; announce which config file (if any) was loaded."""
+    settings = load_settings(global_options(ctx).config, flags)
+    if announce:
+        if settings.config is not None:
+            messages.note(f"loaded config: {settings.config.path}")
+        else:
+            messages.note("no config file; using built-in defaults")
+    return settings
+
+
+def set_flags(**pairs: object) -> dict[str, object]:
+    """Drop unset flags so lower layers (file, preset, default) apply."""
+    return {key: value for key, value in pairs.items() if value is not None}
+
+
+def kb_flags(kb_path: Path | None, **pairs: object) -> dict[str, object]:
+    """`--kb-path` and other flags as config keys, unset ones dropped."""
+    return set_flags(kb_path=str(kb_path) if kb_path else None, **pairs)
+
+
+def print_version(value: bool) -> None:
+    """`--version`: print the version and exit."""
+    if value:
+        from groove_cli import __version__
+
+        typer.echo(f"groove {__version__}")
+        raise typer.Exit(0)
+
+
+def sub_app(help_text: str) -> typer.Typer:
+    """A command group (`groove config …`, `groove models …`)."""
+    return typer.Typer(help=help_text, no_args_is_help=True,
+                       context_settings={"help_option_names": ["-h", "--help"]})
+
+
+@dataclass(frozen=True, slots=True)
+class Paths:
+    settings: Settings
+    kb: Path | None
+    db: Path
+
+
+def resolve_paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: bool,
+                  announce: bool = True) -> Paths:
+    """Settings, the KB folder and the index file of a command (cli.md §1), once the SQLite
+    runtime is known to be usable."""
+    from groove_cli.store import check_runtime
+
+    check_runtime()
+    settings = settings_for(ctx, flags, announce=announce)
+    db_flag = global_options(ctx).db
+    kb = config.kb_path(settings, required=kb_required and db_flag is None)
+    if kb_required and kb is None:
+        kb = config.kb_path(settings, required=True)
+    db = config.db_path(settings, db_flag, kb)
+    return Paths(settings, kb, db)
+
+
+def check_format(value: str, allowed: tuple[str, ...]) -> str:
+    lowered = value.lower()
+    if lowered not in allowed:
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(allowed)}",
+                                 param_hint="--format")
+    return lowered
+
+
+def bool_flag(flag: str, value: str | None) -> bool | None:
+    if value is None:
+        return None
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise UsageError(f"{flag} expects true or false, got {value!r}")
+
+
+def choice(flag: str, value: str | None, allowed: tuple[str, ...]) -> str | None:
+    if value is None:
+        return None
+    if value not in allowed:
+        raise UsageError(f"{flag} must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------- options
+
+FormatOpt = Annotated[
+    str,
+    typer.Option("--format", help="Output format: text or json.", case_sensitive=False),
+]
+KbOpt = Annotated[
+    Path | None,
+    typer.Option("--kb-path", help="Knowledge-base root (default: kb_path in groove.toml)."),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option("--model", help="Embedding model: registry name or model directory."),
+]
+RerankerOpt = Annotated[str | None, typer.Option(
+    "--reranker", help="Cross-encoder: registry name, model directory, or none.")]
+GoldenOpt = Annotated[Path | None, typer.Option(
+    "--golden", help="Golden file (default [eval].golden, else KB/.groove-eval.yml).")]
+NoColorOpt = Annotated[bool, typer.Option("--no-color", help="Disable colour.")]
+
+
+def with_options(param: str, bundle: type[Any], options: Mapping[str, Any]) -> Callable[[F], F]:
+    """Replace the command parameter `param` by the bundle's options (same place in --help);
+    the command receives the filled bundle as `param`."""
+
+    def decorate(func: F) -> F:
+        signature = inspect.signature(func, eval_str=True)
+        defaults = {f.name: f.default for f in fields(bundle)}
+        expanded: list[inspect.Parameter] = []
+        for parameter in signature.parameters.values():
+            if parameter.name != param:
+                expanded.append(parameter)
+                continue
+            expanded += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                           default=defaults[name], annotation=annotation)
+                         for name, annotation in options.items()]
+
+        @functools.wraps(func)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            kwargs[param] = bundle(**{name: kwargs.pop(name) for name in options})
+            return func(*args, **kwargs)
+
+        command.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=expanded)
+        return command  # type: ignore[return-value]
+
+    return decorate
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalFlags:
+    """The retrieval options `search` and `eval` share (cli.md §5, §6)."""
+
+    mode: str | None = None
+    preset: str | None = None
+    dense_top_k: int | None = None
+    sparse_top_k: int | None = None
+    vector_weight: float | None = None
+    fts_weight: float | None = None
+    min_score: float | None = None
+    rrf_k: float | None = None
+    mmr: str | None = None
+    mmr_lambda: float | None = None
+    mmr_same_doc_penalty: float | None = None
+    parent_retriever: str | None = None
+
+    def config_flags(self) -> dict[str, object]:
+        """Range-check the flags and map them to config keys (unset flags left out)."""
+        checked: dict[str, object] = {
+            "search.retrieval.mode": choice("--mode", self.mode, config.MODES),
+            "search.retrieval.preset": choice("--preset", self.preset, config.PRESETS),
+            "search.mmr.enabled": bool_flag("--mmr", self.mmr),
+            "search.parent_retriever.enabled": bool_flag("--parent-retriever",
+                                                         self.parent_retriever),
+        }
+        for flag, key, value in (
+            ("--dense-top-k", "search.retrieval.dense_top_k", self.dense_top_k),
+            ("--sparse-top-k", "search.retrieval.sparse_top_k", self.sparse_top_k),
+            ("--vector-weight", "search.retrieval.vector_weight", self.vector_weight),
+            ("--fts-weight", "search.retrieval.fts_weight", self.fts_weight),
+            ("--min-score", "search.retrieval.min_score", self.min_score),
+            ("--rrf-k", "search.fusion.rrf_k", self.rrf_k),
+            ("--mmr-lambda", "search.mmr.lambda", self.mmr_lambda),
+            ("--mmr-same-doc-penalty", "search.mmr.same_doc_penalty", self.mmr_same_doc_penalty),
+        ):
+            checked[key] = None if value is None else config.check_flag(flag, key, value)
+        return set_flags(**checked)
+
+
+RETRIEVAL_OPTIONS: dict[str, Any] = {
+    "mode": Annotated[str | None, typer.Option(
+        "--mode", help="Which legs run: hybrid, vector or fts.")],
+    "preset": Annotated[str | None, typer.Option(
+        "--preset", help="Preset retrieval values: fast, balanced or accurate.")],
+    "dense_top_k": Annotated[int | None, typer.Option(
+        "--dense-top-k", help=f"Vector-leg candidate count (1-{config.MAX_TOP_K}).")],
+    "sparse_top_k": Annotated[int | None, typer.Option(
+        "--sparse-top-k", help=f"Full-text-leg candidate count (1-{config.MAX_TOP_K}).")],
+    "vector_weight": Annotated[float | None, typer.Option(
+        "--vector-weight", help="Weight of the vector leg in fusion (0-1e6).")],
+    "fts_weight": Annotated[float | None, typer.Option(
+        "--fts-weight", help="Weight of the full-text leg in fusion (0-1e6).")],
+    "min_score": Annotated[float | None, typer.Option(
+        "--min-score", help="Floor on the normalised fused score (0-1), before the reranker.")],
+    "rrf_k": Annotated[float | None, typer.Option("--rrf-k", help="RRF constant (1-1e6).")],
+    "mmr": Annotated[str | None, typer.Option(
+        "--mmr", help="MMR diversity stage: true or false.", metavar="true|false")],
+    "mmr_lambda": Annotated[float | None, typer.Option(
+        "--mmr-lambda", help="MMR relevance/diversity balance (0-1).")],
+    "mmr_same_doc_penalty": Annotated[float | None, typer.Option(
+        "--mmr-same-doc-penalty", help="MMR penalty for a second chunk of a document (0-1).")],
+    "parent_retriever": Annotated[str | None, typer.Option(
+        "--parent-retriever", help="Expand hits with their document or neighbours: true or false.",
+        metavar="true|false")],
+}
+with_retrieval_flags = with_options("retrieval", RetrievalFlags, RETRIEVAL_OPTIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class FilterFlags:
+    """`search`'s metadata and quality filters (cli.md §5)."""
+
+    category: str | None = None
+    topic: str | None = None
+    path_glob: list[str] | None = None
+    tag_any: list[str] | None = None
+    tag_all: list[str] | None = None
+    date_from: str | None = None
+    date_to: str | None = None
+    min_quality: float | None = None
+    include_low_quality: bool = False
+
+    def check(self) -> None:
+        if self.min_quality is not None and not math.isfinite(self.min_quality):
+            raise UsageError(f"--min-quality {self.min_quality} must be finite")
+
+    def spec(self, settings: Settings) -> Any:
+        """The FilterSpec (quality threshold: --include-low-quality > --min-quality > config)."""
+        from groove_cli.retrieve.filters import FilterSpec, split_tags
+        from groove_cli.retrieve.params import quality_threshold
+
+        return FilterSpec(
+            quality_threshold=quality_threshold(settings, min_quality=self.min_quality,
+                                                include_low_quality=self.include_low_quality),
+            category=self.category, topic=self.topic, path_globs=tuple(self.path_glob or ()),
+            tags_any=split_tags(self.tag_any or (), flag="--tag-any"),
+            tags_all=split_tags(self.tag_all or (), flag="--tag-all"),
+            date_from=self.date_from, date_to=self.date_to)
+
+
+FILTER_OPTIONS: dict[str, Any] = {
+    "category": Annotated[str | None, typer.Option("--category", help="Exact document category.")],
+    "topic": Annotated[str | None, typer.Option("--topic", help="Exact document topic.")],
+    "path_glob": Annotated[list[str] | None, typer.Option("--path-glob", help=(
+        "Path glob (* ** ? [..] {a,b}); repeatable; a leading ! excludes."))],
+    "tag_any": Annotated[list[str] | None, typer.Option("--tag-any", help=(
+        "Comma-separated tags; any must be present. Repeatable."))],
+    "tag_all": Annotated[list[str] | None, typer.Option("--tag-all", help=(
+        "Comma-separated tags; all must be present. Repeatable."))],
+    "date_from": Annotated[str | None, typer.Option("--date-from",
+                                                    help="Inclusive lower date bound.")],
+    "date_to": Annotated[str | None, typer.Option("--date-to", help="Inclusive upper date bound.")],
+    "min_quality": Annotated[float | None, typer.Option("--min-quality", help=(
+        "Quality threshold, clamped to [0, 1] (default [quality_filter] / 0.3)."))],
+    "include_low_quality": Annotated[bool, typer.Option("--include-low-quality", help=(
+        "Quality threshold 0 (wins over --min-quality)."))],
+}
+with_filter_flags = with_options("filters", FilterFlags, FILTER_OPTIONS)

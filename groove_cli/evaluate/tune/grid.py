@@ -1,0 +1,195 @@
+"""Tune's grids (tune.md §4), constants (§8) and inputs (§2, §3): what is swept, and how it is labelled."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from groove_cli.config import (
+    DEFAULT_BM25_WEIGHTS,
+    DEFAULT_LEG_WEIGHT,
+    DEFAULT_MIN_SCORE,
+    DEFAULT_RRF_K,
+    MAX_LIMIT,
+)
+from groove_cli.retrieve.legs import candidate_pool, vector_k
+
+__all__ = ["candidate_pool", "vector_k"]  # the legs' pool and k, as tune reports them
+
+Space = Literal["fusion", "retrieval"]
+
+# --------------------------------------------------------------------------- constants (§8)
+
+ADOPT_MIN_MEAN_DELTA = 0.02
+"""Criterion 2: the held-out mean nDCG@5 gain must exceed this floor."""
+ADOPT_SE_MULTIPLIER = 3.0
+"""Criterion 3: the held-out mean must exceed this many paired standard errors (calibrated, §8)."""
+STABILITY_MIN = 0.5
+"""Criterion 4: the share of folds that select the refit condition must exceed this."""
+SMALL_N_WARN = 50
+"""Below this many effective queries the verdict is flagged as indicative (IR convention)."""
+PRIMARY_K = 5
+"""The primary metric is nDCG@5; 5 is always part of the k list."""
+MAX_TUNE_K = MAX_LIMIT
+"""Cap on every k and on the limit, as in eval."""
+PLATEAU_EPS = 1e-9
+"""Scores within this of the best join the selection plateau."""
+TIE_EPS = 1e-12
+"""Per-query differences within this count as ties (sign test, impact, criterion 5)."""
+
+# --------------------------------------------------------------------------- grids (§4)
+
+RRF_K_VALUES: tuple[float, ...] = (5.0, 10.0, 20.0, 30.0, 60.0, 100.0)
+BM25_WEIGHT_VALUES: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
+WEIGHT_RATIOS: tuple[float, ...] = (0.5, 0.67, 1.0, 1.5, 2.0)
+MIN_SCORES: tuple[float, ...] = (0.0, 0.2, 0.3, 0.4)
+
+BUILTIN_RRF_K = DEFAULT_RRF_K
+BUILTIN_BM25_WEIGHTS: tuple[float, float, float] = DEFAULT_BM25_WEIGHTS
+BUILTIN_LEG_WEIGHT = DEFAULT_LEG_WEIGHT
+BUILTIN_MIN_SCORE = DEFAULT_MIN_SCORE
+
+DEFAULT_K_INDEX = 4
+DEFAULT_WEIGHT_INDEX = (2 * 4 + 1) * 4 + 1
+"""(h=2.0, ctx=1.0, content=1.0) = grid indices (2, 1, 1) ⇒ 37."""
+DEFAULT_FUSION_INDEX = DEFAULT_WEIGHT_INDEX * len(RRF_K_VALUES) + DEFAULT_K_INDEX
+"""(2, 1, 1, 4) ⇒ 37 × 6 + 4 = 226."""
+DEFAULT_RATIO_INDEX = 2
+DEFAULT_RETRIEVAL_INDEX = DEFAULT_RATIO_INDEX * len(MIN_SCORES) + 0
+"""(ratio 1, min_score 0) = indices (2, 0) ⇒ 8."""
+
+BM25_PROBE_WEIGHT_INDICES: tuple[int, int] = ((3 * 4 + 0) * 4 + 0, (0 * 4 + 0) * 4 + 3)
+"""Weight sets behind `bm25_sensitive`: (h=4, ctx=0.5, c=0.5) = 48, (h=0.5, ctx=0.5, c=4) = 3."""
+
+FUSION_KEYS = ("rrf_k", "bm25_heading_weight", "bm25_context_weight", "bm25_content_weight")
+RETRIEVAL_KEYS = ("vector_weight", "fts_weight", "min_score")
+TABLES: dict[Space, str] = {"fusion": "search.fusion", "retrieval": "search.retrieval"}
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One grid point; the members of the other space stay at the built-in values."""
+
+    space: Space
+    index: int
+    rrf_k: float = BUILTIN_RRF_K
+    bm25_heading_weight: float = BUILTIN_BM25_WEIGHTS[0]
+    bm25_context_weight: float = BUILTIN_BM25_WEIGHTS[1]
+    bm25_content_weight: float = BUILTIN_BM25_WEIGHTS[2]
+    vector_weight: float = BUILTIN_LEG_WEIGHT
+    fts_weight: float = BUILTIN_LEG_WEIGHT
+    min_score: float = BUILTIN_MIN_SCORE
+
+    @property
+    def grid_indices(self) -> tuple[int, ...]:
+        """Fusion: (h, ctx, content, k) indices; retrieval: (ratio, min_score) indices."""
+        return grid_indices(self.space, self.index)
+
+    @property
+    def weight_index(self) -> int:
+        """The FTS list this condition reads: its bm25 weight set (fusion), always 0 (retrieval)."""
+        return self.index // len(RRF_K_VALUES) if self.space == "fusion" else 0
+
+    def values(self) -> dict[str, float]:
+        """The config keys this space writes, in spec order (the JSON `condition` object)."""
+        keys = FUSION_KEYS if self.space == "fusion" else RETRIEVAL_KEYS
+        return {key: float(getattr(self, key)) for key in keys}
+
+
+def weight_sets() -> list[tuple[float, float, float]]:
+    """The 64 bm25 (heading, context, content) weight triples in weight_index order."""
+    return [(h, c, t) for h in BM25_WEIGHT_VALUES for c in BM25_WEIGHT_VALUES
+            for t in BM25_WEIGHT_VALUES]
+
+
+def fusion_grid() -> list[Condition]:
+    """The 384 fusion conditions; index = weight_index × 6 + k_index."""
+    grid: list[Condition] = []
+    for weight_index, (h, c, t) in enumerate(weight_sets()):
+        for k_index, rrf_k in enumerate(RRF_K_VALUES):
+            grid.append(Condition(
+                "fusion", weight_index * len(RRF_K_VALUES) + k_index, rrf_k=rrf_k,
+                bm25_heading_weight=h, bm25_context_weight=c, bm25_content_weight=t,
+            ))
+    return grid
+
+
+def retrieval_grid() -> list[Condition]:
+    """The 20 retrieval conditions; index = ratio_index × 4 + min_score_index."""
+    return [
+        Condition("retrieval", r * len(MIN_SCORES) + m, vector_weight=ratio, fts_weight=1.0,
+                  min_score=floor)
+        for r, ratio in enumerate(WEIGHT_RATIOS) for m, floor in enumerate(MIN_SCORES)
+    ]
+
+
+def grid(space: Space) -> list[Condition]:
+    """The grid of `space`, in condition-index order."""
+    return fusion_grid() if space == "fusion" else retrieval_grid()
+
+
+def default_index(space: Space) -> int:
+    """The condition index of the built-in defaults in `space`."""
+    return DEFAULT_FUSION_INDEX if space == "fusion" else DEFAULT_RETRIEVAL_INDEX
+
+
+def default_condition(space: Space) -> Condition:
+    """The built-in defaults as a grid condition."""
+    return grid(space)[default_index(space)]
+
+
+def grid_indices(space: Space, index: int) -> tuple[int, ...]:
+    """Per-axis grid indices of a condition index."""
+    if space == "fusion":
+        weight_index, k_index = divmod(index, len(RRF_K_VALUES))
+        h, rest = divmod(weight_index, 16)
+        c, t = divmod(rest, 4)
+        return (h, c, t, k_index)
+    return divmod(index, len(MIN_SCORES))
+
+
+def _num(value: float) -> str:
+    """A float as Python writes it, so it always carries a decimal point (4.0, 0.67)."""
+    return repr(float(value))
+
+
+def _rrf_k_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else _num(value)
+
+
+def label_of(values: Mapping[str, float]) -> str:
+    """Label of a JSON `condition` object (its keys tell the space)."""
+    if "rrf_k" in values:
+        return (f"h={_num(values['bm25_heading_weight'])} ctx={_num(values['bm25_context_weight'])}"
+                f" content={_num(values['bm25_content_weight'])} k={_rrf_k_text(values['rrf_k'])}")
+    return (f"vector_weight={_num(values['vector_weight'])} fts_weight={_num(values['fts_weight'])}"
+            f" min_score={_num(values['min_score'])}")
+
+
+def label(condition: Condition) -> str:
+    """`h=4.0 ctx=1.0 content=0.5 k=10` or `vector_weight=1.5 fts_weight=1.0 min_score=0.2`."""
+    return label_of(condition.values())
+
+
+def toml_snippet(condition: Condition) -> str:
+    """The config table that applies `condition`; numbers always carry a decimal point."""
+    lines = [f"[{TABLES[condition.space]}]"]
+    lines += [f"{key} = {_num(value)}" for key, value in condition.values().items()]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- inputs (§2, §3)
+
+
+def normalise_k_values(values: Iterable[int]) -> tuple[int, ...]:
+    """Zeros dropped, 5 always added, each capped at 1000, sorted and deduplicated."""
+    kept = {min(int(k), MAX_TUNE_K) for k in values if int(k) > 0}
+    kept.add(PRIMARY_K)
+    return tuple(sorted(kept))
+
+
+def tune_limit(limit: int | None, k_values: Sequence[int]) -> int:
+    """`max(limit or max k, max k)`, capped at 1000 (the runner writes eval's cap note)."""
+    largest = max(k_values) if k_values else PRIMARY_K
+    return min(max(limit if limit is not None else largest, largest), MAX_TUNE_K)

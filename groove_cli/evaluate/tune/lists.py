@@ -1,0 +1,109 @@
+"""Tune's inputs (tune.md §5): every usable query's leg lists, each fetched once.
+
+The lists are the search's legs (retrieve/legs.py) run with tune's pool and no filter: the
+vector list over one batched KNN, and per bm25 weight set the trigram and word-level lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from groove_cli.config import DEFAULT_BM25_WEIGHTS
+from groove_cli.evaluate.golden import GoldenQuery
+from groove_cli.evaluate.tune.preflight import QueryDiagnostics, diagnostics
+from groove_cli.evaluate.tune.sweep import QueryLists
+from groove_cli.retrieve.legs import (
+    NO_FILTER,
+    Legs,
+    excluded_ids,
+    leg_exclusions,
+    listed_knn,
+    trigram_leg,
+    vector_leg,
+    word_leg,
+)
+from groove_cli.retrieve.query import CompiledQuery
+from groove_cli.retrieve.searcher import Searcher
+from groove_cli.store import IndexReader
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+BUILTIN_BM25 = DEFAULT_BM25_WEIGHTS
+HEADING_HEAVY = (4.0, 0.5, 0.5)
+CONTENT_HEAVY = (0.5, 0.5, 4.0)
+
+
+def vector_lists(searcher: Searcher, compiled: Sequence[CompiledQuery],
+                 vectors: Sequence[npt.NDArray[np.float32]], pool: int) -> list[list[int]]:
+    """Each query's vector list: the vector leg over one batched KNN for all queries."""
+    found = searcher.batch_neighbours(compiled, vectors, pool)
+    store = searcher.store
+    return [vector_leg(listed_knn(neighbours), store, vector, pool, NO_FILTER,
+                       excluded_ids(store, query))
+            for query, vector, neighbours in zip(compiled, vectors, found, strict=True)]
+
+
+class ListFetcher:
+    """One query's ranked full-text lists per leg and bm25 weight set, each fetched at most once.
+
+    Pre-flight needs only the built-in and the two probe weight sets; the other sets of the
+    fusion grid are fetched after pre-flight, so a run that exits 2 has not paid for them.
+    """
+
+    def __init__(self, store: IndexReader, query: CompiledQuery, pool: int) -> None:
+        self.store = store
+        self.query = query
+        self.pool = pool
+        self.exprs = {"fts_chunks": query.match_expr, "fts_words": query.word_expr}
+        legs = Legs(False, query.match_expr is not None, query.word_expr is not None)
+        self.excluded = leg_exclusions(store, query, legs)
+        self.cache: dict[tuple[str, tuple[float, float, float]], tuple[int, ...]] = {}
+
+    def fetch(self, table: str, weights: tuple[float, float, float]) -> tuple[int, ...]:
+        """The table's leg at `weights`, exactly as a search at those weights runs it."""
+        key = (table, weights)
+        if key not in self.cache:
+            leg = trigram_leg if table == "fts_chunks" else word_leg
+            self.cache[key] = tuple(leg(self.store, self.query, weights, self.pool, NO_FILTER,
+                                        self.excluded))
+        return self.cache[key]
+
+    def combined(self, weights: tuple[float, float, float]) -> list[int]:
+        """Both tables' candidates (trigram first), for the diagnostics."""
+        return list(dict.fromkeys((*self.fetch("fts_chunks", weights),
+                                   *self.fetch("fts_words", weights))))
+
+    def lists(self, table: str, weight_sets: Sequence[tuple[float, float, float]]
+              ) -> tuple[tuple[int, ...], ...]:
+        return tuple(self.fetch(table, w) for w in weight_sets)
+
+    def diagnostics(self, query_id: str, vec_ids: Sequence[int], chunk_total: int,
+                    limit: int) -> QueryDiagnostics:
+        matches = max((self.store.fts_count(expr, table)
+                       for table, expr in self.exprs.items() if expr), default=0)
+        return diagnostics(
+            query_id, vec_ids, self.combined(BUILTIN_BM25),
+            probe_heading_heavy=self.combined(HEADING_HEAVY),
+            probe_content_heavy=self.combined(CONTENT_HEAVY),
+            fts_total_matches=matches, chunk_total=chunk_total, limit=limit)
+
+
+def query_lists(fetchers: Sequence[ListFetcher], usable: Sequence[GoldenQuery],
+                vector_lists: Sequence[Sequence[int]],
+                weight_sets: Sequence[tuple[float, float, float]]) -> list[QueryLists]:
+    """Every usable query's lists for the sweep: the vector list and, per weight set, the
+    trigram list and (when the query has Latin words) the word-level list."""
+    return [
+        QueryLists(
+            id=golden_query.id,
+            expected=tuple((e.path, e.heading) for e in golden_query.expected),
+            vector_ids=tuple(vec_ids),
+            fts_ids_by_weight=fetcher.lists("fts_chunks", weight_sets),
+            word_ids_by_weight=(fetcher.lists("fts_words", weight_sets)
+                                if fetcher.exprs["fts_words"] else ()),
+        )
+        for fetcher, golden_query, vec_ids in zip(fetchers, usable, vector_lists, strict=True)
+    ]

@@ -1,0 +1,168 @@
+"""The sweep (tune.md §5): every grid condition fused in memory for every query and scored.
+
+Fusion is search's weighted RRF, vectorised (`retrieve.fuse.fuse_rows`); scoring is eval's
+metrics, vectorised (`evaluate.metrics.rank_metrics`), so a condition ranks and scores a query
+exactly as `groove search` and `groove eval` would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from groove_cli.arrays import BoolArray, FloatArray, IntArray
+from groove_cli.evaluate.metrics import entry_matches, rank_metrics
+from groove_cli.evaluate.tune.grid import (
+    BUILTIN_RRF_K,
+    MIN_SCORES,
+    PRIMARY_K,
+    WEIGHT_RATIOS,
+    Space,
+    fusion_grid,
+    normalise_k_values,
+    retrieval_grid,
+    weight_sets,
+)
+from groove_cli.retrieve.fuse import FusionRows, fuse_rows
+
+
+@dataclass(frozen=True, slots=True)
+class QueryLists:
+    """One usable query's fetched lists, best first.
+
+    `fts_ids_by_weight` holds one list per bm25 weight set of the space: 64 in weight_index order
+    for the fusion space, only the built-in set for the retrieval space.
+    """
+
+    id: str
+    expected: tuple[tuple[str, str | None], ...]
+    vector_ids: tuple[int, ...]
+    fts_ids_by_weight: tuple[tuple[int, ...], ...]
+    word_ids_by_weight: tuple[tuple[int, ...], ...] = ()
+    """The word-level table's lists, one per weight set like `fts_ids_by_weight`; empty when
+    the query has no Latin word (the leg does not run)."""
+
+
+ChunkMeta = Mapping[int, tuple[str, str | None]]
+"""chunk id → (document path, chunk heading or None)."""
+
+
+
+def _space_rows(space: Space) -> tuple[FusionRows, IntArray, FloatArray]:
+    """The rows of a space and, per condition, its row and its `min_score` floor."""
+    if space == "fusion":
+        conditions = fusion_grid()
+        rows = FusionRows(
+            np.ones(len(conditions)), np.ones(len(conditions)),
+            np.array([c.weight_index for c in conditions], dtype=np.int64),
+            np.array([c.rrf_k for c in conditions]),
+        )
+        return rows, np.arange(len(conditions), dtype=np.int64), np.zeros(len(conditions))
+    rows = FusionRows(np.array(WEIGHT_RATIOS), np.ones(len(WEIGHT_RATIOS)),
+                 np.zeros(len(WEIGHT_RATIOS), dtype=np.int64),
+                 np.full(len(WEIGHT_RATIOS), BUILTIN_RRF_K))
+    conditions = retrieval_grid()
+    row_of = np.array([c.index // len(MIN_SCORES) for c in conditions], dtype=np.int64)
+    floors = np.array([c.min_score for c in conditions])
+    return rows, row_of, floors
+
+
+
+# --------------------------------------------------------------------------- the sweep (§5)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepScores:
+    """Per-(condition, query) metrics of a sweep; arrays are indexed [k, condition, query]."""
+
+    space: Space
+    k_values: tuple[int, ...]
+    query_ids: tuple[str, ...]
+    ndcg: FloatArray
+    recall: FloatArray
+    rr: FloatArray
+
+    @property
+    def ndcg5(self) -> FloatArray:
+        """nDCG@5 per (condition, query): the matrix the selection works on."""
+        primary: FloatArray = self.ndcg[self.k_values.index(PRIMARY_K)]
+        return primary
+
+
+def progress_line(i: int, n: int, conditions: int, query_id: str) -> str:
+    """`  [{i}/{n}] sweeping {c} conditions for {id}` (an unprefixed progress line)."""
+    return f"  [{i}/{n}] sweeping {conditions} conditions for {query_id}"
+
+
+def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Space, limit: int,
+                 k_values: Sequence[int], *, progress: Callable[[str], None] | None = None
+                 ) -> SweepScores:
+    """Fuse every condition of `space` for every query in memory and score it (§5).
+
+    Args:
+        queries: the usable queries with their fetched lists.
+        chunk_meta: (path, heading) of every chunk id the lists hold.
+        space: `fusion` (each query needs 64 FTS lists) or `retrieval` (1 list).
+        limit: the fused list is cut to this many hits (the eval depth).
+        k_values: metric cut-offs; normalised, so 5 is always present.
+        progress: receives one progress line per query (e.g. `messages.progress`).
+
+    Returns:
+        nDCG@k, recall@k and RR for every (condition, query).
+
+    Raises:
+        ValueError: a query has the wrong number of FTS lists or a list repeats an id.
+        KeyError: a listed chunk id is missing from `chunk_meta`.
+    """
+    ks = normalise_k_values(k_values)
+    rows, row_of, floors = _space_rows(space)
+    n_lists = len(weight_sets()) if space == "fusion" else 1
+    n_cond = row_of.size
+    ndcg = np.zeros((len(ks), n_cond, len(queries)))
+    recall = np.zeros((len(ks), n_cond, len(queries)))
+    rr = np.zeros((n_cond, len(queries)))
+    for q, query in enumerate(queries):
+        if progress is not None:
+            progress(progress_line(q + 1, len(queries), n_cond, query.id))
+        _check_lists(query, n_lists)
+        fused = fuse_rows(query.vector_ids, query.fts_ids_by_weight, query.word_ids_by_weight,
+                           rows, max(limit, 1))
+        valid = fused.valid[row_of] & (fused.score[row_of] >= floors[:, None])
+        ids = fused.ids[row_of]
+        rel = _relevance(query, chunk_meta, ids, valid)
+        has_heading = np.array([e[1] is not None for e in query.expected], dtype=bool)
+        recall[:, :, q], ndcg[:, :, q], rr[:, q] = rank_metrics(rel, has_heading, ks)
+    return SweepScores(space, ks, tuple(q.id for q in queries), ndcg, recall, rr)
+
+
+def _check_lists(query: QueryLists, n_lists: int) -> None:
+    if len(query.fts_ids_by_weight) != n_lists:
+        raise ValueError(f"query {query.id!r}: expected {n_lists} FTS list(s), "
+                         f"got {len(query.fts_ids_by_weight)}")
+    if query.word_ids_by_weight and len(query.word_ids_by_weight) != n_lists:
+        raise ValueError(f"query {query.id!r}: expected 0 or {n_lists} word list(s), "
+                         f"got {len(query.word_ids_by_weight)}")
+    for ids in (query.vector_ids, *query.fts_ids_by_weight, *query.word_ids_by_weight):
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"query {query.id!r}: a candidate list repeats a chunk id")
+
+
+def _relevance(query: QueryLists, chunk_meta: ChunkMeta, ids: IntArray, valid: BoolArray
+               ) -> BoolArray:
+    """rel[c, p, e]: the hit at position p of condition c matches expected entry e."""
+    universe = np.unique(ids[valid])
+    table = np.zeros((universe.size + 1, len(query.expected)), dtype=bool)
+    paths = {path for path, _ in query.expected}
+    for row, chunk_id in enumerate(universe.tolist()):
+        if chunk_id not in chunk_meta:
+            raise KeyError(f"chunk id {chunk_id} of query {query.id!r} is not in chunk_meta")
+        hit = chunk_meta[chunk_id]
+        if hit[0] in paths:
+            table[row] = [entry_matches(e, hit) for e in query.expected]
+    slot = np.searchsorted(universe, ids)
+    slot = np.where(valid, slot, universe.size)
+    return table[slot]
+
+

@@ -1,0 +1,337 @@
+"""`Searcher`: an index opened once for reading, and every search run through it.
+
+`groove search`, `eval` and `tune` open a Searcher on the index: it checks the model identity
+before loading anything, keeps the read connection (and, for eval's batches, readers pinned to
+one committed state), takes query vectors from the query-embedding cache before loading the
+model (search.md §4, never for a search that needs no vector), picks the KNN source (the numpy
+snapshot when current, else vec0) and loads the reranker once. `search` runs one query through
+the pipeline; `search_many` runs a batch with one embedding batch and one batched KNN.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from groove_cli import config, messages
+from groove_cli.config import Settings
+from groove_cli.retrieve.filters import FilterSpec, compile_filters, filter_applied
+from groove_cli.retrieve.legs import Knn, has_exclusions, legs_to_run, listed_knn, vector_k
+from groove_cli.retrieve.params import (
+    SearchParams,
+    build_params,
+    clamp_limit,
+    query_warnings,
+    search_reranker,
+    settings_warnings,
+)
+from groove_cli.retrieve.pipeline import SearchResult, pool_sizes, search
+from groove_cli.retrieve.query import CompiledQuery, compile_query
+from groove_cli.retrieve.rerank import Reranker
+from groove_cli.runtime_model import RuntimeModel, runtime_model, warn_digest
+from groove_cli.store import Store, cache_put
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from groove_cli.models import CrossEncoder, Embedder
+    from groove_cli.vectors import VectorSnapshot
+
+NOTHING_TO_SEARCH = ("the query has no full-text phrase of 3 or more characters nor a Latin word "
+                     "of 2 or more letters, and the vector leg is off; nothing to search")
+
+# Below this many queries a second reader is not worth opening.
+PARALLEL_MIN_QUERIES = 64
+
+
+def cache_key(sha256: str, max_length: int, query_prefix: str, positive_text: str) -> str:
+    """SHA-256 of `onnx_sha256 \\0 max_length \\0 query_prefix \\0 positive text` (§4)."""
+    text = f"{sha256}\0{max_length}\0{query_prefix}\0{positive_text}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Searcher:
+    """An open read-only index plus the runtime model, resolved lazily (see the module doc)."""
+
+    store: Store
+    db: Path
+    meta: dict[str, str]
+    runtime: RuntimeModel
+    models_dir: Path
+    offline: bool
+    embed_ms: float = 0.0
+    _embedder: Embedder | None = field(default=None, repr=False)
+    _snapshot: VectorSnapshot | None = field(default=None, repr=False)
+    loaded_model: bool = False
+    reranker_name: str | None = None
+    _reranker: CrossEncoder | None = field(default=None, repr=False)
+    _readers: tuple[Store, ...] = field(default=(), repr=False)
+
+    @classmethod
+    def open(cls, db: Path, kb: Path | None, *, model: str | None, max_length: int | None,
+             models_dir: Path, offline: bool, reranker: str | None = None) -> Searcher:
+        """Open the index read-only and check model identity before loading anything."""
+        kb_hint = str(kb) if kb else "<path>"
+        store = Store.open_readonly(db, kb_hint)
+        try:
+            meta = store.meta()
+            recorded_kb = meta.get("kb_path")
+            if kb is not None and recorded_kb and recorded_kb != str(kb.resolve()):
+                messages.warning(f"the index at {db} was built from {recorded_kb}, "
+                                 f"not {kb.resolve()}")
+            runtime = runtime_model(meta, model, max_length, models_dir)
+            declared = store.vec_dim()
+            if declared is not None and declared != runtime.dim:
+                from groove_cli.errors import IndexMismatch
+
+                raise IndexMismatch(
+                    f"vec_chunks declared float[{declared}] but runtime dim is {runtime.dim}. "
+                    "Run index with --force to rebuild."
+                )
+        except BaseException:
+            store.close()
+            raise
+        return cls(store, db, meta, runtime, models_dir, offline,
+                   reranker_name=None if reranker == "none" else reranker)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, db: Path, kb: Path | None, *,
+                      reranker: str | None = None) -> Searcher:
+        """`open` with the model, max_length and models folder of resolved settings."""
+        return cls.open(db, kb, model=settings.str_("model"),
+                        max_length=settings.int_("max_length"),
+                        models_dir=config.models_dir(settings), offline=config.offline_mode(),
+                        reranker=reranker)
+
+    @property
+    def dim(self) -> int:
+        return self.runtime.dim
+
+    @property
+    def context_mode(self) -> str:
+        return self.meta.get("context_mode", "off")
+
+    def _load_embedder(self, texts: Sequence[str] = ()) -> Embedder:
+        """The embedder, loaded on first use; `texts` are what it is loaded for (a few short
+        queries let it skip building the full tokenizer)."""
+        if self._embedder is None:
+            from groove_cli.models import Embedder, resolve_model
+            from groove_cli.models.embedder import fits_piece_table
+
+            model = resolve_model(self.runtime.name, self.models_dir, offline=self.offline)
+            warn_digest(self.meta, model.name, model.sha256)
+            self.runtime = RuntimeModel(model.name, self.runtime.dim, self.runtime.max_length,
+                                        model.sha256, self.runtime.query_prefix)
+            self._embedder = Embedder.load(model, max_length=self.runtime.max_length,
+                                           few_queries=bool(texts) and fits_piece_table(texts))
+            self.loaded_model = True
+        return self._embedder
+
+    def query_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        """Vectors for positive query texts: cache first, then one embedding batch for misses."""
+        if not texts:
+            return []
+        start = time.perf_counter()
+        if self.runtime.sha256 is None:
+            self._load_embedder()
+        assert self.runtime.sha256 is not None
+        keys = [cache_key(self.runtime.sha256, self.runtime.max_length, self.runtime.query_prefix,
+                          text) for text in texts]
+        cached = self.store.cache_get(keys)
+        missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in cached}
+        if missing:
+            misses = list(missing.values())
+            vectors = self._load_embedder(misses).embed_queries(misses)
+            fresh = dict(zip(missing, vectors, strict=True))
+            cache_put(self.db, list(fresh.items()))
+            cached.update(fresh)
+        self.embed_ms = (time.perf_counter() - start) * 1000
+        return [cached[key] for key in keys]
+
+    def knn(self, *, batch: bool = False) -> Knn:
+        """The vector leg's KNN: the numpy snapshot when current, else vec0 (or an in-memory
+        snapshot for batch commands, which amortise the one scan)."""
+        from groove_cli.vectors import VectorSnapshot, vec0_knn
+
+        if self._snapshot is None:
+            version = self.store.vectors_version()
+            self._snapshot = VectorSnapshot.load(self.db, version, self.dim)
+            if self._snapshot is None and batch:
+                self._snapshot = VectorSnapshot.from_store(self.store, self.dim)
+        if self._snapshot is not None:
+            return self._snapshot.knn
+        return vec0_knn(self.store)
+
+    def snapshot(self) -> VectorSnapshot:
+        """The snapshot for batch KNN (eval, tune), building it in memory when stale."""
+        self.knn(batch=True)
+        assert self._snapshot is not None
+        return self._snapshot
+
+    @property
+    def reranker(self) -> CrossEncoder | None:
+        """The reranker the Searcher was opened with, loaded on first use (None: no reranker)."""
+        if self.reranker_name is None:
+            return None
+        if self._reranker is None:
+            from groove_cli.models import CrossEncoder, resolve_model
+
+            model = resolve_model(self.reranker_name, self.models_dir, kind="reranker",
+                                  offline=self.offline)
+            self._reranker = CrossEncoder.load(model)
+        return self._reranker
+
+    def batch_neighbours(self, queries: Sequence[CompiledQuery],
+                         vectors: Sequence[npt.NDArray[np.float32]], count: int
+                         ) -> list[list[tuple[int, float]]]:
+        """Every query's vector-leg neighbours from one matrix product per block of queries.
+
+        Each query gets the k its vector leg asks for (×10 with exclusions); a prefix of a
+        longer list ordered by (distance, id) is exactly the shorter list, so one k serves all.
+        """
+        if not vectors:
+            return []
+        import numpy as np
+
+        k = vector_k(count, any(has_exclusions(q) for q in queries))
+        return self.snapshot().knn_batch(np.vstack(list(vectors)), k)
+
+    def search(self, query: CompiledQuery, params: SearchParams) -> SearchResult:
+        """One query through the pipeline: its vector (cache first) only when the vector leg
+        runs, the KNN source, the reranker when `params.rerank`."""
+        legs = legs_to_run(query, params)
+        vector = self.query_vectors([query.positive_text])[0] if legs.vector else None
+        reranker = self.reranker if params.rerank else None
+        knn = self.knn() if legs.vector else None
+        return search(self.store, query, params, vector=vector, knn=knn, reranker=reranker,
+                      dim=self.dim, embed_ms=self.embed_ms if legs.vector else None)
+
+    def prepare(self, queries: Sequence[CompiledQuery], params: SearchParams) -> Batch:
+        """A batch's query vectors (cache first, one embedding batch for the misses), the
+        reranker, and every query's neighbours from one batched KNN (eval.md §2: before the
+        searches' consistent read state begins)."""
+        need = [i for i, q in enumerate(queries) if legs_to_run(q, params).vector]
+        vectors = dict(zip(need, self.query_vectors([queries[i].positive_text for i in need]),
+                           strict=True))
+        reranker = self.reranker if params.rerank else None
+        found = self.batch_neighbours([queries[i] for i in need], list(vectors.values()),
+                                      pool_sizes(params).vec)
+        return Batch(tuple(queries), params, vectors, dict(zip(need, found, strict=True)),
+                     reranker)
+
+    @contextmanager
+    def pinned(self, extra_readers: int = 0) -> Iterator[Store]:
+        """One consistent state for a batch: the Searcher's read transaction plus
+        `extra_readers` connections pinned to the same committed state (`run_batch` spreads
+        the queries over them). Yields the main store for reads that must see that state."""
+        with self.store.pinned_readers(extra_readers) as stores:
+            self._readers = tuple(stores)
+            try:
+                yield self.store
+            finally:
+                self._readers = ()
+
+    def run_batch(self, batch: Batch) -> list[SearchResult]:
+        """The prepared batch through the pipeline, on the pinned readers when inside
+        `pinned` (else on the Searcher's connection), results in query order."""
+        return search_all(self._readers or (self.store,), batch, self.dim)
+
+    def search_many(self, queries: Sequence[CompiledQuery], params: SearchParams
+                    ) -> list[SearchResult]:
+        """Every query through the pipeline over one consistent state of the index."""
+        batch = self.prepare(queries, params)
+        with self.pinned(extra_readers(len(queries), batch.reranker is not None)):
+            return self.run_batch(batch)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Queries ready for the pipeline: vectors and neighbours by query index (vector leg only)."""
+
+    queries: tuple[CompiledQuery, ...]
+    params: SearchParams
+    vectors: dict[int, npt.NDArray[np.float32]]
+    neighbours: dict[int, list[tuple[int, float]]]
+    reranker: Reranker | None
+
+
+def extra_readers(queries: int, rerank: bool) -> int:
+    """Connections beyond the Searcher's own for a batch: one more on a multi-core machine for
+    a large batch. The full-text legs run inside SQLite, which releases the GIL, so two readers
+    keep two cores busy. Not with a reranker: its inference already uses every core."""
+    if rerank or queries < PARALLEL_MIN_QUERIES or (os.cpu_count() or 1) < 2:
+        return 0
+    return 1
+
+
+def search_all(stores: Sequence[Store], batch: Batch, dim: int) -> list[SearchResult]:
+    """Every query's result, in batch order; with several stores (one consistent state, see
+    `Store.pinned_readers`) each thread takes the next query off a shared counter."""
+    queries = batch.queries
+    results: list[SearchResult | None] = [None] * len(queries)
+    counter = itertools.count()
+    errors: list[BaseException] = []
+
+    def work(store: Store) -> None:
+        try:
+            for i in counter:
+                if i >= len(queries) or errors:
+                    return
+                knn: Knn = listed_knn(batch.neighbours.get(i, []))
+                results[i] = search(store, queries[i], batch.params, vector=batch.vectors.get(i),
+                                    knn=knn, reranker=batch.reranker, dim=dim)
+        except BaseException as exc:  # Ctrl-C included: the other threads stop, then re-raised
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(store,), name="groove-eval", daemon=True)
+               for store in stores[1:]]
+    for thread in threads:
+        thread.start()
+    try:
+        work(stores[0])
+    finally:
+        for thread in threads:
+            thread.join()
+    if errors:
+        raise errors[0]
+    return [r for r in results if r is not None]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    result: SearchResult
+    params: SearchParams
+    filter_applied: dict[str, object]
+
+
+def run_search(settings: Settings, db: Path, kb: Path | None, text: str, *, limit: int,
+               filters: FilterSpec, explicit_ratio: float | None) -> SearchOutcome:
+    """`groove search` as one core call: compile, check, open the index, search once."""
+    query = compile_query(text)
+    compile_filters(filters)  # malformed globs are usage errors before any work
+    reranker_name = search_reranker(settings)
+    params = build_params(settings, limit=clamp_limit(limit), rerank=reranker_name is not None,
+                          filters=filters)
+    settings_warnings(settings, params)
+    query_warnings([query])
+    applied = filter_applied(filters, explicit_min_confidence_ratio=explicit_ratio)
+    searcher = Searcher.from_settings(settings, db, kb, reranker=reranker_name)
+    try:
+        if not legs_to_run(query, params).any:
+            messages.note(NOTHING_TO_SEARCH)
+        return SearchOutcome(searcher.search(query, params), params, applied)
+    finally:
+        searcher.close()

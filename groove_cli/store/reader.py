@@ -1,0 +1,69 @@
+"""`IndexReader`: what the retrieval engine needs from an index, and nothing more.
+
+The legs, the pipeline, eval and tune talk to this protocol, not to SQLite; `Store`
+(store/sqlite.py) implements it. Another store (e.g. Postgres with pgvector and its full-text
+search) serves search, eval and tune by implementing these methods with the same ordering
+rules: full-text ids by bm25 then id, neighbours by distance then id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Protocol
+
+from groove_cli.types import FilterMeta, IndexedChunk
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+
+class IndexReader(Protocol):
+    """The read side of an index, as the retrieval engine uses it."""
+
+    def meta(self) -> dict[str, str]: ...
+
+    def vectors_version(self) -> str: ...
+
+    def min_quality(self) -> float | None: ...
+
+    def chunk_count(self) -> int: ...
+
+    def document_count(self) -> int: ...
+
+    def has_context_text(self) -> bool: ...
+
+    def read_transaction(self) -> AbstractContextManager[None]: ...
+
+    def fts_search_ids(self, expr: str, weights: tuple[float, float, float], n: int,
+                       table: str = "fts_chunks") -> list[int]:
+        """Up to n ids matching `expr` in a full-text table, best bm25 first, ties by id."""
+        ...
+
+    def fts_match_ids(self, expr: str, table: str = "fts_chunks") -> set[int]: ...
+
+    def fts_count(self, expr: str, table: str = "fts_chunks") -> int: ...
+
+    def vec_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+        """The k nearest chunks by distance, ties by id."""
+        ...
+
+    def chunks_by_id(self, ids: Iterable[int]) -> dict[int, IndexedChunk]: ...
+
+    def filter_meta(self, ids: Sequence[int]) -> dict[int, FilterMeta]: ...
+
+    def vectors_by_id(self, ids: Sequence[int], dim: int) -> dict[int, npt.NDArray[np.float32]]:
+        ...
+
+    def all_vectors(self) -> Iterator[tuple[int, bytes]]: ...
+
+    def document_chunks(self, document_id: int, limit: int) -> list[IndexedChunk]:
+        """A document's chunks by chunk index; raises IndexReadError when the read fails."""
+        ...
+
+    def headings_by_path(self) -> dict[str, set[str]]: ...
+
+    def corpus_rows(self) -> Iterator[tuple[str, int, str | None, str, str | None]]: ...
+
+    def cache_get(self, keys: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]: ...

@@ -1,0 +1,149 @@
+"""search, eval and tune rank every golden query identically under any fusion condition.
+
+One retrieval engine serves all three: `Searcher.search` (what `groove search` runs), eval's
+batch (`run_eval`: one embedding batch, one batched KNN, pinned readers; `search_many` is the
+same batch path on its own) and tune's lists fused in memory (`fuse_lists`, the vectorised RRF
+the sweep runs). Hypothesis draws the condition:
+rrf_k, both leg weights, the three bm25 column weights, the floor and the mode, over the sample
+KB whose queries use all three legs (trigram, word-level, vector).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from groove_cli import config
+from groove_cli.evaluate.golden import GoldenQuery
+from groove_cli.evaluate.runner import EvalRequest, load_golden_set, run_eval
+from groove_cli.evaluate.tune.lists import ListFetcher, vector_lists
+from groove_cli.retrieve.filters import FilterSpec
+from groove_cli.retrieve.fuse import fuse_lists
+from groove_cli.retrieve.legs import candidate_pool, legs_to_run
+from groove_cli.retrieve.params import build_params
+from groove_cli.retrieve.query import CompiledQuery, compile_query
+from groove_cli.retrieve.searcher import Searcher
+
+LIMIT = 10
+Ranking = list[tuple[str, str | None, float]]
+
+
+@dataclass
+class Engine:
+    kb: Path
+    db: Path
+    models_dir: Path
+    searcher: Searcher
+    queries: tuple[GoldenQuery, ...]
+    compiled: list[CompiledQuery]
+    vector_lists: list[list[int]]
+    fetchers: list[ListFetcher]
+
+
+@pytest.fixture(scope="module")
+def engine(golden_index: tuple[Path, Path], real_models_dir: Path,
+           tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    """A private copy of the sample index (query vectors get cached in it), opened once."""
+    kb, db = golden_index
+    root = tmp_path_factory.mktemp("parity")
+    copy = root / db.name
+    for source in db.parent.glob(db.name + "*"):
+        shutil.copy2(source, root / source.name)
+    settings_ = config.resolve({}, {"models_dir": str(real_models_dir)})
+    golden = load_golden_set(settings_, kb, None)
+    searcher = Searcher.open(copy, kb, model=None, max_length=None, models_dir=real_models_dir,
+                             offline=True)
+    compiled = [compile_query(q.query) for q in golden.queries]
+    pool = candidate_pool(LIMIT)
+    vectors = searcher.query_vectors([q.positive_text for q in compiled])
+    engine = Engine(kb, copy, real_models_dir, searcher, golden.queries, compiled,
+                    vector_lists(searcher, compiled, vectors, pool),
+                    [ListFetcher(searcher.store, q, pool) for q in compiled])
+    yield engine  # type: ignore[misc]
+    searcher.close()
+
+
+def test_the_golden_queries_use_all_three_legs(engine: Engine) -> None:
+    assert any(q.match_expr and not q.word_expr for q in engine.compiled)  # Japanese only
+    assert any(q.word_expr and not q.match_expr for q in engine.compiled)  # English only
+    assert any(q.negative_expr or q.word_negative_expr for q in engine.compiled)  # exclusions
+    assert all(engine.vector_lists)
+
+
+conditions = st.fixed_dictionaries({
+    "search.retrieval.mode": st.sampled_from(config.MODES),
+    "search.fusion.rrf_k": st.sampled_from([1.0, 5.0, 20.0, 60.0, 100.0])
+    | st.floats(1.0, 200.0, allow_nan=False),
+    "search.retrieval.vector_weight": st.floats(0.1, 4.0, allow_nan=False),
+    "search.retrieval.fts_weight": st.floats(0.1, 4.0, allow_nan=False),
+    "search.retrieval.min_score": st.sampled_from([0.0, 0.0, 0.2, 0.4]),
+    "search.fusion.bm25_heading_weight": st.sampled_from([0.5, 1.0, 2.0, 4.0]),
+    "search.fusion.bm25_context_weight": st.sampled_from([0.5, 1.0, 2.0, 4.0]),
+    "search.fusion.bm25_content_weight": st.sampled_from([0.5, 1.0, 2.0, 4.0]),
+})
+
+
+def tune_ranking(engine: Engine, i: int, flags: dict[str, object]) -> list[tuple[int, float]]:
+    """Query i fused in memory from tune's lists, as the sweep fuses a grid condition."""
+    s = config.resolve({}, flags)
+    params = build_params(s, limit=LIMIT, rerank=False, filters=FilterSpec())
+    legs = legs_to_run(engine.compiled[i], params)
+    fetcher = engine.fetchers[i]
+    fused = fuse_lists(
+        engine.vector_lists[i] if legs.vector else [],
+        fetcher.fetch("fts_chunks", params.bm25_weights) if legs.fts else [],
+        word_ids=fetcher.fetch("fts_words", params.bm25_weights) if legs.words else None,
+        limit=LIMIT, rrf_k=params.rrf_k, vector_weight=params.vector_weight,
+        fts_weight=params.fts_weight, min_score=params.min_score)
+    return fused
+
+
+@settings(max_examples=25, deadline=None)
+@given(flags=conditions)
+def test_search_eval_and_tune_rank_every_golden_query_identically(
+        engine: Engine, flags: dict[str, object]) -> None:
+    s = config.resolve({}, {**flags, "models_dir": str(engine.models_dir)})
+    params = build_params(s, limit=LIMIT, rerank=False,
+                          filters=FilterSpec(quality_threshold=0.0), spans=False)
+    searched = [engine.searcher.search(q, params) for q in engine.compiled]
+    search_ids = [[(h.chunk.chunk_id, h.score) for h in r.hits] for r in searched]
+    search_rankings: list[Ranking] = [[(h.chunk.path, h.chunk.heading, h.score) for h in r.hits]
+                                      for r in searched]
+
+    outcome = run_eval(EvalRequest(settings=s, db=engine.db, kb=engine.kb, golden=None,
+                                   k_values=(1, 5, 10), limit=LIMIT, reranker=None,
+                                   no_history=True))
+    eval_rankings: list[Ranking] = [
+        [(h["path"], h["heading"], h["score"]) for h in q["top_k"]]
+        for q in outcome.to_json()["per_query"]]
+
+    batched = engine.searcher.search_many(engine.compiled, params)
+    batch_ids = [[(h.chunk.chunk_id, h.score) for h in r.hits] for r in batched]
+
+    tune_ids = [tune_ranking(engine, i, flags) for i in range(len(engine.compiled))]
+
+    assert sum(1 for ids in search_ids if ids) >= len(search_ids) // 2
+    for i, query in enumerate(engine.queries):
+        assert eval_rankings[i] == search_rankings[i], query.id
+        assert tune_ids[i] == search_ids[i], query.id
+        assert batch_ids[i] == search_ids[i], query.id
+
+
+def test_run_tune_reports_each_phase_once_in_order_without_changing_the_result(
+        engine: Engine) -> None:
+    """bench/bench_tune.py times tune through `on_phase`; the hook must not change the run."""
+    from groove_cli.evaluate.tune.run import PHASES, TuneRequest, run_tune
+
+    request = TuneRequest(settings=config.resolve({}, {"models_dir": str(engine.models_dir)}),
+                          db=engine.db, kb=engine.kb, golden=None, k_values=(1, 5, 10),
+                          limit=None, space="fusion")
+    calls: list[tuple[str, float]] = []
+    timed = run_tune(request, on_phase=lambda phase, seconds: calls.append((phase, seconds)))
+    assert [phase for phase, _ in calls] == [*PHASES, "verdict"]  # verdict, then the report
+    assert all(seconds >= 0 for _, seconds in calls)
+    assert timed.to_json() == run_tune(request).to_json()
