@@ -17,6 +17,7 @@ import typer
 
 from groove_cli import config, messages
 from groove_cli.config import Settings, load_settings
+from groove_cli.dbfile import damage_error, refuse_linked_index
 from groove_cli.errors import GrooveError, UsageError
 from groove_cli.render import output
 
@@ -94,17 +95,21 @@ def _globals(ctx: typer.Context) -> GlobalOptions:
 
 
 def _run(action: Callable[[], T]) -> T:
-    """Run a core call; translate GrooveError into the stderr contract and exit code."""
+    """Run a core call; translate GrooveError (and SQLite's report of a damaged index file)
+    into the stderr contract and exit code."""
     try:
         return action()
-    except GrooveError as exc:
-        messages.error(exc.message)
-        if exc.hint:
-            messages.always(f"groove: hint: {exc.hint}")
-        raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         messages.error("interrupted")
         raise typer.Exit(130) from None
+    except Exception as exc:
+        error = exc if isinstance(exc, GrooveError) else damage_error(exc)
+        if error is None:
+            raise
+        messages.error(error.message)
+        if error.hint:
+            messages.always(f"groove: hint: {error.hint}")
+        raise typer.Exit(error.exit_code) from None
 
 
 def _settings(ctx: typer.Context, flags: dict[str, object], *, announce: bool = True) -> Settings:
@@ -187,6 +192,7 @@ def _paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: bool,
     if kb_required and kb is None:
         kb = config.kb_path(settings, required=True)
     db = config.db_path(settings, db_flag, kb)
+    refuse_linked_index(db, explicit=db_flag is not None)
     return _Paths(settings, kb, db)
 
 

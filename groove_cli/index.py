@@ -21,8 +21,10 @@ import numpy.typing as npt
 
 from groove_cli import __version__, messages
 from groove_cli.chunk import ChunkDraft, ParsedDocument, chunker_fingerprint, parse_document
+from groove_cli.dbfile import damaged, quarantine
 from groove_cli.errors import GrooveError, IndexMismatch
 from groove_cli.identity import RuntimeModel, runtime_model, warn_digest
+from groove_cli.integrity import damage_of
 from groove_cli.models import ResolvedModel, resolve_model
 from groove_cli.scan import (
     SourceBytes,
@@ -240,6 +242,8 @@ class Indexer:
         started = time.monotonic()
         opt = self.opt
         with indexer_lock(opt.db):
+            if opt.force:
+                self._set_aside_if_damaged()
             store = Store.open_for_index(opt.db)
             try:
                 self._run(store)
@@ -250,9 +254,20 @@ class Indexer:
         return IndexReport(documents, chunks, self.updated, self.renamed, self.deleted,
                            self.skipped, elapsed, self.done, self.total, self.interrupted)
 
+    def _set_aside_if_damaged(self) -> None:
+        """`--force` on a damaged file: keep it as `.corrupt-<time>` and start a new one."""
+        reason = damage_of(self.opt.db)
+        if reason is not None:
+            aside = quarantine(self.opt.db)
+            messages.warning(f"the index at {self.opt.db} is damaged ({reason}); moved it aside "
+                             f"to {aside} and rebuilding the index from scratch")
+
     def _run(self, store: Store) -> None:
         opt = self.opt
         kb_abs = str(opt.kb.resolve())
+        cut_short = store.length_problems()  # O(1); doctor and --force run the full check
+        if cut_short:
+            raise damaged(cut_short[0])
         meta = store.meta()
         recorded_kb = meta.get("kb_path")
         if recorded_kb and recorded_kb != kb_abs and not opt.force:

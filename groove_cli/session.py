@@ -95,11 +95,10 @@ class ReadSession:
     def knn(self, *, batch: bool = False) -> Knn:
         """The vector leg's KNN: the numpy snapshot when current, else vec0 (or an in-memory
         snapshot for batch commands, which amortise the one scan)."""
-        from groove_cli.vectors import VectorSnapshot, vec0_knn
+        from groove_cli.vectors import SnapshotStamp, VectorSnapshot, vec0_knn
 
         if self._snapshot is None:
-            version = self.store.vectors_version()
-            self._snapshot = VectorSnapshot.load(self.db, version, self.dim)
+            self._snapshot = VectorSnapshot.load(self.db, SnapshotStamp.of(self.store), self.dim)
             if self._snapshot is None and batch:
                 self._snapshot = VectorSnapshot.from_store(self.store, self.dim)
         if self._snapshot is not None:

@@ -5,7 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from groove_cli.dbfile import DamagedIndex, damage_error
 from groove_cli.errors import GrooveError
+from groove_cli.integrity import (
+    Finding,
+    file_findings,
+    finding,
+    leftover_findings,
+    snapshot_findings,
+    unreadable,
+)
 from groove_cli.models import peek_model
 from groove_cli.models.registry import PACK_MODEL
 from groove_cli.scan import SourceBytes, collect_files, read_source
@@ -89,25 +98,10 @@ def index_status(db: Path, kb: Path | None, *, quality_threshold: float,
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
-    check: str
-    severity: str
-    summary: str
-    count: int
-    samples: tuple[str, ...]
-    remedy: str
-
-
-@dataclass(frozen=True, slots=True)
 class DoctorReport:
     documents: int
     chunks: int
     findings: tuple[Finding, ...]
-
-
-def _finding(check: str, summary: str, items: list[int] | list[str], remedy: str,
-             severity: str = "error") -> Finding:
-    return Finding(check, severity, summary, len(items), tuple(str(i) for i in items[:5]), remedy)
 
 
 def model_available(name: str, models_dir: Path) -> bool:
@@ -125,15 +119,24 @@ def model_available(name: str, models_dir: Path) -> bool:
 
 def run_doctor(db: Path, kb: Path | None, models_dir: Path) -> DoctorReport:
     """Integrity checks of index.md's invariants plus model availability."""
-    store = Store.open_readonly(db, str(kb) if kb else "<path>")
-    try:
-        report = store.integrity()
-        meta = store.meta()
-        documents, chunks = store.document_count(), store.chunk_count()
-    finally:
-        store.close()
-    force = "groove index --force"
     findings: list[Finding] = []
+    try:
+        store = Store.open_readonly(db, str(kb) if kb else "<path>")
+        try:
+            findings += file_findings(store)
+            report = store.integrity()
+            meta = store.meta()
+            documents, chunks = store.document_count(), store.chunk_count()
+            # the snapshot copies the rows: compared only once they are consistent
+            snapshot = snapshot_findings(store, db) if report.consistent else []
+        finally:
+            store.close()
+    except Exception as exc:  # a damaged file fails wherever SQLite meets the damage
+        damaged = exc if isinstance(exc, DamagedIndex) else damage_error(exc)
+        if damaged is None:
+            raise
+        return DoctorReport(0, 0, tuple(findings) or (unreadable(damaged),))
+    force = "groove index --force"
     if report.vector_table_missing:
         findings.append(Finding("vector-table-missing", "error",
                                 "the vec_chunks table does not exist", 1, (), force))
@@ -150,7 +153,8 @@ def run_doctor(db: Path, kb: Path | None, models_dir: Path) -> DoctorReport:
     ]
     for check, summary, items, remedy in pairs:
         if items:
-            findings.append(_finding(check, f"{len(items)} {summary}", items, remedy))
+            findings.append(finding(check, f"{len(items)} {summary}", items, remedy))
+    findings += snapshot + leftover_findings(db)
     name = meta.get("embedding_model")
     if name and not model_available(name, models_dir):
         findings.append(Finding("model-unavailable", "warning",

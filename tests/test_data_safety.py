@@ -1,0 +1,224 @@
+"""Data safety (issue 14): no silent wrong results, a doctor that finds damage, nothing written
+outside the knowledge base. Faults are injected in-process: files deleted, truncated or
+overwritten by hand, symlinks planted, stop flags raised mid-run.
+
+Uses the tiny local model and the helpers of `test_index.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import apsw
+import pytest
+from typer.testing import CliRunner, Result
+
+from groove_cli.cli import app
+from tests.onnx_builders import model_dir
+from tests.test_index import (
+    TINY_MODEL_TOML,
+    Groove,
+    make_groove,
+    tiny_embedder_onnx,
+    write,
+)
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("tiny-model") / "embedder"
+    return model_dir(folder, tiny_embedder_onnx(), TINY_MODEL_TOML).resolve()
+
+
+@pytest.fixture
+def groove(tiny_model: Path, workdir: Path, tmp_path: Path) -> Groove:
+    return make_groove(workdir, tmp_path, tiny_model)
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return result
+
+
+def top_files(groove: Groove, query: str, *mode: str) -> list[str]:
+    result = ok(groove.run("search", query, "--kb-path", str(groove.kb), "--format", "files",
+                           "--include-low-quality", *mode))
+    return result.stdout.split()
+
+
+def doctor_checks(groove: Groove) -> tuple[int, list[str]]:
+    result = groove.run("doctor", "--kb-path", str(groove.kb), "--format", "json")
+    return result.exit_code, [f["check"] for f in json.loads(result.stdout)["findings"]]
+
+
+# --------------------------------------------------------------------------- 1. snapshot identity
+
+NOTES_A = {"a1.md": "the cat sat on the mat\n", "a2.md": "the dog sat on the mat\n",
+           "a3.md": "a fish swims in the sea\n"}
+NOTES_B = {"b1.md": "a bird flies over the green tree\n", "b2.md": "the red house\n",
+           "b3.md": "blue sky blue sea\n"}
+
+
+def test_a_rebuilt_index_never_uses_the_old_index_vector_snapshot(groove: Groove) -> None:
+    for rel, text in NOTES_A.items():
+        write(groove.kb, rel, text)
+    ok(groove.index())
+    # The index file goes, its snapshot stays; the rebuilt index's counter starts again.
+    groove.db.unlink()
+    for rel in NOTES_A:
+        (groove.kb / rel).unlink()
+    for rel, text in NOTES_B.items():
+        write(groove.kb, rel, text)
+    ok(groove.index())
+    for rel, text in NOTES_B.items():
+        assert top_files(groove, text.strip(), "--mode", "vector")[0] == rel
+    assert doctor_checks(groove) == (0, [])
+
+
+def test_doctor_reports_a_snapshot_of_another_index(groove: Groove) -> None:
+    for rel, text in NOTES_A.items():
+        write(groove.kb, rel, text)
+    ok(groove.index())
+    stamp_path = groove.db.with_name(groove.db.name + ".vectors.json")
+    stamp = json.loads(stamp_path.read_text())
+    stamp["index_id"] = "0" * 32
+    stamp_path.write_text(json.dumps(stamp))
+    assert doctor_checks(groove) == (1, ["stale-vector-snapshot"])
+    ok(groove.index())  # a plain run rewrites it
+    assert doctor_checks(groove) == (0, [])
+
+
+# --------------------------------------------------------------------------- 2./3. damaged files
+
+
+def indexed_sample(groove: Groove) -> None:
+    for rel, text in {**NOTES_A, **NOTES_B}.items():
+        write(groove.kb, rel, text)
+    ok(groove.index())
+
+
+def zero_page(db: Path, page: int) -> None:
+    size = 4096
+    with db.open("r+b") as handle:
+        handle.seek((page - 1) * size)
+        handle.write(b"\0" * size)
+
+
+def damage(db: Path, kind: str) -> None:
+    if kind == "truncated":
+        os.truncate(db, db.stat().st_size - 1000)
+    elif kind == "zeroed-page":
+        zero_page(db, 3)
+    elif kind == "fts":
+        con = apsw.Connection(str(db))
+        con.execute("UPDATE fts_words_data SET block = zeroblob(length(block)) WHERE id > 10")
+        con.close()
+    elif kind == "not-a-database":
+        db.write_bytes(b"this is not an SQLite file at all" * 200)
+
+
+KINDS = ("truncated", "zeroed-page", "fts", "not-a-database")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_doctor_asks_sqlite_and_finds_a_damaged_file(groove: Groove, kind: str) -> None:
+    indexed_sample(groove)
+    assert doctor_checks(groove) == (0, [])
+    damage(groove.db, kind)
+    result = groove.run("doctor", "--kb-path", str(groove.kb))
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "[error] database-damaged: " in result.stdout
+    assert "fix: groove index --force (moves the damaged file aside and rebuilds)" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_damaged_index_gets_a_clear_error_and_force_sets_it_aside(groove: Groove,
+                                                                   kind: str) -> None:
+    indexed_sample(groove)
+    damage(groove.db, kind)
+    damaged = groove.db.read_bytes()
+    # Each command either works (SQLite met no damaged page) or says the file is damaged.
+    failed = []
+    for args in (("search", "bird flies", "--kb-path", str(groove.kb), "--mode", "fts"),
+                 ("search", "bird flies", "--kb-path", str(groove.kb)),
+                 ("status", "--kb-path", str(groove.kb)),
+                 ("index", "--kb-path", str(groove.kb))):
+        result = groove.run(*args)
+        assert result.exit_code in (0, 1), (args, result.stdout, result.stderr)
+        assert result.exception is None or isinstance(result.exception, SystemExit), args
+        if result.exit_code:
+            failed.append(args[0])
+            assert "groove: error: the index file is damaged (" in result.stderr, result.stderr
+            assert "`groove index --force` moves the damaged file aside" in result.stderr
+    assert "index" in failed or kind == "fts"  # a cut file is noticed; FTS damage by doctor
+    # A search's query-cache write can rewrite the cut page; put the damaged file back.
+    groove.db.write_bytes(damaged)
+    for suffix in ("-wal", "-shm"):
+        groove.db.with_name(groove.db.name + suffix).unlink(missing_ok=True)
+    rebuilt = groove.index("--force")
+    assert rebuilt.exit_code == 0, rebuilt.stderr
+    (aside,) = groove.db.parent.glob("index.db.corrupt-*[0-9]Z")
+    assert aside.read_bytes() == damaged
+    assert (f"the index at {groove.db} is damaged (" in rebuilt.stderr
+            and f"moved it aside to {aside} and rebuilding the index from scratch"
+            in rebuilt.stderr.replace("\n", " "))
+    assert doctor_checks(groove) == (0, [])
+    assert top_files(groove, "bird flies over the green tree", "--mode", "vector")[0] == "b1.md"
+
+
+# --------------------------------------------------------------------------- 4. symlinks
+
+
+def run_in_kb(groove: Groove, *args: str) -> Result:
+    """A command without --db: the index is the KB's own `.groove.db`."""
+    return runner.invoke(app, [*args, "--kb-path", str(groove.kb)])
+
+
+@pytest.mark.parametrize("name", [".groove.db", ".groove.db-wal", ".groove.db.lock",
+                                  ".groove.db.vectors.npy", ".groove.db.vectors.json"])
+def test_a_symlinked_index_file_is_refused(groove: Groove, tmp_path: Path, name: str) -> None:
+    write(groove.kb, "a1.md", NOTES_A["a1.md"])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    other = elsewhere / "app.sqlite"
+    con = apsw.Connection(str(other))
+    con.execute("CREATE TABLE users(name TEXT)")
+    con.close()
+    before = other.read_bytes()
+    (groove.kb / name).symlink_to(other if name == ".groove.db" else elsewhere / "dangling")
+    result = run_in_kb(groove, "index")
+    assert result.exit_code == 1
+    assert f"groove: error: refusing to use {groove.kb / name}: it is a symbolic link" in (
+        result.stderr.replace("\n", " "))
+    assert "pass --db" in result.stderr
+    assert other.read_bytes() == before
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["app.sqlite"]
+    assert sorted(p.name for p in groove.kb.iterdir()) == sorted(["a1.md", name])
+
+
+def test_db_flag_may_name_a_symlinked_index(groove: Groove, tmp_path: Path) -> None:
+    write(groove.kb, "a1.md", NOTES_A["a1.md"])
+    target = tmp_path / "real.db"
+    link = tmp_path / "link.db"
+    link.symlink_to(target)
+    ok(groove.index(db=link))
+    assert target.is_file() and link.is_symlink()
+
+
+def test_an_sqlite_file_that_is_not_a_groove_index_is_left_alone(groove: Groove,
+                                                                tmp_path: Path) -> None:
+    write(groove.kb, "a1.md", NOTES_A["a1.md"])
+    other = tmp_path / "app.sqlite"
+    con = apsw.Connection(str(other))
+    con.execute("CREATE TABLE users(name TEXT)")
+    con.close()
+    before = other.read_bytes()
+    result = groove.index(db=other)
+    assert result.exit_code == 1
+    assert f"{other} is an SQLite database but not a groove index" in result.stderr
+    assert other.read_bytes() == before
