@@ -20,6 +20,7 @@ from groove_cli.evaluate import tune
 from groove_cli.evaluate.golden import GoldenQuery
 from groove_cli.evaluate.runner import golden_index_warnings, load_golden_set
 from groove_cli.evaluate.tune_write import (
+    check_writable,
     creating_config_note,
     write_recommendation,
     write_refusal,
@@ -151,6 +152,8 @@ def query_lists(fetchers: Sequence[_ListFetcher], usable: Sequence[GoldenQuery],
 def run_tune(req: TuneRequest) -> dict[str, Any]:
     """Sweep the grid, cross-validate, and (with --write) apply an adopted recommendation."""
     s = req.settings
+    if req.write:  # a read-only config is refused before the sweep, not after it
+        check_writable(write_target(s.config.path if s.config else None, Path.cwd()))
     _scope_notes(s)
     golden = load_golden_set(s, req.kb, req.golden)
     limit = tune.tune_limit(req.limit, req.k_values)
