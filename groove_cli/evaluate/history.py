@@ -2,8 +2,9 @@
 
 Reading refuses files that are not plain files of ours (links, devices, huge files) and asks the
 user to pass `--no-history`; content that does not parse is set aside as `.corrupt-<time>` (every
-damaged copy is kept) so a damaged file never blocks `eval`. Writes go through a temporary file and a rename, so a crash leaves either
-the old or the new history, never half of one (eval.md §7, §8).
+damaged copy is kept) so a damaged file never blocks `eval`. Writes go through a temporary file
+and a rename, so a crash leaves either the old or the new history, never half of one (eval.md
+§7, §8).
 """
 
 from __future__ import annotations
