@@ -16,11 +16,15 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from groove_cli.cli import app
+from groove_cli.index import index_kb
 from tests.onnx_builders import model_dir
 from tests.test_index import (
     TINY_MODEL_TOML,
+    Counts,
     Groove,
+    done,
     make_groove,
+    rows,
     tiny_embedder_onnx,
     write,
 )
@@ -222,3 +226,47 @@ def test_an_sqlite_file_that_is_not_a_groove_index_is_left_alone(groove: Groove,
     assert result.exit_code == 1
     assert f"{other} is an SQLite database but not a groove index" in result.stderr
     assert other.read_bytes() == before
+
+
+# --------------------------------------------------------------------------- 7. per-file commits
+
+
+class StopAfterChunks:
+    """A progress sink that asks the indexer to stop once `limit` chunks are embedded, and
+    records the file count it was shown."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.chunks = 0
+        self.files_shown: list[int] = []
+
+    def start(self, total: int) -> None:
+        pass
+
+    def advance(self, done: int, chunks: int) -> None:
+        self.chunks += chunks
+        self.files_shown.append(done)
+
+    def finish(self) -> None:
+        pass
+
+    def should_stop(self) -> bool:
+        return self.chunks >= self.limit
+
+
+def test_an_interrupt_keeps_every_file_whose_chunks_were_embedded(groove: Groove) -> None:
+    # 20 one-chunk notes form one embedding group of 5 model batches (batch_size 4); the stop
+    # is requested once the second batch is embedded, and noticed before its first file.
+    for i in range(20):
+        write(groove.kb, f"note-{i:02d}.md", f"the cat sat on the mat {i}\n")
+    sink = StopAfterChunks(8)
+    report = index_kb(groove.options(), sink, sink.should_stop)
+    assert report.interrupted
+    assert (report.processed, report.documents, report.chunks) == (4, 4, 4)
+    assert sorted(str(r[0]) for r in rows(groove.db, "SELECT path FROM documents")) == [
+        f"note-{i:02d}.md" for i in range(4)]
+    assert sink.files_shown == [0, 1, 2, 3, 4, 4]  # the file count moved as files landed
+    assert doctor_checks(groove) == (0, [])
+    rest = groove.index()
+    assert done(rest) == Counts(docs=20, updated=16, renamed=0, deleted=0, skipped=0, chunks=20)
+
