@@ -295,7 +295,8 @@ def status_cmd(
         threshold = s.float_("quality_filter.threshold") if s.bool_("quality_filter.enabled") else 0.0
         return index_status(paths.db, paths.kb, quality_threshold=threshold,
                             exclude_dirs=tuple(str(d) for d in s.list_("exclude_dirs")),
-                            parsers=tuple(str(p) for p in s.list_("parsers.enabled")))
+                            parsers=tuple(str(p) for p in s.list_("parsers.enabled")),
+                            exclude_headings=tuple(str(h) for h in s.list_("exclude_headings")))
 
     report = _run(run)
     if report is not None:

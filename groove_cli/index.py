@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from groove_cli import __version__, messages
 from groove_cli.chunk import ChunkDraft, ParsedDocument, chunker_fingerprint, parse_document
-from groove_cli.dbfile import damaged, quarantine
+from groove_cli.dbfile import damaged, quarantine, remove_snapshot_leftovers
 from groove_cli.errors import GrooveError, IndexMismatch
 from groove_cli.identity import RuntimeModel, runtime_model, warn_digest
 from groove_cli.integrity import damage_of
@@ -243,6 +243,8 @@ class Indexer:
         started = time.monotonic()
         opt = self.opt
         with indexer_lock(opt.db):
+            if remove_snapshot_leftovers(opt.db):
+                self._verbose("  removed the temporary files of an interrupted snapshot write")
             if opt.force:
                 self._set_aside_if_damaged()
             store = Store.open_for_index(opt.db)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from groove_cli.chunk import parse_document
 from groove_cli.dbfile import DamagedIndex, damage_error
 from groove_cli.errors import GrooveError
 from groove_cli.integrity import (
@@ -17,7 +18,13 @@ from groove_cli.integrity import (
 )
 from groove_cli.models import peek_model
 from groove_cli.models.registry import PACK_MODEL
-from groove_cli.scan import SourceBytes, collect_files, read_source
+from groove_cli.scan import (
+    SourceBytes,
+    SourceDecodeError,
+    collect_files,
+    decode_source,
+    read_source,
+)
 from groove_cli.store import SCHEMA_VERSION, Store
 
 
@@ -26,6 +33,8 @@ class Pending:
     new: int
     changed: int
     deleted: int
+    skipped: int = 0
+    """Files `index` leaves out on purpose (empty, frontmatter-only, not UTF-8): not pending."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +56,15 @@ class StatusReport:
 
 
 def pending_changes(store: Store, kb: Path, exclude_dirs: tuple[str, ...],
-                    parsers: tuple[str, ...]) -> Pending:
-    """Compare the KB with the index by hash, without embedding (no rename detection)."""
+                    parsers: tuple[str, ...], exclude_headings: tuple[str, ...] = ()) -> Pending:
+    """Compare the KB with the index by hash, without embedding (no rename detection).
+
+    A new or changed file `index` would skip (nothing to embed, or not UTF-8) is counted as
+    skipped, not pending: indexing again would not change it.
+    """
     indexed = store.path_hashes()
     scan = collect_files(kb, exclude_dirs=exclude_dirs, extensions=parsers)
-    new = changed = 0
+    new = changed = skipped = 0
     seen: set[str] = set()
     for file in scan.files:
         result = read_source(file)
@@ -60,21 +73,40 @@ def pending_changes(store: Store, kb: Path, exclude_dirs: tuple[str, ...],
                 seen.add(file.rel)
             continue
         seen.add(file.rel)
-        if file.rel not in indexed:
+        if indexed.get(file.rel) == result.sha256:
+            continue
+        if _skipped_by_index(result, exclude_headings, indexed=file.rel in indexed):
+            skipped += 1
+        elif file.rel not in indexed:
             new += 1
-        elif indexed[file.rel] != result.sha256:
+        else:
             changed += 1
     deleted = sum(1 for path in indexed if path not in seen)
-    return Pending(new, changed, deleted)
+    return Pending(new, changed, deleted, skipped)
+
+
+def _skipped_by_index(source: SourceBytes, exclude_headings: tuple[str, ...], *,
+                      indexed: bool) -> bool:
+    """Whether `index` would skip this file: not UTF-8, or (when new) no embeddable chunk —
+    an indexed file that lost its chunks is a change (index deletes its rows)."""
+    try:
+        text = decode_source(source.raw)
+    except SourceDecodeError:
+        return True
+    if indexed:
+        return False
+    return not parse_document(text, source.rel, exclude_headings=exclude_headings).chunks
 
 
 def index_status(db: Path, kb: Path | None, *, quality_threshold: float,
-                 exclude_dirs: tuple[str, ...], parsers: tuple[str, ...]) -> StatusReport:
+                 exclude_dirs: tuple[str, ...], parsers: tuple[str, ...],
+                 exclude_headings: tuple[str, ...] = ()) -> StatusReport:
     store = Store.open_readonly(db, str(kb) if kb else "<path>")
     try:
         meta = store.meta()
         passing, below = store.quality_counts(quality_threshold)
-        pending = pending_changes(store, kb, exclude_dirs, parsers) if kb is not None else None
+        pending = (pending_changes(store, kb, exclude_dirs, parsers, exclude_headings)
+                   if kb is not None else None)
         dim = meta.get("embedding_dim")
         max_length = meta.get("embedding_max_length")
         return StatusReport(

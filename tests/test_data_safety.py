@@ -270,3 +270,34 @@ def test_an_interrupt_keeps_every_file_whose_chunks_were_embedded(groove: Groove
     rest = groove.index()
     assert done(rest) == Counts(docs=20, updated=16, renamed=0, deleted=0, skipped=0, chunks=20)
 
+
+# --------------------------------------------------------------------------- 8. leftovers, status
+
+
+def test_a_killed_snapshot_write_leaves_nothing_after_the_next_run(groove: Groove) -> None:
+    indexed_sample(groove)
+    # what kill -9 during the snapshot write leaves: temporary files of a dead process
+    dead = 2**22 + 17  # above the default pid_max, so no live process has it
+    leftovers = [groove.db.with_name(f"{groove.db.name}.vectors.npy.tmp{dead}"),
+                 groove.db.with_name(f"{groove.db.name}.vectors.json.tmp{dead}")]
+    for path in leftovers:
+        path.write_bytes(b"partial")
+    assert doctor_checks(groove) == (1, ["leftover-temp-file"])
+    ok(groove.index())
+    assert not any(path.exists() for path in leftovers)
+    assert doctor_checks(groove) == (0, [])
+
+
+def test_status_reports_files_index_skips_as_skipped_not_pending(groove: Groove) -> None:
+    indexed_sample(groove)
+    write(groove.kb, "empty.md", "")
+    write(groove.kb, "front.md", "---\ntitle: Only frontmatter\n---\n")
+    (groove.kb / "latin1.md").write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    write(groove.kb, "real.md", "the red bird\n")
+    ok(groove.index())  # indexes real.md, skips the other three
+    result = ok(groove.run("status", "--kb-path", str(groove.kb)))
+    assert ("Pending: 0 new / 0 changed / 0 deleted "
+            "(3 skipped: empty, frontmatter-only or not UTF-8)") in result.stdout.splitlines()
+    as_json = json.loads(ok(groove.run("status", "--kb-path", str(groove.kb),
+                                       "--format", "json")).stdout)
+    assert as_json["pending"] == {"new": 0, "changed": 0, "deleted": 0, "skipped": 3}
