@@ -121,7 +121,8 @@ def run_search(settings: Settings, db: Path, kb: Path | None, text: str, *, limi
     applied = filter_applied(filters, explicit_min_confidence_ratio=explicit_ratio)
     legs = legs_to_run(query, params)
     session = open_session(db, kb, model=settings.str_("model"), max_length=settings.int_("max_length"),
-                           models_dir=config.models_dir(settings), offline=config.offline_mode())
+                           models_dir=config.models_dir(settings), offline=config.offline_mode(),
+                           embeds=legs.vector)
     try:
         if not legs.any:
             messages.note(NOTHING_TO_SEARCH)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groove_cli import messages
+from groove_cli.errors import ModelError
 from groove_cli.identity import RuntimeModel, runtime_model, warn_digest
 from groove_cli.retrieve.pipeline import Knn
 from groove_cli.store import Store, cache_put
@@ -123,9 +124,21 @@ class ReadSession:
         self.store.close()
 
 
+def recorded_model(meta: dict[str, str], declared_dim: int | None) -> RuntimeModel:
+    """The model the index records, taken on trust: enough for a search that embeds nothing."""
+    dim = meta.get("embedding_dim")
+    return RuntimeModel(meta.get("embedding_model", ""), int(dim) if dim else declared_dim or 0,
+                        int(meta.get("embedding_max_length", "0")),
+                        meta.get("embedding_model_sha256") or None, "")
+
+
 def open_session(db: Path, kb: Path | None, *, model: str | None, max_length: int | None,
-                 models_dir: Path, offline: bool) -> ReadSession:
-    """Open the index read-only and check model identity before loading anything."""
+                 models_dir: Path, offline: bool, embeds: bool = True) -> ReadSession:
+    """Open the index read-only and check model identity before loading anything.
+
+    `embeds=False` (a full-text-only search): a model that cannot be found is no error, the
+    index's recorded identity stands in; one that is found is still checked.
+    """
     kb_hint = str(kb) if kb else "<path>"
     store = Store.open_readonly(db, kb_hint)
     try:
@@ -133,8 +146,13 @@ def open_session(db: Path, kb: Path | None, *, model: str | None, max_length: in
         recorded_kb = meta.get("kb_path")
         if kb is not None and recorded_kb and recorded_kb != str(kb.resolve()):
             messages.warning(f"the index at {db} was built from {recorded_kb}, not {kb.resolve()}")
-        runtime = runtime_model(meta, model, max_length, models_dir)
         declared = store.vec_dim()
+        try:
+            runtime = runtime_model(meta, model, max_length, models_dir)
+        except ModelError:
+            if embeds or "embedding_model" not in meta:
+                raise
+            runtime = recorded_model(meta, declared)
         if declared is not None and declared != runtime.dim:
             from groove_cli.errors import IndexMismatch
 

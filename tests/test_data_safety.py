@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import apsw
@@ -301,3 +302,18 @@ def test_status_reports_files_index_skips_as_skipped_not_pending(groove: Groove)
     as_json = json.loads(ok(groove.run("status", "--kb-path", str(groove.kb),
                                        "--format", "json")).stdout)
     assert as_json["pending"] == {"new": 0, "changed": 0, "deleted": 0, "skipped": 3}
+
+
+# --------------------------------------------------------------------------- 9. fts without model
+
+
+def test_full_text_search_does_not_need_the_model_directory(groove: Groove, tmp_path: Path) -> None:
+    model = tmp_path / "own-model"
+    shutil.copytree(groove.model, model)
+    own = Groove(groove.work, groove.kb, groove.db, model, groove.models_dir)
+    own.configure()
+    indexed_sample(own)
+    shutil.rmtree(model)
+    assert top_files(own, "bird flies", "--mode", "fts") == ["b1.md"]
+    vector = own.run("search", "bird flies", "--kb-path", str(own.kb), "--mode", "vector")
+    assert vector.exit_code == 1 and str(model) in vector.stderr  # embedding still needs it
