@@ -17,7 +17,7 @@ import typer
 
 from groove_cli import config, messages
 from groove_cli.config import Settings, load_settings
-from groove_cli.dbfile import damage_error, refuse_linked_index
+from groove_cli.dbfile import refuse_linked_index, storage_error
 from groove_cli.errors import GrooveError, UsageError
 from groove_cli.render import output
 
@@ -95,15 +95,15 @@ def _globals(ctx: typer.Context) -> GlobalOptions:
 
 
 def _run(action: Callable[[], T]) -> T:
-    """Run a core call; translate GrooveError (and SQLite's report of a damaged index file)
-    into the stderr contract and exit code."""
+    """Run a core call; translate GrooveError (and a damaged index file or a full disk) into
+    the stderr contract and exit code."""
     try:
         return action()
     except KeyboardInterrupt:
         messages.error("interrupted")
         raise typer.Exit(130) from None
     except Exception as exc:
-        error = exc if isinstance(exc, GrooveError) else damage_error(exc)
+        error = exc if isinstance(exc, GrooveError) else storage_error(exc)
         if error is None:
             raise
         messages.error(error.message)

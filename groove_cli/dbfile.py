@@ -75,6 +75,24 @@ def corrupt_copy_path(path: Path) -> Path:
     return aside
 
 
+def storage_error(exc: BaseException) -> GrooveError | None:
+    """The user-facing error for a damaged index file or a full disk, else None."""
+    import errno
+
+    import apsw
+
+    found = damage_error(exc)
+    if found is not None:
+        return found
+    if isinstance(exc, apsw.FullError) or (isinstance(exc, OSError) and exc.errno == errno.ENOSPC):
+        return GrooveError(
+            f"the disk is full ({exc})",
+            hint="free some space and run the command again; the index keeps every change "
+                 "committed before the disk filled up",
+        )
+    return None
+
+
 def quarantine(db: Path) -> Path:
     """Move a damaged index aside as `{name}.corrupt-{UTC time}` (its `-wal` and `-shm` with
     it, as `{that}-wal`, so SQLite can still open the copy) and drop its vector snapshot.

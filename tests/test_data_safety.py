@@ -7,6 +7,7 @@ Uses the tiny local model and the helpers of `test_index.py`.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ from typer.testing import CliRunner, Result
 
 from groove_cli.cli import app
 from groove_cli.index import index_kb
+from groove_cli.store import Store
 from tests.onnx_builders import model_dir
 from tests.test_index import (
     TINY_MODEL_TOML,
@@ -317,3 +319,47 @@ def test_full_text_search_does_not_need_the_model_directory(groove: Groove, tmp_
     assert top_files(own, "bird flies", "--mode", "fts") == ["b1.md"]
     vector = own.run("search", "bird flies", "--kb-path", str(own.kb), "--mode", "vector")
     assert vector.exit_code == 1 and str(model) in vector.stderr  # embedding still needs it
+
+
+# --------------------------------------------------------------------------- full disk
+
+
+def test_a_full_disk_is_a_clear_error_and_keeps_what_was_committed(
+        groove: Groove, monkeypatch: pytest.MonkeyPatch) -> None:
+    indexed_sample(groove)
+    for i in range(60):
+        write(groove.kb, f"more/note-{i:02d}.md", f"the cat sat on the mat {i} " * 40 + "\n")
+    configure = Store._configure
+
+    def no_room(con: apsw.Connection) -> None:
+        """SQLite's own SQLITE_FULL: the file may grow by only a few pages."""
+        configure(con)
+        pages = int(str(con.execute("PRAGMA page_count").fetchall()[0][0]))
+        con.execute(f"PRAGMA max_page_count = {pages + 4}")
+
+    monkeypatch.setattr(Store, "_configure", staticmethod(no_room))
+    result = groove.index()
+    assert result.exit_code == 1
+    assert "groove: error: the disk is full (" in result.stderr
+    assert "the index keeps every change committed before the disk filled up" in result.stderr
+    assert "Traceback" not in result.stderr
+    monkeypatch.undo()
+    assert doctor_checks(groove)[1] in ([], ["stale-vector-snapshot"])
+    rest = ok(groove.index())
+    assert done(rest).docs == 66
+    assert doctor_checks(groove) == (0, [])
+
+
+def test_no_room_for_the_vector_snapshot_is_a_clear_error(
+        groove: Groove, monkeypatch: pytest.MonkeyPatch) -> None:
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("groove_cli.vectors.save_stamped", full)
+    for rel, text in NOTES_A.items():
+        write(groove.kb, rel, text)
+    result = groove.index()
+    assert result.exit_code == 1
+    assert "groove: error: the disk is full ([Errno 28] No space left on device)" in result.stderr
+    monkeypatch.undo()
+    assert top_files(groove, "the dog sat on the mat", "--mode", "vector")[0] == "a2.md"
