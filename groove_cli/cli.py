@@ -206,7 +206,8 @@ def index_cmd(
     model: ModelOpt = None,
     force: Annotated[bool, typer.Option("--force", help=(
         "Full rebuild: required to change model, dimension or max_length, or to index a KB "
-        "other than the one the index records."))] = False,
+        "other than the one the index records. A damaged index file is first moved aside as "
+        ".corrupt-<time>."))] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help=(
         "Only the Indexing, Found and Done lines (warnings and errors still appear)."))] = False,
     progress: Annotated[bool, typer.Option("--progress", help=(
@@ -309,7 +310,10 @@ def doctor_cmd(
     kb_path: KbOpt = None,
     format: FormatOpt = "text",
 ) -> None:
-    """Check the index for integrity problems; exit 1 when there are findings.
+    """Check the index for damage and integrity problems; exit 1 when there are findings.
+
+    Runs SQLite's integrity check (full-text tables included), checks that every chunk has
+    its full-text rows and vector and that the vector snapshot matches the index.
 
     Example: `groove doctor --kb-path ~/notes`
     """

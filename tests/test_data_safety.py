@@ -20,29 +20,21 @@ from typer.testing import CliRunner, Result
 from groove_cli.cli import app
 from groove_cli.index import index_kb
 from groove_cli.store import Store
-from tests.onnx_builders import model_dir
-from tests.test_index import (
-    TINY_MODEL_TOML,
+from tests.test_index import (  # tiny_model: the session's tiny-model fixture
     Counts,
     Groove,
     done,
     make_groove,
     rows,
-    tiny_embedder_onnx,
+    tiny_model,  # noqa: F401
     write,
 )
 
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny-model") / "embedder"
-    return model_dir(folder, tiny_embedder_onnx(), TINY_MODEL_TOML).resolve()
-
-
 @pytest.fixture
-def groove(tiny_model: Path, workdir: Path, tmp_path: Path) -> Groove:
+def groove(tiny_model: Path, workdir: Path, tmp_path: Path) -> Groove:  # noqa: F811
     return make_groove(workdir, tmp_path, tiny_model)
 
 
