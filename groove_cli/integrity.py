@@ -83,6 +83,18 @@ def leftover_findings(db: Path) -> list[Finding]:
                     "groove index (removes them)", severity="warning")]
 
 
+def history_findings(kb: Path) -> list[Finding]:
+    """The KB's eval history: `eval` sets a damaged one aside and starts a new one."""
+    from groove_cli.evaluate.history import history_problem
+
+    problem = history_problem(kb)
+    if problem is None:
+        return []
+    return [Finding("eval-history-damaged", "warning", problem, 1, (),
+                    "groove eval (keeps it as .corrupt-<time> and starts a new history), or "
+                    "pass --no-history")]
+
+
 def damage_of(db: Path) -> str | None:
     """Why the index file at `db` is damaged (SQLite's quick_check, FTS5's check included),
     or None when it is sound, absent, or merely of an older schema."""

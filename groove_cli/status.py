@@ -12,6 +12,7 @@ from groove_cli.integrity import (
     Finding,
     file_findings,
     finding,
+    history_findings,
     leftover_findings,
     snapshot_findings,
     unreadable,
@@ -187,6 +188,8 @@ def run_doctor(db: Path, kb: Path | None, models_dir: Path) -> DoctorReport:
         if items:
             findings.append(finding(check, f"{len(items)} {summary}", items, remedy))
     findings += snapshot + leftover_findings(db)
+    if kb is not None:
+        findings += history_findings(kb)
     name = meta.get("embedding_model")
     if name and not model_available(name, models_dir):
         findings.append(Finding("model-unavailable", "warning",

@@ -223,6 +223,14 @@ def test_an_sqlite_file_that_is_not_a_groove_index_is_left_alone(groove: Groove,
     assert other.read_bytes() == before
 
 
+def test_doctor_reports_a_damaged_eval_history(groove: Groove) -> None:
+    indexed_sample(groove)
+    history = groove.kb / ".groove-eval-history.json"
+    history.write_bytes(b"{damaged")
+    assert doctor_checks(groove) == (1, ["eval-history-damaged"])
+    assert history.read_bytes() == b"{damaged"  # doctor moves nothing
+
+
 # --------------------------------------------------------------------------- 7. per-file commits
 
 

@@ -84,6 +84,23 @@ def load_history(kb: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> list[Run]:
         return []
 
 
+def history_problem(kb: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> str | None:
+    """Why `eval` would refuse or set aside the KB's history, without moving anything (doctor);
+    None when it is absent or sound."""
+    path = history_path(kb)
+    try:
+        _parse_runs(read_regular_file(path, max_bytes))
+    except FileNotFoundError:
+        return None
+    except RefusedFile as refused:
+        return f"{path}: {refused}"
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    except ValueError as exc:
+        return f"{path} cannot be parsed ({exc})"
+    return None
+
+
 def _parse_runs(raw: bytes) -> list[Run]:
     """Decode `{"runs": [EvalRun, …]}`; ValueError (with a short reason) when it is not that."""
     try:
