@@ -20,6 +20,7 @@ import typer
 
 from groove_cli import config, messages
 from groove_cli.config import Settings, load_settings
+from groove_cli.dbfile import refuse_linked_index, storage_error
 from groove_cli.errors import GrooveError, UsageError
 
 T = TypeVar("T")
@@ -41,17 +42,21 @@ def global_options(ctx: typer.Context) -> GlobalOptions:
 
 
 def run_core(action: Callable[[], T]) -> T:
-    """Run a core call; translate GrooveError into the stderr contract and exit code."""
+    """Run a core call; translate GrooveError (and a damaged index file or a full disk, which
+    SQLite or the OS may report anywhere) into the stderr contract and exit code."""
     try:
         return action()
-    except GrooveError as exc:
-        messages.error(exc.message)
-        if exc.hint:
-            messages.always(f"groove: hint: {exc.hint}")
-        raise typer.Exit(exc.exit_code) from None
     except KeyboardInterrupt:
         messages.error("interrupted")
         raise typer.Exit(130) from None
+    except Exception as exc:
+        error = exc if isinstance(exc, GrooveError) else storage_error(exc)
+        if error is None:
+            raise
+        messages.error(error.message)
+        if error.hint:
+            messages.always(f"groove: hint: {error.hint}")
+        raise typer.Exit(error.exit_code) from None
 
 
 def settings_for(ctx: typer.Context, flags: dict[str, object], *, announce: bool = True
@@ -111,6 +116,7 @@ def resolve_paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: 
     if kb_required and kb is None:
         kb = config.kb_path(settings, required=True)
     db = config.db_path(settings, db_flag, kb)
+    refuse_linked_index(db, explicit=db_flag is not None)
     return Paths(settings, kb, db)
 
 
