@@ -45,21 +45,37 @@ class SnapshotStamp:
         return cls(store.index_id(), store.vectors_version())
 
 
+def _stamp_in(written: dict[str, object]) -> SnapshotStamp:
+    """The SnapshotStamp of a parsed `.vectors.json` (KeyError/TypeError when it lacks one)."""
+    return SnapshotStamp(str(written["index_id"]), str(written["vectors_version"]))
+
+
 def read_stamp(db: Path) -> SnapshotStamp | None:
     """The stamp of the snapshot beside `db`; None when there is none or it cannot be read."""
     try:
-        stamp = json.loads(_paths(db)[2].read_text(encoding="utf-8"))
-        return SnapshotStamp(str(stamp["index_id"]), str(stamp["vectors_version"]))
+        return _stamp_in(json.loads(_paths(db)[2].read_text(encoding="utf-8")))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 class VectorSnapshot:
-    """Row-normalised float32 matrix + chunk ids; cosine distance = 1 − dot."""
+    """Row-normalised float32 matrix + chunk ids; cosine distance = 1 − dot.
 
-    def __init__(self, ids: npt.NDArray[np.int64], matrix: npt.NDArray[np.float32]) -> None:
+    Rows holding one and the same vector (duplicate notes) must tie exactly, so that the id
+    tie-break decides between them. A float32 matrix product does not promise that: the last
+    bits of a row's dot product depend on where the row falls in the BLAS kernel's blocks, on
+    the batch size and on the CPU (seen with OpenBLAS on AVX2), so eval (a batch of queries)
+    and search (one query) could order duplicates differently. The snapshot therefore records
+    each duplicate row with the first row holding its vector and copies that row's distance.
+    """
+
+    def __init__(self, ids: npt.NDArray[np.int64], matrix: npt.NDArray[np.float32],
+                 duplicates: npt.NDArray[np.int64] | None = None) -> None:
         self.ids = ids
         self.matrix = matrix
+        self.duplicates = (np.zeros((0, 2), dtype=np.int64) if duplicates is None
+                           else duplicates)
+        """(row, first row with the same vector) pairs, row-ascending."""
 
     @classmethod
     def from_store(cls, store: Store, dim: int) -> VectorSnapshot:
@@ -75,8 +91,8 @@ class VectorSnapshot:
         keep = np.isfinite(norms) & (norms > 0)
         matrix = matrix[keep] / norms[keep, None]
         order = np.argsort(np.asarray(ids, dtype=np.int64)[keep], kind="stable")
-        return cls(np.asarray(ids, dtype=np.int64)[keep][order],
-                   np.ascontiguousarray(matrix[order], dtype=np.float32))
+        matrix = np.ascontiguousarray(matrix[order], dtype=np.float32)
+        return cls(np.asarray(ids, dtype=np.int64)[keep][order], matrix, duplicate_rows(matrix))
 
     def save(self, db: Path, stamp: SnapshotStamp) -> None:
         """Write atomically: the stamp removed first, data files, the stamp last."""
@@ -84,29 +100,36 @@ class VectorSnapshot:
         save_stamped(((matrix_path, self.matrix), (ids_path, self.ids)), stamp_path,
                      {"index_id": stamp.index_id, "vectors_version": stamp.vectors_version,
                       "rows": int(self.ids.shape[0]),
-                      "dim": int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0})
+                      "dim": int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0,
+                      "duplicates": self.duplicates.tolist()})
 
     @classmethod
     def load(cls, db: Path, stamp: SnapshotStamp, dim: int) -> VectorSnapshot | None:
         """Memory-map the snapshot when its stamp matches the index; else None."""
         matrix_path, ids_path, stamp_path = _paths(db)
         try:
-            if read_stamp(db) != stamp or json.loads(stamp_path.read_text()).get("dim") != dim:
+            written = json.loads(stamp_path.read_text(encoding="utf-8"))
+            if _stamp_in(written) != stamp or written.get("dim") != dim:
                 return None
             matrix = np.load(matrix_path, mmap_mode="r")
             ids = np.load(ids_path)
-        except (OSError, ValueError):
+            duplicates = np.asarray(written["duplicates"], dtype=np.int64).reshape(-1, 2)
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        if matrix.shape != (ids.shape[0], dim):
+        if matrix.shape != (ids.shape[0], dim) or (
+                duplicates.size and not (duplicates.min() >= 0 and duplicates.max() < ids.shape[0])):
             return None
-        return cls(ids, matrix)
+        return cls(ids, matrix, duplicates)
 
     def distances(self, queries: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Cosine distances, shape (n_queries, rows); one matrix product for a whole batch."""
         q = np.asarray(queries, dtype=np.float32)
         norms = np.linalg.norm(q, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        return np.asarray(1.0 - (q / norms) @ self.matrix.T, dtype=np.float32)
+        dist = np.asarray(1.0 - (q / norms) @ self.matrix.T, dtype=np.float32)
+        if self.duplicates.size:
+            dist[:, self.duplicates[:, 0]] = dist[:, self.duplicates[:, 1]]
+        return dist
 
     def knn(self, query: npt.NDArray[np.float32], k: int) -> Neighbours:
         return self.knn_batch(query[None, :], k)[0]
@@ -139,6 +162,13 @@ class VectorSnapshot:
             chosen = part[order]
             out.append([(int(self.ids[i]), float(row[i])) for i in chosen])
         return out
+
+
+def duplicate_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.int64]:
+    """(row, first row) for every row whose vector an earlier row holds bit for bit."""
+    first: dict[bytes, int] = {}
+    pairs = [(row, first.setdefault(vector.tobytes(), row)) for row, vector in enumerate(matrix)]
+    return np.asarray([p for p in pairs if p[0] != p[1]], dtype=np.int64).reshape(-1, 2)
 
 
 def vec0_knn(store: Store) -> Callable[[npt.NDArray[np.float32], int], Neighbours]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,13 @@ from groove_cli.index import RuntimeModel
 from groove_cli.retrieve.searcher import Searcher
 from groove_cli.store import Store
 from groove_cli.types import ChunkRow, DocumentRow
-from groove_cli.vectors import SnapshotStamp, VectorSnapshot, refresh_snapshot, vec0_knn
+from groove_cli.vectors import (
+    SnapshotStamp,
+    VectorSnapshot,
+    duplicate_rows,
+    refresh_snapshot,
+    vec0_knn,
+)
 
 DIM = 6
 ROWS = 300
@@ -185,3 +192,39 @@ def test_a_current_stamp_is_trusted(tmp_path: Path) -> None:
         assert _session(reader, db).knn()(np.ones(DIM, dtype=np.float32), 5)[0][0] == 999
     finally:
         reader.close()
+
+
+def testduplicate_rows_get_one_distance_in_any_batch() -> None:
+    # 2,000 random 384-dim rows with one vector copied to rows spread over the matrix: whatever
+    # block of the BLAS kernel a copy falls in, and whatever the batch size, every copy gets the
+    # first copy's distance, so the chunk-id tie-break decides (eval's batches = search's 1 query).
+    rng = np.random.default_rng(7)
+    matrix = rng.normal(size=(2000, 384)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    copies = [5, 17, 250, 1023, 1999]
+    matrix[copies[1:]] = matrix[copies[0]]
+    snapshot = VectorSnapshot(np.arange(1, 2001, dtype=np.int64), matrix,
+                              duplicate_rows(matrix))
+    assert snapshot.duplicates.tolist() == [[17, 5], [250, 5], [1023, 5], [1999, 5]]
+    queries = rng.normal(size=(96, 384)).astype(np.float32)
+    for batch in (queries[:1], queries[:7], queries):
+        dist = snapshot.distances(batch)
+        assert all(len(set(row[copies].tolist())) == 1 for row in dist)
+
+
+def test_duplicates_survive_save_and_load(tmp_path: Path) -> None:
+    matrix = np.eye(4, dtype=np.float32)
+    matrix[3] = matrix[1]
+    snapshot = VectorSnapshot(np.array([10, 11, 12, 13], dtype=np.int64), matrix,
+                              duplicate_rows(matrix))
+    db = tmp_path / "index.db"
+    stamp = SnapshotStamp("0f" * 16, "7")
+    snapshot.save(db, stamp)
+    loaded = VectorSnapshot.load(db, stamp, 4)
+    assert loaded is not None and loaded.duplicates.tolist() == [[3, 1]]
+    # a snapshot written before duplicates were recorded is stale: rebuilt, never half-used
+    stamp_file = db.with_name(db.name + ".vectors.json")
+    document = json.loads(stamp_file.read_text())
+    del document["duplicates"]
+    stamp_file.write_text(json.dumps(document))
+    assert VectorSnapshot.load(db, stamp, 4) is None
