@@ -124,7 +124,8 @@ def index_cmd(
     model: ModelOpt = None,
     force: Annotated[bool, typer.Option("--force", help=(
         "Full rebuild: required to change model, dimension or max_length, or to index a KB "
-        "other than the one the index records."))] = False,
+        "other than the one the index records. A damaged index file is first moved aside as "
+        ".corrupt-<time>."))] = False,
     quiet: Annotated[bool, typer.Option("--quiet", help=(
         "Only the Indexing, Found and Done lines (warnings and errors still appear)."))] = False,
     progress: Annotated[bool, typer.Option("--progress", help=(
@@ -176,8 +177,7 @@ def status_cmd(
 
     Example: `groove status --kb-path ~/notes`
     """
-    from groove_cli.retrieve.params import quality_threshold
-    from groove_cli.status import index_status
+    from groove_cli.status import settings_status
 
     fmt = check_format(format, ("text", "json"))
 
@@ -188,11 +188,7 @@ def status_cmd(
             hint = paths.kb if paths.kb else "<path>"
             messages.note(f"no index found at {paths.db}. Run `groove index --kb-path {hint}` first.")
             return None
-        s = paths.settings
-        threshold = quality_threshold(s, min_quality=None, include_low_quality=False)
-        return index_status(paths.db, paths.kb, quality_threshold=threshold,
-                            exclude_dirs=tuple(str(d) for d in s.list_("exclude_dirs")),
-                            parsers=tuple(str(p) for p in s.list_("parsers.enabled")))
+        return settings_status(paths.settings, paths.db, paths.kb)
 
     report = run_core(run)
     if report is not None:
@@ -205,7 +201,10 @@ def doctor_cmd(
     kb_path: KbOpt = None,
     format: FormatOpt = "text",
 ) -> None:
-    """Check the index for integrity problems; exit 1 when there are findings.
+    """Check the index for damage and integrity problems; exit 1 when there are findings.
+
+    Runs SQLite's integrity check (full-text tables included), checks that every chunk has
+    its full-text rows and vector and that the vector snapshot matches the index.
 
     Example: `groove doctor --kb-path ~/notes`
     """

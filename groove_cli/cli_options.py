@@ -22,7 +22,8 @@ from typer.core import TyperGroup
 
 from groove_cli import config, failures, messages
 from groove_cli.config import Settings, load_settings
-from groove_cli.errors import GrooveError, UsageError
+from groove_cli.dbfile import refuse_linked_index
+from groove_cli.errors import UsageError
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -70,14 +71,18 @@ class GrooveGroup(TyperGroup):
 
 
 def run_core(action: Callable[[], T]) -> T:
-    """Run a core call; translate GrooveError into the stderr contract and exit code."""
+    """Run a core call; translate an expected failure (failures.py: a GrooveError, a damaged
+    index file, a full disk, read-only storage) into the stderr contract and exit code."""
     try:
         return action()
-    except GrooveError as exc:
-        raise typer.Exit(failures.report(exc)) from None
     except KeyboardInterrupt:
         messages.error("interrupted")
         raise typer.Exit(130) from None
+    except Exception as exc:
+        error = failures.translate(exc)
+        if error is None:
+            raise
+        raise typer.Exit(failures.report(error)) from None
 
 
 def settings_for(ctx: typer.Context, flags: dict[str, object], *, announce: bool = True
@@ -137,6 +142,7 @@ def resolve_paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: 
     if kb_required and kb is None:
         kb = config.kb_path(settings, required=True)
     db = config.db_path(settings, db_flag, kb)
+    refuse_linked_index(db, explicit=db_flag is not None)
     return Paths(settings, kb, db)
 
 

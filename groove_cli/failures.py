@@ -18,11 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from groove_cli import messages
+from groove_cli.dbfile import damage_error, damaged
 from groove_cli.errors import GrooveError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
-_DISK_FULL_HINT = "free some disk space and run the command again; the index was left as it was"
+_DISK_FULL_HINT = ("free some disk space and run the command again; the index keeps every change "
+                   "committed before the disk filled up")
 _READ_ONLY_HINT = "make the file and its folder writable, or pass --db a writable location"
 
 
@@ -98,6 +100,9 @@ def translate(exc: BaseException) -> GrooveError | None:
         return exc
     if _is_click_usage_error(exc):
         return usage_error(exc)
+    damaged = damage_error(exc)
+    if damaged is not None:  # a damaged index: its error names the way out (`index --force`)
+        return damaged
     if isinstance(exc, OSError):
         return _os_error(exc)
     if type(exc).__module__ == "apsw" and isinstance(exc, Exception):
@@ -175,9 +180,11 @@ def guarded_stdout() -> Iterator[None]:
             sys.stdout = original
 
 
-def check_index_file(path: Path, *, kb_hint: str = "<path>", allow_empty: bool = False) -> None:
-    """Refuse an index path that cannot be an index: a folder, a non-database, and (unless
-    `allow_empty`, as when `index` is about to create it) an empty file.
+def check_index_file(path: Path, *, kb_hint: str = "<path>", allow_empty: bool = False,
+                     damaged_ok: bool = False) -> None:
+    """Refuse an index path that cannot be an index: a folder, a non-database (unless
+    `damaged_ok`: `index --force` sets such a file aside), and (unless `allow_empty`, as when
+    `index` is about to create it) an empty file.
 
     Raises:
         GrooveError: naming the path and what to do.
@@ -197,7 +204,6 @@ def check_index_file(path: Path, *, kb_hint: str = "<path>", allow_empty: bool =
             return
         raise GrooveError(f"the index at {path} is an empty file (0 bytes), not an index",
                           hint=f"delete it and run `groove index --kb-path {kb_hint}`")
-    if head != SQLITE_HEADER:
-        raise GrooveError(f"{path} is not a groove index (not an SQLite database)",
-                          hint="pass --db a groove index file; groove never overwrites "
-                               "another file")
+    if head != SQLITE_HEADER and not damaged_ok:  # a destroyed header, or another file
+        raise damaged(f"{path} is not an SQLite database; if it is not a groove index, pass "
+                      "--db a groove index instead")

@@ -22,8 +22,10 @@ import numpy.typing as npt
 from groove_cli import __version__, config, messages
 from groove_cli.chunk import ChunkDraft, ParsedDocument, chunker_fingerprint, parse_document
 from groove_cli.config import Settings
+from groove_cli.dbfile import damaged, quarantine, remove_snapshot_leftovers
 from groove_cli.errors import GrooveError, IndexMismatch
 from groove_cli.failures import check_index_file
+from groove_cli.integrity import damage_of
 from groove_cli.models import ResolvedModel, resolve_model
 from groove_cli.runtime_model import RuntimeModel, runtime_model, warn_digest
 from groove_cli.scan import (
@@ -46,8 +48,9 @@ if TYPE_CHECKING:
 # full even when notes are short; each file is still written in its own transaction. The group
 # is sorted by token length before it is cut into batches: on JSQuAD, groups of 512 inputs cost
 # 19 % more CPU than one global sort, groups of 2,048 6 % (bench_index.py); at 4,096 a
-# collection that size is one group. Ctrl-C is still noticed between model batches; it loses
-# at most the group's embeddings, never a document's rows.
+# collection that size is one group. Ctrl-C is still noticed between model batches, and each
+# file is committed as soon as its last chunk is embedded: an interrupt loses only the
+# embeddings of files not finished yet, never a document's rows.
 EMBED_GROUP_BATCHES = 16
 
 # Each write transaction adds a segment to both full-text indexes and FTS5's automerge leaves
@@ -148,9 +151,11 @@ class NullProgress:
 
 
 @contextmanager
-def indexer_lock(db: Path) -> Iterator[None]:
-    """Exclusive lock on `{db}.lock`: one indexer per index; searches are never blocked."""
-    check_index_file(db, allow_empty=True)
+def indexer_lock(db: Path, *, force: bool = False) -> Iterator[None]:
+    """Exclusive lock on `{db}.lock`: one indexer per index; searches are never blocked.
+    A file that cannot be an index is refused first, unless `force` (which sets a damaged
+    file aside under the lock)."""
+    check_index_file(db, allow_empty=True, damaged_ok=force)
     db.parent.mkdir(parents=True, exist_ok=True)
     lock_path = db.with_name(db.name + ".lock")
     if not os.access(db.parent, os.W_OK) or (db.exists() and not os.access(db, os.W_OK)):
@@ -265,7 +270,11 @@ class Indexer:
     def run(self) -> IndexReport:
         started = time.monotonic()
         opt = self.opt
-        with indexer_lock(opt.db):
+        with indexer_lock(opt.db, force=opt.force):
+            if remove_snapshot_leftovers(opt.db):
+                self._verbose("  removed the temporary files of an interrupted snapshot write")
+            if opt.force:
+                self._set_aside_if_damaged()
             store = Store.open_for_index(opt.db)
             try:
                 self._run(store)
@@ -276,9 +285,20 @@ class Indexer:
         return IndexReport(documents, chunks, self.updated, self.renamed, self.deleted,
                            self.skipped, elapsed, self.done, self.total, self.interrupted)
 
+    def _set_aside_if_damaged(self) -> None:
+        """`--force` on a damaged file: keep it as `.corrupt-<time>` and start a new one."""
+        reason = damage_of(self.opt.db)
+        if reason is not None:
+            aside = quarantine(self.opt.db)
+            messages.warning(f"the index at {self.opt.db} is damaged ({reason}); moved it aside "
+                             f"to {aside} and rebuilding the index from scratch")
+
     def _run(self, store: Store) -> None:
         opt = self.opt
         kb_abs = str(opt.kb.resolve())
+        cut_short = store.length_problems()  # O(1); doctor and --force run the full check
+        if cut_short:
+            raise damaged(cut_short[0])
         meta = store.meta()
         recorded_kb = meta.get("kb_path")
         if recorded_kb and recorded_kb != kb_abs and not opt.force:
@@ -508,10 +528,13 @@ class Indexer:
         return _Pending(source, parsed, existing, inputs)
 
     def _flush(self, store: Store, pending: list[_Pending], static: bool) -> bool:
-        """Embed every pending file's chunks together, then write each file on its own.
+        """Embed every pending file's chunks together; write each file as soon as its last
+        chunk is embedded.
 
         The group's inputs are sorted by token length and embedded one model batch at a time,
-        so padding stays small and Ctrl-C is noticed between batches, not after the group.
+        so padding stays small and Ctrl-C is noticed between batches, not after the group. A
+        file is committed once its chunks are done, so an interrupt keeps every finished file
+        and the progress bar's file count moves while the group is embedded.
         """
         embedder = self._load_embedder()
         inputs = [text for item in pending for text in item.inputs]
@@ -521,6 +544,15 @@ class Indexer:
         self.truncated += sum(1 for n in lengths if n > embedder.max_length)
         order = sorted(range(len(inputs)), key=lambda i: lengths[i])
         vectors = np.empty((len(inputs), embedder.dim), dtype=np.float32)
+        owner: list[int] = []
+        offset = 0
+        for number, item in enumerate(pending):
+            n = len(item.inputs)
+            item.vectors = vectors[offset : offset + n]  # a view, filled as batches finish
+            item.token_counts = counts[offset : offset + n]
+            owner += [number] * n
+            offset += n
+        left = [len(item.inputs) for item in pending]
         step = max(1, embedder.settings.batch_size)
         for start in range(0, len(order), step):
             if self.should_stop():
@@ -530,17 +562,16 @@ class Indexer:
             vectors[batch] = embedder.embed_passages([inputs[i] for i in batch])
             # the bar's chunk count moves while a large group is embedded
             self.progress.advance(self.done, len(batch))
-        offset = 0
-        for item in pending:
-            n = len(item.inputs)
-            item.vectors = vectors[offset : offset + n]
-            item.token_counts = counts[offset : offset + n]
-            offset += n
-        for item in pending:
-            if self.should_stop():
-                self.interrupted = True
-                return False
-            self._write(store, item, static)
+            finished = []
+            for i in batch:
+                left[owner[i]] -= 1
+                if left[owner[i]] == 0:
+                    finished.append(owner[i])
+            for number in sorted(finished):
+                if self.should_stop():  # Ctrl-C is noticed between files, as elsewhere
+                    self.interrupted = True
+                    return False
+                self._write(store, pending[number], static)
         return True
 
     def _write(self, store: Store, item: _Pending, static: bool) -> None:

@@ -44,6 +44,15 @@ class RuntimeModel:
     query_prefix: str
 
 
+def recorded_model(meta: dict[str, str], declared_dim: int | None) -> RuntimeModel:
+    """The model the index records, taken on trust: enough for a search that embeds nothing
+    (a full-text-only search must not need the model's files)."""
+    dim = meta.get("embedding_dim")
+    return RuntimeModel(meta.get("embedding_model", ""), int(dim) if dim else declared_dim or 0,
+                        int(meta.get("embedding_max_length", "0")),
+                        meta.get("embedding_model_sha256") or None, "")
+
+
 def runtime_model(meta: dict[str, str], model: str | None, max_length: int | None,
                   models_dir: Path, *, force: bool = False) -> RuntimeModel:
     """Resolve name, dim and max_length per cli.md §1 and check them against the index (§5).

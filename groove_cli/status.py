@@ -4,16 +4,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from groove_cli.chunk import parse_document
+from groove_cli.config import Settings
+from groove_cli.dbfile import DamagedIndex, damage_error
 from groove_cli.errors import ConfigError, GrooveError
+from groove_cli.integrity import (
+    Finding,
+    file_findings,
+    finding,
+    history_findings,
+    leftover_findings,
+    snapshot_findings,
+    unreadable,
+)
 from groove_cli.models import peek_model
 from groove_cli.models.registry import PACK_MODEL
-from groove_cli.scan import SourceBytes, collect_files, read_source
+from groove_cli.scan import (
+    SourceBytes,
+    SourceDecodeError,
+    collect_files,
+    decode_source,
+    read_source,
+)
 from groove_cli.store import SCHEMA_VERSION, Store
-
-if TYPE_CHECKING:
-    from groove_cli.config import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +35,8 @@ class Pending:
     new: int
     changed: int
     deleted: int
+    skipped: int = 0
+    """Files `index` leaves out on purpose (empty, frontmatter-only, not UTF-8): not pending."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +58,15 @@ class StatusReport:
 
 
 def pending_changes(store: Store, kb: Path, exclude_dirs: tuple[str, ...],
-                    parsers: tuple[str, ...]) -> Pending:
-    """Compare the KB with the index by hash, without embedding (no rename detection)."""
+                    parsers: tuple[str, ...], exclude_headings: tuple[str, ...] = ()) -> Pending:
+    """Compare the KB with the index by hash, without embedding (no rename detection).
+
+    A new or changed file `index` would skip (nothing to embed, or not UTF-8) is counted as
+    skipped, not pending: indexing again would not change it.
+    """
     indexed = store.path_hashes()
     scan = collect_files(kb, exclude_dirs=exclude_dirs, extensions=parsers)
-    new = changed = 0
+    new = changed = skipped = 0
     seen: set[str] = set()
     for file in scan.files:
         result = read_source(file)
@@ -55,21 +75,53 @@ def pending_changes(store: Store, kb: Path, exclude_dirs: tuple[str, ...],
                 seen.add(file.rel)
             continue
         seen.add(file.rel)
-        if file.rel not in indexed:
+        if indexed.get(file.rel) == result.sha256:
+            continue
+        if _skipped_by_index(result, exclude_headings, indexed=file.rel in indexed):
+            skipped += 1
+        elif file.rel not in indexed:
             new += 1
-        elif indexed[file.rel] != result.sha256:
+        else:
             changed += 1
     deleted = sum(1 for path in indexed if path not in seen)
-    return Pending(new, changed, deleted)
+    return Pending(new, changed, deleted, skipped)
+
+
+def _skipped_by_index(source: SourceBytes, exclude_headings: tuple[str, ...], *,
+                      indexed: bool) -> bool:
+    """Whether `index` would skip this file: not UTF-8, or (when new) no embeddable chunk —
+    an indexed file that lost its chunks is a change (index deletes its rows)."""
+    try:
+        text = decode_source(source.raw)
+    except SourceDecodeError:
+        return True
+    if indexed:
+        return False
+    return not parse_document(text, source.rel, exclude_headings=exclude_headings).chunks
+
+
+def settings_status(settings: Settings, db: Path, kb: Path | None) -> StatusReport:
+    """`index_status` with the quality threshold, folders, parsers and excluded headings of
+    resolved settings (the same ones `index` uses, so pending and skipped agree with it)."""
+    from groove_cli.retrieve.params import quality_threshold
+
+    return index_status(
+        db, kb, quality_threshold=quality_threshold(settings, min_quality=None,
+                                                    include_low_quality=False),
+        exclude_dirs=tuple(str(d) for d in settings.list_("exclude_dirs")),
+        parsers=tuple(str(p) for p in settings.list_("parsers.enabled")),
+        exclude_headings=tuple(str(h) for h in settings.list_("exclude_headings")))
 
 
 def index_status(db: Path, kb: Path | None, *, quality_threshold: float,
-                 exclude_dirs: tuple[str, ...], parsers: tuple[str, ...]) -> StatusReport:
+                 exclude_dirs: tuple[str, ...], parsers: tuple[str, ...],
+                 exclude_headings: tuple[str, ...] = ()) -> StatusReport:
     store = Store.open_readonly(db, str(kb) if kb else "<path>")
     try:
         meta = store.meta()
         passing, below = store.quality_counts(quality_threshold)
-        pending = pending_changes(store, kb, exclude_dirs, parsers) if kb is not None else None
+        pending = (pending_changes(store, kb, exclude_dirs, parsers, exclude_headings)
+                   if kb is not None else None)
         dim = meta.get("embedding_dim")
         max_length = meta.get("embedding_max_length")
         return StatusReport(
@@ -93,25 +145,10 @@ def index_status(db: Path, kb: Path | None, *, quality_threshold: float,
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
-    check: str
-    severity: str
-    summary: str
-    count: int
-    samples: tuple[str, ...]
-    remedy: str
-
-
-@dataclass(frozen=True, slots=True)
 class DoctorReport:
     documents: int
     chunks: int
     findings: tuple[Finding, ...]
-
-
-def _finding(check: str, summary: str, items: list[int] | list[str], remedy: str,
-             severity: str = "error") -> Finding:
-    return Finding(check, severity, summary, len(items), tuple(str(i) for i in items[:5]), remedy)
 
 
 def model_available(name: str, models_dir: Path, kind: str = "embedder") -> bool:
@@ -163,15 +200,24 @@ def run_doctor(db: Path, kb: Path | None, models_dir: Path,
                reranker: str | None = None) -> DoctorReport:
     """Integrity checks of index.md's invariants plus model availability (the index's
     embedding model and the configured reranker, which search loads)."""
-    store = Store.open_readonly(db, str(kb) if kb else "<path>")
-    try:
-        report = store.integrity()
-        meta = store.meta()
-        documents, chunks = store.document_count(), store.chunk_count()
-    finally:
-        store.close()
-    force = "groove index --force"
     findings: list[Finding] = []
+    try:
+        store = Store.open_readonly(db, str(kb) if kb else "<path>")
+        try:
+            findings += file_findings(store)
+            report = store.integrity()
+            meta = store.meta()
+            documents, chunks = store.document_count(), store.chunk_count()
+            # the snapshot copies the rows: compared only once they are consistent
+            snapshot = snapshot_findings(store, db) if report.consistent else []
+        finally:
+            store.close()
+    except Exception as exc:  # a damaged file fails wherever SQLite meets the damage
+        damaged = exc if isinstance(exc, DamagedIndex) else damage_error(exc)
+        if damaged is None:
+            raise
+        return DoctorReport(0, 0, tuple(findings) or (unreadable(damaged),))
+    force = "groove index --force"
     if report.vector_table_missing:
         findings.append(Finding("vector-table-missing", "error",
                                 "the vec_chunks table does not exist", 1, (), force))
@@ -188,7 +234,10 @@ def run_doctor(db: Path, kb: Path | None, models_dir: Path,
     ]
     for check, summary, items, remedy in pairs:
         if items:
-            findings.append(_finding(check, f"{len(items)} {summary}", items, remedy))
+            findings.append(finding(check, f"{len(items)} {summary}", items, remedy))
+    findings += snapshot + leftover_findings(db)
+    if kb is not None:
+        findings += history_findings(kb)
     name = meta.get("embedding_model")
     if name and not model_available(name, models_dir):
         findings.append(Finding("model-unavailable", "warning",

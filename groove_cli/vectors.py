@@ -2,14 +2,16 @@
 
 sqlite-vec's `vec0` stays the source of truth; its scan costs ~0.65 µs per row, far slower than
 one numpy matrix product over the same float32 vectors. `index` writes the snapshot next to the
-database after each run, stamped with the index's `vectors_version`; a reader uses it only when
-the stamp matches, and otherwise falls back to an in-memory copy (batches) or plain vec0 KNN.
+database after each run, stamped with the index's identity (`index_id`, random, written when
+the file is created) and its `vectors_version` counter; a reader uses it only when both match,
+and otherwise falls back to an in-memory copy (batches) or plain vec0 KNN.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +31,31 @@ def _paths(db: Path) -> tuple[Path, Path, Path]:
     name = db.name
     return (db.with_name(f"{name}.vectors.npy"), db.with_name(f"{name}.vectors-ids.npy"),
             db.with_name(f"{name}.vectors.json"))
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotStamp:
+    """Which index, and which state of its vectors, a snapshot was written from."""
+
+    index_id: str
+    vectors_version: str
+
+    @classmethod
+    def of(cls, store: Store) -> SnapshotStamp:
+        return cls(store.index_id(), store.vectors_version())
+
+
+def _stamp_in(written: dict[str, object]) -> SnapshotStamp:
+    """The SnapshotStamp of a parsed `.vectors.json` (KeyError/TypeError when it lacks one)."""
+    return SnapshotStamp(str(written["index_id"]), str(written["vectors_version"]))
+
+
+def read_stamp(db: Path) -> SnapshotStamp | None:
+    """The stamp of the snapshot beside `db`; None when there is none or it cannot be read."""
+    try:
+        return _stamp_in(json.loads(_paths(db)[2].read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 class VectorSnapshot:
@@ -67,25 +94,26 @@ class VectorSnapshot:
         matrix = np.ascontiguousarray(matrix[order], dtype=np.float32)
         return cls(np.asarray(ids, dtype=np.int64)[keep][order], matrix, duplicate_rows(matrix))
 
-    def save(self, db: Path, version: str) -> None:
+    def save(self, db: Path, stamp: SnapshotStamp) -> None:
         """Write atomically: the stamp removed first, data files, the stamp last."""
         matrix_path, ids_path, stamp_path = _paths(db)
         save_stamped(((matrix_path, self.matrix), (ids_path, self.ids)), stamp_path,
-                     {"vectors_version": version, "rows": int(self.ids.shape[0]),
+                     {"index_id": stamp.index_id, "vectors_version": stamp.vectors_version,
+                      "rows": int(self.ids.shape[0]),
                       "dim": int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0,
                       "duplicates": self.duplicates.tolist()})
 
     @classmethod
-    def load(cls, db: Path, version: str, dim: int) -> VectorSnapshot | None:
+    def load(cls, db: Path, stamp: SnapshotStamp, dim: int) -> VectorSnapshot | None:
         """Memory-map the snapshot when its stamp matches the index; else None."""
         matrix_path, ids_path, stamp_path = _paths(db)
         try:
-            stamp = json.loads(stamp_path.read_text())
-            if stamp.get("vectors_version") != version or stamp.get("dim") != dim:
+            written = json.loads(stamp_path.read_text(encoding="utf-8"))
+            if _stamp_in(written) != stamp or written.get("dim") != dim:
                 return None
             matrix = np.load(matrix_path, mmap_mode="r")
             ids = np.load(ids_path)
-            duplicates = np.asarray(stamp["duplicates"], dtype=np.int64).reshape(-1, 2)
+            duplicates = np.asarray(written["duplicates"], dtype=np.int64).reshape(-1, 2)
         except (OSError, ValueError, KeyError, TypeError):
             return None
         if matrix.shape != (ids.shape[0], dim) or (
@@ -173,6 +201,6 @@ def refresh_snapshot(store: Store, db: Path) -> None:
     dim = store.vec_dim()
     if dim is None:
         return
-    version = store.vectors_version()
-    if VectorSnapshot.load(db, version, dim) is None:
-        VectorSnapshot.from_store(store, dim).save(db, version)
+    stamp = SnapshotStamp.of(store)
+    if VectorSnapshot.load(db, stamp, dim) is None:
+        VectorSnapshot.from_store(store, dim).save(db, stamp)

@@ -320,13 +320,14 @@ def test_no_history_neither_reads_nor_writes_the_file(sample: Sample) -> None:
     assert result.exit_code == 0
     assert "warning" not in result.stderr
     assert history.read_bytes() == b"{ this is not json"
-    assert not history.with_name(HISTORY + ".bak").exists()
+    assert not list(sample.kb.glob(HISTORY + ".corrupt-*"))
 
     # without the flag the same file is read: it is set aside and a new history started
     result = run_eval(sample)
     assert result.exit_code == 0
     assert "cannot be parsed" in result.stderr
-    assert history.with_name(HISTORY + ".bak").read_bytes() == b"{ this is not json"
+    (kept,) = sample.kb.glob(HISTORY + ".corrupt-*")
+    assert kept.read_bytes() == b"{ this is not json"
     assert len(history_runs(sample)) == 1
 
 
@@ -560,5 +561,5 @@ def test_damaged_newest_run_is_not_a_regression(sample: Sample, mrr: object) -> 
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.stderr
     assert "runs[0].aggregate.mrr is missing or not a number" in result.stderr
-    assert (sample.kb / (HISTORY + ".bak")).exists()
+    assert len(list(sample.kb.glob(HISTORY + ".corrupt-*"))) == 1  # kept, timestamped
     assert len(history_runs(sample)) == 1

@@ -134,7 +134,8 @@ def test_history_loader(tmp_path: Path, raw: bytes) -> None:
     (tmp_path / HISTORY_NAME).write_bytes(raw)
     with contextlib.suppress(GrooveError):
         load_history(tmp_path)
-    (tmp_path / (HISTORY_NAME + ".bak")).unlink(missing_ok=True)
+    for aside in tmp_path.glob(HISTORY_NAME + ".corrupt-*"):
+        aside.unlink()
 
 
 # --------------------------------------------------------------------------- the CLI

@@ -136,13 +136,13 @@ def test_single_run_over_the_cap_is_an_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("content", [b"{not json", b'{"runs": {}}', b"[]", b'{"runs": [1]}',
                                      b'{"runs": [{"timestamp": "t"}]}', b"\xff\xfe"])
-def test_unparseable_history_is_kept_as_bak_with_a_warning(
+def test_unparseable_history_is_kept_aside_with_a_warning(
     tmp_path: Path, stderr_lines: list[str], content: bytes
 ) -> None:
     path = tmp_path / HISTORY_NAME
     path.write_bytes(content)
     assert load_history(tmp_path) == []
-    backup = tmp_path / (HISTORY_NAME + ".bak")
+    (backup,) = tmp_path.glob(HISTORY_NAME + ".corrupt-*")
     assert backup.read_bytes() == content
     assert not path.exists()
     assert len(stderr_lines) == 1
@@ -150,6 +150,17 @@ def test_unparseable_history_is_kept_as_bak_with_a_warning(
     assert stderr_lines[0].endswith(f"; kept it as {backup} and starting a new history")
     save_history(tmp_path, [], make_run("1"), history_size=10)  # a fresh start
     assert len(load_history(tmp_path)) == 1
+
+
+def test_every_damaged_history_is_kept(tmp_path: Path, stderr_lines: list[str]) -> None:
+    path = tmp_path / HISTORY_NAME
+    for content in (b"{first damage", b"{second damage", b"{third damage"):
+        path.write_bytes(content)
+        assert load_history(tmp_path) == []
+    kept = sorted(tmp_path.glob(HISTORY_NAME + ".corrupt-*"))
+    assert [p.read_bytes() for p in kept] == [b"{first damage", b"{second damage", b"{third damage"]
+    assert [line.rsplit("kept it as ", 1)[1] for line in stderr_lines] == [
+        f"{p} and starting a new history" for p in kept]
 
 
 def refused_message(kb: Path) -> GrooveError:
@@ -187,7 +198,7 @@ def test_unreadable_history_is_an_error(tmp_path: Path) -> None:
     assert refused_message(tmp_path).message == (
         f"refusing to read eval history {path}: it is larger than 64 MiB"
     )
-    assert not (tmp_path / (HISTORY_NAME + ".bak")).exists()  # errors never move the file
+    assert not list(tmp_path.glob(HISTORY_NAME + ".corrupt-*"))  # errors never move the file
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root ignores file modes")
@@ -318,5 +329,6 @@ def test_damaged_metrics_never_look_like_a_regression(
     path.write_text(json.dumps({"runs": [make_run("2", aggregate=aggregate), make_run("1")]}),
                     encoding="utf-8")
     assert load_history(tmp_path) == []
-    assert (tmp_path / (HISTORY_NAME + ".bak")).exists()
+    (aside,) = tmp_path.glob(HISTORY_NAME + ".corrupt-*")  # kept, timestamped (issue 14)
     assert len(stderr_lines) == 1 and f"cannot be parsed ({reason}" in stderr_lines[0]
+    assert str(aside) in stderr_lines[0]

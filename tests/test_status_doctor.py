@@ -133,7 +133,7 @@ def test_status_json_counts_pending_changes_without_indexing(indexed: Groove) ->
         "model": {"name": str(indexed.model), "dim": DIM, "max_length": MAX_LENGTH},
         "context_mode": "off",
         "last_indexed": meta(indexed.db)["last_indexed"],
-        "pending": {"new": 2, "changed": 1, "deleted": 2},
+        "pending": {"new": 2, "changed": 1, "deleted": 2, "skipped": 0},
         "quality_filter": {"threshold": 0.3, "passing": 3, "below": 1},
     }
     assert list(doc) == ["index", "kb_path", "schema_version", "documents", "chunks", "model",
@@ -210,7 +210,7 @@ def test_status_of_the_golden_index(golden_index: tuple[Path, Path], workdir: Pa
     doc = json.loads(result.stdout)
     assert (doc["documents"], doc["chunks"]) == (27, 106)
     assert doc["model"] == {"name": "multilingual-e5-small", "dim": 384, "max_length": 512}
-    assert doc["pending"] == {"new": 0, "changed": 0, "deleted": 0}
+    assert doc["pending"] == {"new": 0, "changed": 0, "deleted": 0, "skipped": 0}
     assert doc["quality_filter"] == {"threshold": 0.3, "passing": passing,
                                      "below": 106 - passing}
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from groove_cli.config import validate_text
-from groove_cli.errors import ConfigError
+from groove_cli.config import load_settings, validate_text
+from groove_cli.errors import ConfigError, GrooveError
 from groove_cli.evaluate import tune as T
+from groove_cli.evaluate.tune.run import TuneRequest, run_tune
 from groove_cli.evaluate.tune.write import (
     REFUSE_KEEP_DEFAULTS,
     creating_config_note,
@@ -215,6 +216,41 @@ def test_permissions_are_kept(tmp_path: Path) -> None:
     path.chmod(0o640)
     write_recommendation(path, "fusion", FUSION, validate=validate_text)
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert "rrf_k = 10.0\n" in path.read_text(encoding="utf-8")
+
+
+def test_a_read_only_config_is_refused(tmp_path: Path) -> None:
+    text = "[search.fusion]\nrrf_k = 30\n"
+    path = _write(tmp_path / "groove.toml", text)
+    path.chmod(0o444)
+    with pytest.raises(GrooveError, match=r"refusing to write .*groove\.toml: it is read-only "
+                                          r"\(mode 444\)") as caught:
+        write_recommendation(path, "fusion", FUSION, validate=validate_text)
+    assert caught.value.exit_code == 1 and "chmod u+w" in str(caught.value.hint)
+    assert path.read_text(encoding="utf-8") == text
+    assert stat.S_IMODE(path.stat().st_mode) == 0o444
+    assert sorted(os.listdir(tmp_path)) == ["groove.toml"]
+
+
+def test_tune_refuses_a_read_only_config_before_the_sweep(tmp_path: Path) -> None:
+    # The refusal comes first: the index and golden file are missing too, and are not reached.
+    path = _write(tmp_path / "groove.toml", "[search.fusion]\nrrf_k = 30\n")
+    path.chmod(0o444)
+    request = TuneRequest(settings=load_settings(path, {}), db=tmp_path / "missing.db",
+                          kb=tmp_path, golden=None, k_values=(1, 5, 10), limit=None,
+                          space="fusion", write=True)
+    with pytest.raises(GrooveError, match=r"refusing to write .*groove\.toml: it is read-only"):
+        run_tune(request)
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="chown needs root")
+def test_owner_is_kept(tmp_path: Path) -> None:
+    path = _write(tmp_path / "groove.toml", "[search.fusion]\nrrf_k = 30\n")
+    os.chown(path, 4321, 4322)
+    path.chmod(0o664)
+    write_recommendation(path, "fusion", FUSION, validate=validate_text)
+    info = path.stat()
+    assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (4321, 4322, 0o664)
     assert "rrf_k = 10.0\n" in path.read_text(encoding="utf-8")
 
 

@@ -14,7 +14,13 @@ from groove_cli.index import RuntimeModel
 from groove_cli.retrieve.searcher import Searcher
 from groove_cli.store import Store
 from groove_cli.types import ChunkRow, DocumentRow
-from groove_cli.vectors import VectorSnapshot, duplicate_rows, refresh_snapshot, vec0_knn
+from groove_cli.vectors import (
+    SnapshotStamp,
+    VectorSnapshot,
+    duplicate_rows,
+    refresh_snapshot,
+    vec0_knn,
+)
 
 DIM = 6
 ROWS = 300
@@ -141,14 +147,14 @@ def test_stale_stamp_is_ignored(tmp_path: Path) -> None:
     vectors = _vectors()[:40]
     _write(store, vectors)
     refresh_snapshot(store, db)
-    old_version = store.vectors_version()
+    old_version = SnapshotStamp.of(store)
     assert VectorSnapshot.load(db, old_version, DIM) is not None
     assert VectorSnapshot.load(db, old_version, DIM + 1) is None  # wrong dimension
 
     # A new vector identical to the query bumps the version; the old snapshot lacks it.
     query = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], dtype=np.float32)
     _write(store, query[None, :], start=40)
-    new_version = store.vectors_version()
+    new_version = SnapshotStamp.of(store)
     assert new_version != old_version
     assert VectorSnapshot.load(db, new_version, DIM) is None
     store.close()
@@ -176,7 +182,7 @@ def test_a_current_stamp_is_trusted(tmp_path: Path) -> None:
     store = Store.open_for_index(db)
     store.create_vec_table(DIM)
     _write(store, _vectors()[:20])
-    version = store.vectors_version()
+    version = SnapshotStamp.of(store)
     store.close()
     planted = VectorSnapshot(np.array([999], dtype=np.int64),
                              np.eye(1, DIM, dtype=np.float32))
@@ -212,12 +218,13 @@ def test_duplicates_survive_save_and_load(tmp_path: Path) -> None:
     snapshot = VectorSnapshot(np.array([10, 11, 12, 13], dtype=np.int64), matrix,
                               duplicate_rows(matrix))
     db = tmp_path / "index.db"
-    snapshot.save(db, "7")
-    loaded = VectorSnapshot.load(db, "7", 4)
+    stamp = SnapshotStamp("0f" * 16, "7")
+    snapshot.save(db, stamp)
+    loaded = VectorSnapshot.load(db, stamp, 4)
     assert loaded is not None and loaded.duplicates.tolist() == [[3, 1]]
     # a snapshot written before duplicates were recorded is stale: rebuilt, never half-used
-    stamp = db.with_name(db.name + ".vectors.json")
-    document = json.loads(stamp.read_text())
+    stamp_file = db.with_name(db.name + ".vectors.json")
+    document = json.loads(stamp_file.read_text())
     del document["duplicates"]
-    stamp.write_text(json.dumps(document))
-    assert VectorSnapshot.load(db, "7", 4) is None
+    stamp_file.write_text(json.dumps(document))
+    assert VectorSnapshot.load(db, stamp, 4) is None

@@ -1,9 +1,10 @@
 """Eval run history in `<kb>/.groove-eval-history.json`, and the comparisons made against it.
 
 Reading refuses files that are not plain files of ours (links, devices, huge files) and asks the
-user to pass `--no-history`; content that does not parse is set aside as `.bak` so a damaged file
-never blocks `eval`. Writes go through a temporary file and a rename, so a crash leaves either
-the old or the new history, never half of one (eval.md §7, §8).
+user to pass `--no-history`; content that does not parse is set aside as `.corrupt-<time>` (every
+damaged copy is kept) so a damaged file never blocks `eval`. Writes go through a temporary file
+and a rename, so a crash leaves either the old or the new history, never half of one (eval.md
+§7, §8).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from groove_cli import messages
+from groove_cli.dbfile import corrupt_copy_path
 from groove_cli.errors import GrooveError
 from groove_cli.evaluate.golden import RefusedFile, read_regular_file, size_text
 
@@ -66,7 +68,7 @@ def load_history(kb: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> list[Run]:
     try:
         return _parse_runs(raw)
     except ValueError as exc:
-        backup = path.with_name(HISTORY_NAME + ".bak")
+        backup = corrupt_copy_path(path)
         try:
             os.replace(path, backup)
         except OSError as move_error:
@@ -80,6 +82,23 @@ def load_history(kb: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> list[Run]:
             "a new history"
         )
         return []
+
+
+def history_problem(kb: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> str | None:
+    """Why `eval` would refuse or set aside the KB's history, without moving anything (doctor);
+    None when it is absent or sound."""
+    path = history_path(kb)
+    try:
+        _parse_runs(read_regular_file(path, max_bytes))
+    except FileNotFoundError:
+        return None
+    except RefusedFile as refused:
+        return f"{path}: {refused}"
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    except ValueError as exc:
+        return f"{path} cannot be parsed ({exc})"
+    return None
 
 
 def _parse_runs(raw: bytes) -> list[Run]:

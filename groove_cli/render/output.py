@@ -107,7 +107,7 @@ def print_status(report: StatusReport, fmt: str) -> None:
     pending = None
     if report.pending is not None:
         pending = {"new": report.pending.new, "changed": report.pending.changed,
-                   "deleted": report.pending.deleted}
+                   "deleted": report.pending.deleted, "skipped": report.pending.skipped}
     if fmt == "json":
         print_json({
             "index": report.index,
@@ -134,7 +134,9 @@ def print_status(report: StatusReport, fmt: str) -> None:
     print_line(f"Last indexed: {report.last_indexed or 'never'}")
     if report.pending is not None:
         p = report.pending
-        print_line(f"Pending: {p.new} new / {p.changed} changed / {p.deleted} deleted")
+        skipped = (f" ({p.skipped} skipped: empty, frontmatter-only or not UTF-8)"
+                   if p.skipped else "")
+        print_line(f"Pending: {p.new} new / {p.changed} changed / {p.deleted} deleted{skipped}")
     if quality is not None:
         print_line(f"Quality filter (threshold={report.quality_threshold}): "
                    f"{report.quality_passing} passing, {report.quality_below} below threshold")

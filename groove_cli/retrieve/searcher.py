@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from groove_cli import config, messages
 from groove_cli.config import Settings
+from groove_cli.errors import ModelError
 from groove_cli.retrieve.filters import FilterSpec, compile_filters, filter_applied
 from groove_cli.retrieve.legs import Knn, has_exclusions, legs_to_run, listed_knn, vector_k
 from groove_cli.retrieve.params import (
@@ -36,7 +37,7 @@ from groove_cli.retrieve.params import (
 from groove_cli.retrieve.pipeline import SearchResult, pool_sizes, search
 from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.retrieve.rerank import Reranker
-from groove_cli.runtime_model import RuntimeModel, runtime_model, warn_digest
+from groove_cli.runtime_model import RuntimeModel, recorded_model, runtime_model, warn_digest
 from groove_cli.store import Store, cache_put
 
 if TYPE_CHECKING:
@@ -79,8 +80,13 @@ class Searcher:
 
     @classmethod
     def open(cls, db: Path, kb: Path | None, *, model: str | None, max_length: int | None,
-             models_dir: Path, offline: bool, reranker: str | None = None) -> Searcher:
-        """Open the index read-only and check model identity before loading anything."""
+             models_dir: Path, offline: bool, reranker: str | None = None,
+             embeds: bool = True) -> Searcher:
+        """Open the index read-only and check model identity before loading anything.
+
+        `embeds=False` (a full-text-only search): a model that cannot be found is no error, the
+        index's recorded identity stands in; one that is found is still checked.
+        """
         kb_hint = str(kb) if kb else "<path>"
         store = Store.open_readonly(db, kb_hint)
         try:
@@ -89,8 +95,13 @@ class Searcher:
             if kb is not None and recorded_kb and recorded_kb != str(kb.resolve()):
                 messages.warning(f"the index at {db} was built from {recorded_kb}, "
                                  f"not {kb.resolve()}")
-            runtime = runtime_model(meta, model, max_length, models_dir)
             declared = store.vec_dim()
+            try:
+                runtime = runtime_model(meta, model, max_length, models_dir)
+            except ModelError:
+                if embeds or "embedding_model" not in meta:
+                    raise
+                runtime = recorded_model(meta, declared)
             if declared is not None and declared != runtime.dim:
                 from groove_cli.errors import IndexMismatch
 
@@ -106,12 +117,12 @@ class Searcher:
 
     @classmethod
     def from_settings(cls, settings: Settings, db: Path, kb: Path | None, *,
-                      reranker: str | None = None) -> Searcher:
+                      reranker: str | None = None, embeds: bool = True) -> Searcher:
         """`open` with the model, max_length and models folder of resolved settings."""
         return cls.open(db, kb, model=settings.str_("model"),
                         max_length=settings.int_("max_length"),
                         models_dir=config.models_dir(settings), offline=config.offline_mode(),
-                        reranker=reranker)
+                        reranker=reranker, embeds=embeds)
 
     @property
     def dim(self) -> int:
@@ -161,11 +172,10 @@ class Searcher:
     def knn(self, *, batch: bool = False) -> Knn:
         """The vector leg's KNN: the numpy snapshot when current, else vec0 (or an in-memory
         snapshot for batch commands, which amortise the one scan)."""
-        from groove_cli.vectors import VectorSnapshot, vec0_knn
+        from groove_cli.vectors import SnapshotStamp, VectorSnapshot, vec0_knn
 
         if self._snapshot is None:
-            version = self.store.vectors_version()
-            self._snapshot = VectorSnapshot.load(self.db, version, self.dim)
+            self._snapshot = VectorSnapshot.load(self.db, SnapshotStamp.of(self.store), self.dim)
             if self._snapshot is None and batch:
                 self._snapshot = VectorSnapshot.from_store(self.store, self.dim)
         if self._snapshot is not None:
@@ -328,9 +338,11 @@ def run_search(settings: Settings, db: Path, kb: Path | None, text: str, *, limi
     settings_warnings(settings, params)
     query_warnings([query])
     applied = filter_applied(filters, explicit_min_confidence_ratio=explicit_ratio)
-    searcher = Searcher.from_settings(settings, db, kb, reranker=reranker_name)
+    legs = legs_to_run(query, params)
+    searcher = Searcher.from_settings(settings, db, kb, reranker=reranker_name,
+                                      embeds=legs.vector)
     try:
-        if not legs_to_run(query, params).any:
+        if not legs.any:
             messages.note(NOTHING_TO_SEARCH)
         return SearchOutcome(searcher.search(query, params), params, applied)
     finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
+from groove_cli.dbfile import damage_error
 from groove_cli.errors import GrooveError, IndexMissing
 from groove_cli.failures import check_index_file
 from groove_cli.store.reads import SearchReads
@@ -41,6 +43,12 @@ class IntegrityReport:
     orphan_fts_row: list[int]
     chunk_without_document: list[int]
     document_without_chunks: list[str]
+
+    @property
+    def consistent(self) -> bool:
+        return not (self.vector_table_missing or self.missing_embedding or self.orphan_embedding
+                    or self.missing_fts_row or self.orphan_fts_row or self.chunk_without_document
+                    or self.document_without_chunks)
 
 
 def _write_lock(path: Path) -> apsw.Connection | None:
@@ -101,18 +109,27 @@ class Store(SearchReads):
         _writable_shm(path)
         try:
             con = apsw.Connection(str(path))
+            cls._configure(con)
+            version = cls._user_version(con)
         except apsw.Error as exc:
+            damaged = damage_error(exc)
+            if damaged is not None:
+                raise damaged from None
             raise GrooveError(f"cannot open the index at {path}: {exc}") from None
-        cls._configure(con)
-        version = cls._user_version(con)
         if version > SCHEMA_VERSION:
             raise GrooveError(
                 f"the index at {path} was written by a newer groove (schema version {version}; "
                 f"this groove supports up to {SCHEMA_VERSION})."
             )
+        if version == 0 and scalar_int(con, "SELECT count(*) FROM sqlite_master") > 0:
+            con.close()
+            raise GrooveError(f"{path} is an SQLite database but not a groove index; groove "
+                              "will not add its tables to it",
+                              hint="pass another --db, or move that file away")
         con.execute("PRAGMA journal_mode=WAL")
         store = cls(con, path, readonly=False)
         store._migrate(version)
+        store._ensure_index_id()
         return store
 
     @classmethod
@@ -128,6 +145,9 @@ class Store(SearchReads):
             cls._configure(con)
             version = cls._user_version(con)
         except apsw.Error as exc:
+            damaged = damage_error(exc)
+            if damaged is not None:
+                raise damaged from None
             raise GrooveError(f"cannot read the index at {path}: {exc}") from None
         if version < SCHEMA_VERSION:
             raise GrooveError(
@@ -259,6 +279,22 @@ class Store(SearchReads):
             "INSERT INTO index_meta(key, value) VALUES ('vectors_version', '1') "
             "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
         )
+
+    def _ensure_index_id(self) -> None:
+        """Give the index a random identity the first time it is opened for writing.
+
+        The vector snapshot beside the file is stamped with it as well as with
+        `vectors_version`: a counter alone restarts when the file is deleted and rebuilt, so a
+        leftover snapshot could carry a matching stamp and serve another index's vectors.
+        """
+        with self.transaction():
+            self.con.execute("INSERT OR IGNORE INTO index_meta(key, value) VALUES ('index_id', ?)",
+                             (secrets.token_hex(16),))
+
+    def index_id(self) -> str:
+        """The identity written at creation; "" for an index no groove has opened to write."""
+        rows = self.con.execute("SELECT value FROM index_meta WHERE key = 'index_id'").fetchall()
+        return str(rows[0][0]) if rows else ""
 
     def vectors_version(self) -> str:
         rows = self.con.execute("SELECT value FROM index_meta WHERE key = 'vectors_version'").fetchall()
@@ -433,6 +469,31 @@ class Store(SearchReads):
         return repaired
 
     # ------------------------------------------------------------------ doctor
+
+    def file_problems(self, *, quick: bool = False, limit: int = 20) -> list[str]:
+        """SQLite's check of every page and b-tree of the file; [] when it is sound.
+
+        Since SQLite 3.44 the pragma also runs each virtual table's own check, which for the
+        FTS5 tables is FTS5's `integrity-check` (index against content); groove needs 3.45.
+        `quick` skips the index-vs-table cross checks of ordinary tables.
+        """
+        pragma = "quick_check" if quick else "integrity_check"
+        found = [str(r[0]) for r in self.con.execute(f"PRAGMA {pragma}({int(limit)})")]
+        return self.length_problems() + ([] if found == ["ok"] else found)
+
+    def length_problems(self) -> list[str]:
+        """A file cut short: SQLite reads missing bytes as zeros, so its own check can pass.
+        The main file holds whole pages, and all of them unless the WAL still holds some."""
+        page_size = scalar_int(self.con, "PRAGMA page_size")
+        pages = scalar_int(self.con, "PRAGMA page_count")
+        real = Path(os.path.realpath(self.path))  # SQLite keeps the WAL beside a link's target
+        size = real.stat().st_size
+        wal = real.with_name(real.name + "-wal")
+        wal_empty = not wal.exists() or wal.stat().st_size == 0
+        if size % page_size or (wal_empty and size < pages * page_size):
+            return [f"the file is {size} bytes long, not the {pages * page_size} bytes of its "
+                    f"{pages} pages of {page_size} bytes: it was cut short"]
+        return []
 
     def integrity(self) -> IntegrityReport:
         chunk_ids = {int(r[0]) for r in self.con.execute("SELECT id FROM chunks")}

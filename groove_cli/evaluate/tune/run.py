@@ -36,6 +36,7 @@ from groove_cli.evaluate.tune.select import loo_cv
 from groove_cli.evaluate.tune.sweep import score_matrix
 from groove_cli.evaluate.tune.verdict import Verdict, verdict
 from groove_cli.evaluate.tune.write import (
+    check_writable,
     creating_config_note,
     write_recommendation,
     write_refusal,
@@ -99,6 +100,8 @@ def _timed(phase: str, on_phase: PhaseHook | None) -> Iterator[None]:
 def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None) -> TuneReport:
     """Sweep the grid, cross-validate, and (with --write) apply an adopted recommendation."""
     s = req.settings
+    if req.write:  # a read-only config is refused before the sweep, not after it
+        check_writable(write_target(s.config.path if s.config else None, Path.cwd()))
     _scope_notes(s)
     golden = load_golden_set(s, req.kb, req.golden)
     limit = tune_limit(req.limit, req.k_values)

@@ -229,10 +229,12 @@ def write_recommendation(config_path: Path, space: Space, condition: Condition, 
         raise GrooveError(f"cannot read {config_path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{config_path}: invalid config: the file is not UTF-8") from None
+    check_writable(target)
     edited = edit_config_text(original, space, condition)
     validate(edited, config_path)
-    mode = stat.S_IMODE(target.stat().st_mode) if exists else 0o666 & ~_umask()
-    _replace(target, edited.encode("utf-8"), mode)
+    info = target.stat() if exists else None
+    mode = stat.S_IMODE(info.st_mode) if info else 0o666 & ~_umask()
+    _replace(target, edited.encode("utf-8"), mode, (info.st_uid, info.st_gid) if info else None)
     return WrittenKeys(config_path, TABLES[space], tuple(condition.values()))
 
 
@@ -242,8 +244,25 @@ def _umask() -> int:
     return current
 
 
-def _replace(target: Path, data: bytes, mode: int) -> None:
-    """Write `data` to a temporary file next to `target`, then rename it over `target`."""
+def check_writable(config_path: Path) -> None:
+    """A config its owner made read-only (no write bit, or no write access) is not replaced:
+    the rename would succeed in a writable folder and silently undo that decision. A file
+    that does not exist yet passes (it is created)."""
+    target = Path(os.path.realpath(config_path))
+    if not target.exists():
+        return
+    mode = stat.S_IMODE(target.stat().st_mode)
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or not os.access(target, os.W_OK):
+        raise GrooveError(
+            f"refusing to write {target}: it is read-only (mode {mode:o})",
+            hint="make it writable (chmod u+w) and run again, or apply the recommendation by hand",
+        )
+
+
+def _replace(target: Path, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
+    """Write `data` to a temporary file next to `target`, then rename it over `target`; the
+    new file gets `mode` and, when given and possible, the old file's `owner` (uid, gid).
+    When the owner cannot be kept (another user's file), the file is rewritten in place."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
@@ -254,8 +273,24 @@ def _replace(target: Path, data: bytes, mode: int) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
+        if owner is not None and (os.stat(tmp).st_uid, os.stat(tmp).st_gid) != owner:
+            try:
+                os.chown(tmp, *owner)
+            except PermissionError:
+                os.unlink(tmp)
+                _rewrite_in_place(target, data)
+                return
         os.replace(tmp, target)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise GrooveError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
+def _rewrite_in_place(target: Path, data: bytes) -> None:
+    """Overwrite `target`'s content, keeping its inode (owner, mode, links)."""
+    with open(target, "r+b") as handle:
+        handle.write(data)
+        handle.truncate()
+        handle.flush()
+        os.fsync(handle.fileno())
