@@ -22,11 +22,13 @@ import numpy as np
 from groove_cli import config, messages
 from groove_cli.config import Settings
 from groove_cli.evaluate import history
+from groove_cli.evaluate.baseline import Comparison, gate_comparison, load_baseline, save_baseline
 from groove_cli.evaluate.corpus import corpus_block, corpus_digest
 from groove_cli.evaluate.findings import findings_warning_text, quoted_findings, quoted_needles
 from groove_cli.evaluate.fingerprint import FingerprintInputs, build_fingerprint
 from groove_cli.evaluate.golden import GoldenSet, expected_warnings, find_golden, load_golden
 from groove_cli.evaluate.metrics import HitRecord, QueryMetrics, score_query
+from groove_cli.evaluate.paired import default_metric
 from groove_cli.evaluate.report import build_json_report, build_run, utc_timestamp
 from groove_cli.evaluate.stats import warm_draws
 from groove_cli.retrieve.filters import FilterSpec
@@ -91,6 +93,12 @@ class EvalRequest:
     no_history: bool = False
     no_diff: bool = False
     fail_on_regression: bool = False
+    baseline: Path | None = None
+    """`--baseline FILE`: compare with this baseline whatever the settings (evaluate/baseline)."""
+    save_baseline: Path | None = None
+    max_drop: float = 0.01
+    gate_metric: str | None = None
+    """The baseline gate's primary metric; None: nDCG at the largest k."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +111,10 @@ class EvalOutcome:
     show_diff: bool
     incompatibility: str | None
     regression_error: str | None
+    run: dict[str, Any] | None = None
+    """The run as stored in the history (for the JUnit, Markdown and TREC outputs)."""
+    comparison: Comparison | None = None
+    """Against `--baseline`, or the history fallback of the gate; None when neither applies."""
 
 
 def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
@@ -147,6 +159,8 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
     """Run every golden query through the shared pipeline and compare with the history."""
     s = req.settings
     golden = load_golden_set(s, req.kb, req.golden)
+    reference = None if req.baseline is None else load_baseline(
+        req.baseline, req.gate_metric or default_metric(req.k_values))
     depth = max(max(req.k_values), req.limit, 1)
     params = build_params(s, limit=depth, rerank=req.reranker is not None,
                           filters=FilterSpec(quality_threshold=0.0), spans=False)
@@ -197,6 +211,12 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
     threshold = s.float_("eval.regression_threshold")
     compared = None
     incompatibility = None
+    runs: list[history.Run] | None = None
+    if req.save_baseline is not None:
+        from groove_cli import __version__
+
+        save_baseline(req.save_baseline, run, __version__)
+        messages.note(f"wrote baseline {req.save_baseline}")
     if not req.no_history:
         runs = history.load_history(req.kb)
         compared = history.find_compared(runs, fingerprint)
@@ -204,7 +224,15 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
         history.save_history(req.kb, runs, run, s.int_("eval.history_size") or 10)
     report = build_json_report(run, compared, threshold=threshold, show_diff=not req.no_diff)
     error = None
-    if req.fail_on_regression and not req.no_history:
+    comparison = gate_comparison(
+        run, baseline=reference, baseline_path=req.baseline,
+        history_runs=runs if req.fail_on_regression and compared is None else None,
+        metric=req.gate_metric, max_drop=req.max_drop)
+    if comparison is not None:
+        report["comparison"] = comparison.to_json()
+        if req.fail_on_regression and comparison.regressed:
+            error = comparison.error_text()
+    elif req.fail_on_regression and not req.no_history:
         if compared is None:
             messages.note(history.NO_COMPARED_NOTE)
         elif history.aggregate_regressed(compared["aggregate"], run["aggregate"], threshold):
@@ -212,7 +240,7 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
             error = history.regression_error_text(threshold, change)
     full = build_json_report(run, compared, threshold=threshold, show_diff=True)
     return EvalOutcome(report, full, threshold, not (req.no_diff or req.no_history),
-                       incompatibility, error)
+                       incompatibility, error, run, comparison)
 
 
 def _batch_neighbours(session: ReadSession, compiled: Sequence[CompiledQuery],
