@@ -505,6 +505,22 @@ def _k_values(settings: Settings, k: str | None) -> tuple[int, ...]:
     return normalise_k([int(str(v)) for v in settings.list_("eval.k_values")])
 
 
+def _gate_metric(value: str | None, k_values: tuple[int, ...]) -> str | None:
+    """`--gate-metric`: a known metric name at one of the run's k values."""
+    from groove_cli.evaluate.paired import check_metric, run_has_metric
+
+    if value is None:
+        return None
+    try:
+        name = check_metric(value)
+    except ValueError as exc:
+        raise UsageError(f"--gate-metric: {exc}") from None
+    if not run_has_metric({"fingerprint": {"k_values": list(k_values)}}, name):
+        raise UsageError(f"--gate-metric {value}: k is not one of --k "
+                         f"{','.join(str(k) for k in k_values)}")
+    return name
+
+
 @app.command("eval")
 def eval_cmd(
     ctx: typer.Context,
@@ -536,14 +552,28 @@ def eval_cmd(
     fail_on_regression: Annotated[bool, typer.Option(
         "--fail-on-regression",
         help="Exit 1 when a metric fell by more than [eval].regression_threshold against the "
-             "previous compatible run (the history is saved first).")] = False,
+             "previous compatible run (the history is saved first). With --baseline, or when "
+             "no stored run has identical settings: exit 1 when the gate metric fell by more "
+             "than --max-drop and its paired 95% CI lies below 0.")] = False,
+    baseline: Annotated[Path | None, typer.Option(
+        "--baseline", help="Compare with this baseline file whatever the settings; the "
+                           "report names every setting that differs.")] = None,
+    save_baseline: Annotated[Path | None, typer.Option(
+        "--save-baseline", help="Write this run as a baseline file (commit it).")] = None,
+    max_drop: Annotated[float, typer.Option(
+        "--max-drop", min=0.0, max=1.0,
+        help="Largest tolerated drop of the gate metric against a baseline (0-1).")] = 0.01,
+    gate_metric: Annotated[str | None, typer.Option(
+        "--gate-metric", help="Metric the baseline gate judges: recall@K, mrr or ndcg@K "
+                              "(default: nDCG at the largest k).")] = None,
 ) -> None:
     """Score retrieval against a golden query file and compare with the previous run.
 
     Examples:
 
     * `groove eval --kb-path ~/notes`
-    * `groove eval --kb-path ~/notes --fail-on-regression --format json`   (in CI)
+    * `groove eval --kb-path ~/notes --save-baseline eval-baseline.json`
+    * `groove eval --kb-path ~/notes --baseline eval-baseline.json --fail-on-regression`   (in CI)
     """
     from groove_cli.evaluate.runner import EvalRequest, effective_limit, run_eval
     from groove_cli.render.eval_report import render_eval_text
@@ -562,12 +592,15 @@ def eval_cmd(
         assert paths.kb is not None
         s = paths.settings
         k_values = _k_values(s, k)
+        metric = _gate_metric(gate_metric, k_values)
         selected = s.str_("reranker")
         request = EvalRequest(
             settings=s, db=paths.db, kb=paths.kb, golden=golden, k_values=k_values,
             limit=effective_limit(limit, k_values),
             reranker=None if not selected or selected == "none" else selected,
-            no_history=no_history, no_diff=no_diff, fail_on_regression=fail_on_regression)
+            no_history=no_history, no_diff=no_diff, fail_on_regression=fail_on_regression,
+            baseline=baseline, save_baseline=save_baseline, max_drop=max_drop,
+            gate_metric=metric)
         return run_eval(request)
 
     outcome = _run(run)
@@ -577,6 +610,10 @@ def eval_cmd(
         sys.stdout.write(render_eval_text(
             outcome.full_report, threshold=outcome.threshold, show_diff=outcome.show_diff,
             color=output.use_color(sys.stdout, no_color), incompatibility=outcome.incompatibility))
+        if outcome.comparison is not None:
+            from groove_cli.render.gate import render_comparison_text
+
+            sys.stdout.write(render_comparison_text(outcome.comparison))
         sys.stdout.flush()  # the report must precede the gate's error when both go to one log
     if outcome.regression_error:
         messages.error(outcome.regression_error)
