@@ -115,6 +115,8 @@ class EvalOutcome:
     """The run as stored in the history (for the JUnit, Markdown and TREC outputs)."""
     comparison: Comparison | None = None
     """Against `--baseline`, or the history fallback of the gate; None when neither applies."""
+    golden: Path | None = None
+    """The golden file that was read."""
 
 
 def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
@@ -240,7 +242,7 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
             error = history.regression_error_text(threshold, change)
     full = build_json_report(run, compared, threshold=threshold, show_diff=True)
     return EvalOutcome(report, full, threshold, not (req.no_diff or req.no_history),
-                       incompatibility, error, run, comparison)
+                       incompatibility, error, run, comparison, golden.path)
 
 
 def _batch_neighbours(session: ReadSession, compiled: Sequence[CompiledQuery],
