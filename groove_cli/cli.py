@@ -543,7 +543,10 @@ def eval_cmd(
     mmr_lambda: MmrLambdaOpt = None,
     mmr_same_doc_penalty: MmrPenaltyOpt = None,
     parent_retriever: ParentOpt = None,
-    format: FormatOpt = "text",
+    format: Annotated[str, typer.Option(
+        "--format", case_sensitive=False,
+        help="text, json, junit (one testcase per golden query) or markdown (also appended to "
+             "$GITHUB_STEP_SUMMARY when set, whatever the format).")] = "text",
     no_history: Annotated[bool, typer.Option(
         "--no-history", help="Neither read nor write the history: no diff, no gate.")] = False,
     no_diff: Annotated[bool, typer.Option(
@@ -579,7 +582,7 @@ def eval_cmd(
     from groove_cli.render.eval_report import render_eval_text
     from groove_cli.store import check_runtime
 
-    fmt = _check_format(format, ("text", "json"))
+    fmt = _check_format(format, ("text", "json", "junit", "markdown"))
 
     def run() -> EvalOutcome:
         flags = _retrieval_flags(mode, preset, dense_top_k, sparse_top_k, vector_weight,
@@ -604,8 +607,14 @@ def eval_cmd(
         return run_eval(request)
 
     outcome = _run(run)
+    from groove_cli.render.eval_formats import render_ci_format
+
+    ci_document = render_ci_format(outcome, fmt, gated=fail_on_regression)
     if fmt == "json":
         output.print_json(outcome.report)
+    elif ci_document:
+        sys.stdout.write(ci_document)
+        sys.stdout.flush()
     else:
         sys.stdout.write(render_eval_text(
             outcome.full_report, threshold=outcome.threshold, show_diff=outcome.show_diff,

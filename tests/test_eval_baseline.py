@@ -15,7 +15,9 @@ from groove_cli.evaluate.baseline import (
     save_baseline,
     settings_diff,
 )
+from groove_cli.evaluate.metrics import QueryMetrics
 from groove_cli.evaluate.paired import holm, paired_delta, randomization_p
+from groove_cli.evaluate.report import aggregate
 from tests import test_eval_cli as e2e
 from tests.test_eval_cli import Sample, history_runs, run_eval
 
@@ -37,7 +39,8 @@ def make_run(ndcg: list[float], fingerprint: dict[str, Any] | None = None,
                  for i, v in enumerate(ndcg)]
     return {"timestamp": "2026-01-01T00:00:00.000000Z", "fingerprint": fingerprint or dict(FP),
             "corpus": {"documents": 1, "chunks": 1, "digest": digest}, "per_query": per_query,
-            "aggregate": {"query_count": len(ndcg)}}
+            "aggregate": aggregate([QueryMetrics({1: v}, v, {1: v}) for v in ndcg],
+                                   [1] * len(ndcg), [1])}
 
 
 # --------------------------------------------------------------------------- statistics
