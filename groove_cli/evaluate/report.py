@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from groove_cli.evaluate.golden import GoldenQuery
+from groove_cli.evaluate.golden import Expected, GoldenQuery
 from groove_cli.evaluate.history import corpus_changed, diff_aggregates, query_regressions
 from groove_cli.evaluate.metrics import HitRecord, QueryMetrics
 from groove_cli.evaluate.stats import bootstrap_ci
@@ -85,6 +85,14 @@ def _metrics_block(metrics: QueryMetrics) -> dict[str, Any]:
     }
 
 
+def _expected_block(entry: Expected) -> dict[str, Any]:
+    """`{path, heading}`, plus `grade` when it is not the binary default 1."""
+    block: dict[str, Any] = {"path": entry.path, "heading": entry.heading}
+    if entry.grade != 1:
+        block["grade"] = entry.grade
+    return block
+
+
 def build_run(
     *,
     timestamp: str,
@@ -119,7 +127,7 @@ def build_run(
         {
             "id": query.id,
             "query": query.query,
-            "expected": [{"path": e.path, "heading": e.heading} for e in query.expected],
+            "expected": [_expected_block(e) for e in query.expected],
             "top_k": [
                 {"rank": h.rank, "path": h.path, "heading": h.heading, "score": h.score}
                 for h in query_hits[:limit]
@@ -133,7 +141,8 @@ def build_run(
         "fingerprint": dict(fingerprint),
         "corpus": dict(corpus),
         "per_query": per_query,
-        "aggregate": aggregate(metrics, [len(q.expected) for q in queries], k_values),
+        "aggregate": aggregate(metrics, [sum(e.grade > 0 for e in q.expected) for q in queries],
+                               k_values),
     }
     if findings:
         run["findings"] = [dict(f) for f in findings]
