@@ -99,6 +99,10 @@ class EvalRequest:
     max_drop: float = 0.01
     gate_metric: str | None = None
     """The baseline gate's primary metric; None: nDCG at the largest k."""
+    topics: Path | None = None
+    """`--topics FILE`: the golden file is TREC qrels, the queries come from this file."""
+    trec_run: Path | None = None
+    """`--trec-run FILE`: also write the run in TREC format."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,13 +141,19 @@ def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
     )
 
 
-def load_golden_set(settings: Settings, kb: Path, explicit: Path | None) -> GoldenSet:
-    """Locate and validate the golden file (eval.md §1); shared with tune."""
+def load_golden_set(settings: Settings, kb: Path, explicit: Path | None,
+                    topics: Path | None = None) -> GoldenSet:
+    """Locate and validate the golden file (eval.md §1); shared with tune. With `topics`, the
+    golden file is a TREC qrels file and the queries come from the topics file."""
     path = find_golden(explicit, settings.path("eval.golden"), kb)
 
     def check(text: str) -> None:
         compile_query(text)
 
+    if topics is not None:
+        from groove_cli.evaluate.trec import load_trec_golden
+
+        return load_trec_golden(path, topics, check_query=check)
     golden = load_golden(path, check_query=check)
     if golden.has_defaults:
         messages.note("golden defaults are ignored")
@@ -160,7 +170,7 @@ def golden_index_warnings(session: ReadSession, golden: GoldenSet) -> None:
 def run_eval(req: EvalRequest) -> EvalOutcome:
     """Run every golden query through the shared pipeline and compare with the history."""
     s = req.settings
-    golden = load_golden_set(s, req.kb, req.golden)
+    golden = load_golden_set(s, req.kb, req.golden, req.topics)
     reference = None if req.baseline is None else load_baseline(
         req.baseline, req.gate_metric or default_metric(req.k_values))
     depth = max(max(req.k_values), req.limit, 1)
@@ -214,6 +224,10 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
     compared = None
     incompatibility = None
     runs: list[history.Run] | None = None
+    if req.trec_run is not None:
+        from groove_cli.evaluate.trec import write_run
+
+        write_run(req.trec_run, run)
     if req.save_baseline is not None:
         from groove_cli import __version__
 
