@@ -566,6 +566,11 @@ def eval_cmd(
     max_drop: Annotated[float, typer.Option(
         "--max-drop", min=0.0, max=1.0,
         help="Largest tolerated drop of the gate metric against a baseline (0-1).")] = 0.01,
+    topics: Annotated[Path | None, typer.Option(
+        "--topics", help="TREC topics file (qid<TAB>query or <top> blocks); --golden is then a "
+                         "TREC qrels file.")] = None,
+    trec_run: Annotated[Path | None, typer.Option(
+        "--trec-run", help="Also write the hits as a TREC run file (trec_eval, ranx).")] = None,
     gate_metric: Annotated[str | None, typer.Option(
         "--gate-metric", help="Metric the baseline gate judges: recall@K, mrr or ndcg@K "
                               "(default: nDCG at the largest k).")] = None,
@@ -594,6 +599,8 @@ def eval_cmd(
         paths = _paths(ctx, flags, kb_required=True)
         assert paths.kb is not None
         s = paths.settings
+        if topics is not None and golden is None:
+            raise UsageError("--topics needs --golden QRELS (the TREC qrels file)")
         k_values = _k_values(s, k)
         metric = _gate_metric(gate_metric, k_values)
         selected = s.str_("reranker")
@@ -603,7 +610,7 @@ def eval_cmd(
             reranker=None if not selected or selected == "none" else selected,
             no_history=no_history, no_diff=no_diff, fail_on_regression=fail_on_regression,
             baseline=baseline, save_baseline=save_baseline, max_drop=max_drop,
-            gate_metric=metric)
+            gate_metric=metric, topics=topics, trec_run=trec_run)
         return run_eval(request)
 
     outcome = _run(run)
