@@ -521,7 +521,14 @@ def _gate_metric(value: str | None, k_values: tuple[int, ...]) -> str | None:
     return name
 
 
-@app.command("eval")
+eval_app = typer.Typer(
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(eval_app, name="eval")
+
+
+@eval_app.callback()
 def eval_cmd(
     ctx: typer.Context,
     kb_path: KbOpt = None,
@@ -582,7 +589,10 @@ def eval_cmd(
     * `groove eval --kb-path ~/notes`
     * `groove eval --kb-path ~/notes --save-baseline eval-baseline.json`
     * `groove eval --kb-path ~/notes --baseline eval-baseline.json --fail-on-regression`   (in CI)
+    * `groove eval compare eval-baseline.json 0 --kb-path ~/notes`   (baseline vs newest run)
     """
+    if ctx.invoked_subcommand is not None:  # `groove eval compare …`
+        return
     from groove_cli.evaluate.runner import EvalRequest, effective_limit, run_eval
     from groove_cli.render.eval_report import render_eval_text
     from groove_cli.store import check_runtime
@@ -634,6 +644,48 @@ def eval_cmd(
     if outcome.regression_error:
         messages.error(outcome.regression_error)
         raise typer.Exit(1)
+
+
+@eval_app.command("compare")
+def eval_compare_cmd(
+    ctx: typer.Context,
+    a: Annotated[str, typer.Argument(help="Run A: a baseline file, or a history run (0 = newest, "
+                                          "1 = the one before, or a timestamp prefix).")],
+    b: Annotated[str, typer.Argument(help="Run B, compared with A (Δ = B − A).")],
+    kb_path: KbOpt = None,
+    format: Annotated[str, typer.Option(
+        "--format", case_sensitive=False, help="text, json or markdown.")] = "text",
+) -> None:
+    """Compare two eval runs metric by metric: paired CIs and Holm-corrected p-values.
+
+    Examples:
+
+    * `groove eval compare eval-baseline.json 0 --kb-path ~/notes`
+    * `groove eval compare 1 0 --kb-path ~/notes --format markdown`
+    """
+    from groove_cli.evaluate import history
+    from groove_cli.evaluate.compare import compare_runs, resolve_run
+    from groove_cli.render.compare import render_compare_markdown, render_compare_text
+
+    fmt = _check_format(format, ("text", "json", "markdown"))
+
+    def run() -> dict[str, Any]:
+        def runs() -> list[history.Run]:
+            paths = _paths(ctx, _flags(kb_path=str(kb_path) if kb_path else None),
+                           kb_required=True, announce=False)
+            assert paths.kb is not None
+            return history.load_history(paths.kb)
+
+        label_a, run_a = resolve_run(a, runs)
+        label_b, run_b = resolve_run(b, runs)
+        return compare_runs(run_a, run_b, label_a=label_a, label_b=label_b)
+
+    report = _run(run)
+    if fmt == "json":
+        output.print_json(report)
+    else:
+        sys.stdout.write(render_compare_markdown(report) if fmt == "markdown"
+                         else render_compare_text(report))
 
 
 # --------------------------------------------------------------------------- tune
