@@ -1,0 +1,164 @@
+"""`groove eval --ablate`: what each part of the pipeline buys, and what it costs.
+
+The effective configuration is scored against the same configuration with one part switched:
+each full-text leg (trigram, word), the vector leg, both full-text legs, MMR (toggled), the
+`min_score` floor (when set) and the reranker (when one is selected). Per configuration: the
+primary metric's mean, its paired delta against the default with the 95 % bootstrap CI, and
+the p50/p95 latency of the searches (query embeddings come from the cache and are not timed).
+The verdict names the cheapest configuration (lowest p50) that is not significantly worse
+than the default (the CI of its delta does not lie below 0).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from groove_cli import config, messages
+from groove_cli.evaluate.metrics import HitRecord, score_query
+from groove_cli.evaluate.paired import (
+    default_metric,
+    paired_delta,
+    query_value,
+    significantly_worse,
+)
+from groove_cli.evaluate.report import build_run, utc_timestamp
+from groove_cli.retrieve.filters import FilterSpec
+from groove_cli.retrieve.pipeline import SearchParams, legs_to_run, search
+from groove_cli.retrieve.query import CompiledQuery, compile_query
+from groove_cli.searching import build_params, query_warnings, settings_warnings
+from groove_cli.session import open_session
+
+if TYPE_CHECKING:
+    from groove_cli.evaluate.runner import EvalRequest
+
+Shape = Callable[[CompiledQuery], CompiledQuery]
+
+
+def _same(query: CompiledQuery) -> CompiledQuery:
+    return query
+
+
+def _no_trigram(query: CompiledQuery) -> CompiledQuery:
+    return dataclasses.replace(query, match_expr=None)
+
+
+def _no_words(query: CompiledQuery) -> CompiledQuery:
+    return dataclasses.replace(query, word_expr=None)
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One configuration: a name, its search settings, how it reshapes the compiled query
+    (to drop one full-text leg) and whether the reranker runs."""
+
+    name: str
+    params: SearchParams
+    shape: Shape = _same
+    rerank: bool = True
+
+
+def variants(params: SearchParams, *, reranker: bool) -> list[Variant]:
+    """The default configuration, then each part switched; parts that the default does not
+    run are not switched off again (e.g. no vector leg under `--mode fts`)."""
+    found = [Variant("default", params)]
+    fts_on = params.mode != "vector" and (params.mode == "fts" or params.fts_weight > 0)
+    vector_on = params.mode != "fts" and (params.mode == "vector" or params.vector_weight > 0)
+    if fts_on:
+        found.append(Variant("no trigram leg", params, _no_trigram))
+        found.append(Variant("no word leg", params, _no_words))
+    if fts_on and vector_on:
+        found.append(Variant("no vector leg", dataclasses.replace(params, mode="fts")))
+        found.append(Variant("no full-text legs", dataclasses.replace(params, mode="vector")))
+    found.append(Variant("MMR off" if params.mmr else "MMR on",
+                         dataclasses.replace(params, mmr=not params.mmr)))
+    if params.min_score > 0:
+        found.append(Variant("min_score off", dataclasses.replace(params, min_score=0.0)))
+    if reranker:
+        found.append(Variant("reranker off", dataclasses.replace(params, rerank=False),
+                             rerank=False))
+    return found
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else 0.0
+
+
+def run_ablation(req: EvalRequest) -> dict[str, Any]:
+    """Score every variant on the golden set inside one read transaction; JSON-ready report."""
+    from groove_cli.evaluate.runner import load_golden_set
+
+    s = req.settings
+    golden = load_golden_set(s, req.kb, req.golden, req.topics)
+    depth = max(max(req.k_values), req.limit, 1)
+    params = build_params(s, limit=depth, rerank=req.reranker is not None,
+                          filters=FilterSpec(quality_threshold=0.0), spans=False)
+    settings_warnings(s, params)
+    metric = req.gate_metric or default_metric(req.k_values)
+    session = open_session(req.db, req.kb, model=s.str_("model"), max_length=s.int_("max_length"),
+                           models_dir=config.models_dir(s), offline=config.offline_mode())
+    try:
+        compiled = [compile_query(q.query) for q in golden.queries]
+        query_warnings(compiled)
+        vectors = session.query_vectors([q.positive_text for q in compiled])
+        reranker = session.reranker(req.reranker)
+        knn = session.knn(batch=True)
+        found = variants(params, reranker=reranker is not None)
+        rows: list[dict[str, Any]] = []
+        runs: list[dict[str, Any]] = []
+        with session.store.pinned_readers(0) as stores:
+            store = stores[0]
+
+            def one_pass(variant: Variant) -> tuple[list[list[HitRecord]], list[float]]:
+                hits, latency = [], []
+                for query, vector in zip(compiled, vectors, strict=True):
+                    shaped = variant.shape(query)
+                    legs = legs_to_run(shaped, variant.params)
+                    start = time.perf_counter()
+                    result = search(store, shaped, variant.params,
+                                    vector=vector if legs.vector else None,
+                                    knn=knn, reranker=reranker if variant.rerank else None,
+                                    dim=session.dim)
+                    latency.append((time.perf_counter() - start) * 1000)
+                    hits.append([HitRecord(rank=r + 1, path=h.chunk.path, heading=h.chunk.heading,
+                                           score=h.score) for r, h in enumerate(result.hits)])
+                return hits, latency
+
+            one_pass(found[0])  # warm-up: page cache and lazy state must not bill the default
+            for variant in found:
+                hits, latency = one_pass(variant)
+                metrics = [score_query(q.expected, h, req.k_values)
+                           for q, h in zip(golden.queries, hits, strict=True)]
+                run = build_run(timestamp=utc_timestamp(), fingerprint={"k_values":
+                                                                        list(req.k_values)},
+                                corpus={}, queries=golden.queries, hits=hits, metrics=metrics,
+                                k_values=req.k_values, limit=req.limit)
+                runs.append(run)
+                rows.append({"name": variant.name, "latency_ms": {
+                    "p50": _percentile(latency, 50), "p95": _percentile(latency, 95)}})
+    finally:
+        session.close()
+    return _report(rows, runs, metric, session.runtime.name, req.reranker)
+
+
+def _report(rows: list[dict[str, Any]], runs: list[dict[str, Any]], metric: str, model: str,
+            reranker: str | None) -> dict[str, Any]:
+    default = runs[0]
+    for row, run in zip(rows, runs, strict=True):
+        delta = paired_delta(default, run, metric)
+        row["value"] = sum(query_value(e, metric) or 0.0 for e in run["per_query"]
+                           if e["expected"]) / max(1, run["aggregate"]["query_count"])
+        row["delta"] = delta.delta
+        row["ci95"] = None if delta.ci95 is None else list(delta.ci95)
+        row["significantly_worse"] = significantly_worse(delta)
+    fine = [r for r in rows if not r["significantly_worse"]]
+    cheapest = min(fine, key=lambda r: (r["latency_ms"]["p50"], r["latency_ms"]["p95"]))
+    messages.note(f"ablation: {len(rows)} configurations x {len(default['per_query'])} queries")
+    return {"model": model, "reranker": reranker, "metric": metric,
+            "query_count": default["aggregate"]["query_count"], "configurations": rows,
+            "cheapest_not_worse": cheapest["name"]}
