@@ -573,6 +573,10 @@ def eval_cmd(
     max_drop: Annotated[float, typer.Option(
         "--max-drop", min=0.0, max=1.0,
         help="Largest tolerated drop of the gate metric against a baseline (0-1).")] = 0.01,
+    ablate: Annotated[bool, typer.Option(
+        "--ablate", help="Score the configuration with each part switched (full-text legs, "
+                         "vector leg, MMR, min_score, reranker): paired Δ, CI, p50/p95 "
+                         "latency. Reads and writes no history.")] = False,
     topics: Annotated[Path | None, typer.Option(
         "--topics", help="TREC topics file (qid<TAB>query or <top> blocks); --golden is then a "
                          "TREC qrels file.")] = None,
@@ -599,7 +603,10 @@ def eval_cmd(
 
     fmt = _check_format(format, ("text", "json", "junit", "markdown"))
 
-    def run() -> EvalOutcome:
+    def run() -> EvalOutcome | dict[str, Any]:
+        if ablate and (baseline or save_baseline or trec_run or fail_on_regression):
+            raise UsageError("--ablate cannot be combined with --baseline, --save-baseline, "
+                             "--trec-run or --fail-on-regression")
         flags = _retrieval_flags(mode, preset, dense_top_k, sparse_top_k, vector_weight,
                                  fts_weight, min_score, rrf_k, mmr, mmr_lambda,
                                  mmr_same_doc_penalty, parent_retriever)
@@ -621,9 +628,24 @@ def eval_cmd(
             no_history=no_history, no_diff=no_diff, fail_on_regression=fail_on_regression,
             baseline=baseline, save_baseline=save_baseline, max_drop=max_drop,
             gate_metric=metric, topics=topics, trec_run=trec_run)
+        if ablate:
+            from groove_cli.evaluate.ablate import run_ablation
+
+            return run_ablation(request)
         return run_eval(request)
 
     outcome = _run(run)
+    if isinstance(outcome, dict):
+        from groove_cli.render.ablate import render_ablation_markdown, render_ablation_text
+        from groove_cli.render.markdown import append_step_summary
+
+        append_step_summary(render_ablation_markdown(outcome))
+        if fmt == "json":
+            output.print_json(outcome)
+        else:
+            sys.stdout.write(render_ablation_markdown(outcome) if fmt == "markdown"
+                             else render_ablation_text(outcome))
+        return
     from groove_cli.render.eval_formats import render_ci_format
 
     ci_document = render_ci_format(outcome, fmt, gated=fail_on_regression)
