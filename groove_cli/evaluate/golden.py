@@ -335,3 +335,27 @@ def expected_warnings(
             if not any(h.strip().lower() == wanted for h in headings_of(entry.path)):
                 warnings.append(f'{where}: no chunk of {entry.path} has the heading "{entry.heading}"')
     return warnings
+
+
+def repeated_queries_warning(golden: GoldenSet, normalize: Callable[[str], str]) -> str | None:
+    """A warning when queries repeat an earlier one (after `normalize`), else None.
+
+    A copied query counts twice in every mean: confidence intervals narrow and `tune` can
+    adopt a change that only looks consistent; nothing is refused, since a repeat may be
+    deliberate, but it must not pass unnoticed.
+    """
+    first: dict[str, GoldenQuery] = {}
+    repeats: list[tuple[GoldenQuery, GoldenQuery]] = []
+    for query in golden.queries:
+        key = normalize(query.query)
+        if key in first:
+            repeats.append((query, first[key]))
+        else:
+            first[key] = query
+    if not repeats:
+        return None
+    again, original = repeats[0]
+    return (f"golden: {len(repeats)} of {len(golden.queries)} queries repeat an earlier query "
+            f'(first: "{again.id}" at queries[{again.index}] repeats "{original.id}" at '
+            f"queries[{original.index}]); each copy counts again in every mean, which narrows "
+            "the confidence intervals and lets tune adopt noise; remove the copies")
