@@ -26,7 +26,13 @@ from groove_cli.evaluate.baseline import Comparison, gate_comparison, load_basel
 from groove_cli.evaluate.corpus import corpus_block, corpus_digest
 from groove_cli.evaluate.findings import findings_warning_text, quoted_findings, quoted_needles
 from groove_cli.evaluate.fingerprint import FingerprintInputs, build_fingerprint
-from groove_cli.evaluate.golden import GoldenSet, expected_warnings, find_golden, load_golden
+from groove_cli.evaluate.golden import (
+    GoldenSet,
+    expected_warnings,
+    find_golden,
+    load_golden,
+    repeated_queries_warning,
+)
 from groove_cli.evaluate.metrics import HitRecord, QueryMetrics, score_query
 from groove_cli.evaluate.paired import default_metric
 from groove_cli.evaluate.report import build_json_report, build_run, utc_timestamp
@@ -153,10 +159,21 @@ def load_golden_set(settings: Settings, kb: Path, explicit: Path | None,
     if topics is not None:
         from groove_cli.evaluate.trec import load_trec_golden
 
-        return load_trec_golden(path, topics, check_query=check)
+        return _warn_repeats(load_trec_golden(path, topics, check_query=check))
     golden = load_golden(path, check_query=check)
     if golden.has_defaults:
         messages.note("golden defaults are ignored")
+    _warn_repeats(golden)
+    return golden
+
+
+def _warn_repeats(golden: GoldenSet) -> GoldenSet:
+    """Warn when golden queries repeat (eval and tune both load through here)."""
+    from groove_cli.evaluate.findings import normalize
+
+    text = repeated_queries_warning(golden, normalize)
+    if text:
+        messages.warning(text)
     return golden
 
 
