@@ -726,7 +726,9 @@ def tune_cmd(
         "--k", help="Comma list of cut-offs (0s dropped, 5 always added).")] = None,
     limit: Annotated[int | None, typer.Option(
         "--limit", help="Hits per query (default: the largest k).", min=1)] = None,
-    format: FormatOpt = "text",
+    format: Annotated[str, typer.Option(
+        "--format", case_sensitive=False,
+        help="text, json or markdown (also appended to $GITHUB_STEP_SUMMARY when set).")] = "text",
     no_color: Annotated[bool, typer.Option("--no-color", help="Disable colour.")] = False,
     write: Annotated[bool, typer.Option(
         "--write", help="Apply an adopted recommendation to groove.toml in place.")] = False,
@@ -747,7 +749,7 @@ def tune_cmd(
     from groove_cli.render.tune_report import render_tune_text
     from groove_cli.store import check_runtime
 
-    fmt = _check_format(format, ("text", "json"))
+    fmt = _check_format(format, ("text", "json", "markdown"))
     grid_space = _choice("--space", space, ("fusion", "retrieval"))
 
     def run() -> dict[str, Any]:
@@ -765,10 +767,15 @@ def tune_cmd(
         return run_tune(request)
 
     report = _run(run)
+    from groove_cli.render.markdown import append_step_summary
+    from groove_cli.render.tune_markdown import render_tune_markdown
+
+    markdown = render_tune_markdown(report)
+    append_step_summary(markdown)
     if fmt == "json":
         output.print_json(report)
     else:
-        sys.stdout.write(render_tune_text(report))
+        sys.stdout.write(markdown if fmt == "markdown" else render_tune_text(report))
 
 
 # --------------------------------------------------------------------------- models
