@@ -84,14 +84,19 @@ def load_history(kb: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> list[Run]:
         return []
 
 
-def _parse_runs(raw: bytes) -> list[Run]:
-    """Decode `{"runs": [EvalRun, …]}`; ValueError (with a short reason) when it is not that."""
+def parse_json(raw: bytes) -> object:
+    """Decode UTF-8 JSON; ValueError with a short reason (shared with the baseline file)."""
     try:
-        document = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ValueError(f"not valid UTF-8: {exc.reason}") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON: {exc.msg} at line {exc.lineno}") from None
+
+
+def _parse_runs(raw: bytes) -> list[Run]:
+    """Decode `{"runs": [EvalRun, …]}`; ValueError (with a short reason) when it is not that."""
+    document = parse_json(raw)
     if not isinstance(document, dict) or not isinstance(document.get("runs"), list):
         raise ValueError('expected an object with a "runs" list')
     runs: list[Run] = document["runs"]
