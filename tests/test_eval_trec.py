@@ -84,6 +84,10 @@ def test_topics_and_qrels_readers(tmp_path: Path) -> None:
     qrels.write_text("q1 0 a.md\n", encoding="utf-8")
     with pytest.raises(GoldenError, match="line 1: expected `qid iteration docno relevance`"):
         read_qrels(qrels)
+    run = tmp_path / "run"
+    run.write_text("q1 Q0 a.md 1 0.5 groove\nq1 Q0 b.md 2 high groove\n", encoding="utf-8")
+    with pytest.raises(GoldenError, match=r"run, line 2: expected `qid Q0 docno rank score tag`"):
+        read_run(run)
 
 
 def to_trec(golden: Path, qrels: Path, topics: Path) -> None:

@@ -107,11 +107,9 @@ def load_baseline(path: Path, metric: str | None = None) -> Run:
     except OSError as exc:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
     try:
-        document = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise damaged(f"not valid UTF-8 ({exc.reason})") from None
-    except json.JSONDecodeError as exc:
-        raise damaged(f"invalid JSON ({exc.msg} at line {exc.lineno})") from None
+        document = history.parse_json(raw)
+    except ValueError as exc:
+        raise damaged(str(exc)) from None
     if not isinstance(document, dict) or document.get("format") != BASELINE_FORMAT:
         raise damaged(f'not a groove baseline (no "format": "{BASELINE_FORMAT}")')
     if document.get("version") != BASELINE_VERSION:

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from groove_cli.errors import GoldenError, GrooveError
+from groove_cli.errors import GoldenError
 from groove_cli.evaluate.golden import (
     MAX_GOLDEN_BYTES,
     Expected,
@@ -106,24 +106,37 @@ def _read_text(path: Path, what: str) -> str:
         raise GoldenError(f"{what} {path} is not valid UTF-8 ({exc.reason})") from None
 
 
+def _records(path: Path, what: str, layout: str, *, ints: tuple[int, ...] = (),
+             floats: tuple[int, ...] = ()) -> Iterator[list[str]]:
+    """The whitespace-separated fields of each non-blank line, checked against `layout` (its
+    word count) and the integer/float columns; a bad line is an error naming it."""
+    columns = len(layout.split())
+    for number, line in enumerate(_read_text(path, what).splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        try:
+            if len(parts) != columns:
+                raise ValueError
+            for i in ints:
+                int(parts[i])
+            for i in floats:
+                float(parts[i])
+        except ValueError:
+            raise GoldenError(f"{what} {path}, line {number}: expected `{layout}`, got "
+                              f"{line.strip()!r}") from None
+        yield parts
+
+
 def read_run(path: Path) -> dict[str, list[HitRecord]]:
     """A TREC run file as each query's hits in rank order (by score, descending; ties by rank).
 
     Query ids are decoded; the rank column only breaks score ties.
     """
     rows: dict[str, list[tuple[float, int, str]]] = {}
-    for number, line in enumerate(_read_text(path, "TREC run file").splitlines(), start=1):
-        if not line.strip():
-            continue
-        parts = line.split()
-        try:
-            if len(parts) != 6:
-                raise ValueError
-            rows.setdefault(_unescape(parts[0]), []).append(
-                (float(parts[4]), int(parts[3]), parts[2]))
-        except ValueError:
-            raise GrooveError(f"TREC run file {path}, line {number}: expected `qid Q0 docno "
-                              f"rank score tag`, got {line.strip()!r}") from None
+    for parts in _records(path, "TREC run file", "qid Q0 docno rank score tag", ints=(3,),
+                          floats=(4,)):
+        rows.setdefault(_unescape(parts[0]), []).append((float(parts[4]), int(parts[3]), parts[2]))
     hits: dict[str, list[HitRecord]] = {}
     for qid, entries in rows.items():
         entries.sort(key=lambda e: (-e[0], e[1]))
@@ -136,17 +149,8 @@ def read_run(path: Path) -> dict[str, list[HitRecord]]:
 def read_qrels(path: Path) -> dict[str, list[Expected]]:
     """`qid iteration docno relevance` lines as each query's graded expected entries."""
     judged: dict[str, list[Expected]] = {}
-    for number, line in enumerate(_read_text(path, "qrels file").splitlines(), start=1):
-        if not line.strip():
-            continue
-        parts = line.split()
-        try:
-            if len(parts) != 4:
-                raise ValueError
-            grade = max(0, int(parts[3]))
-        except ValueError:
-            raise GoldenError(f"qrels file {path}, line {number}: expected `qid iteration docno "
-                              f"relevance` (relevance an integer), got {line.strip()!r}") from None
+    for parts in _records(path, "qrels file", "qid iteration docno relevance", ints=(3,)):
+        grade = max(0, int(parts[3]))
         doc_path, heading = decode_docno(parts[2])
         judged.setdefault(_unescape(parts[0]), []).append(Expected(doc_path, heading, grade))
     return judged
