@@ -671,8 +671,9 @@ def eval_cmd(
 @eval_app.command("compare")
 def eval_compare_cmd(
     ctx: typer.Context,
-    a: Annotated[str, typer.Argument(metavar="A", help="Run A: a baseline file, or a history run (0 = newest, "
-                                          "1 = the one before, or a timestamp prefix).")],
+    a: Annotated[str, typer.Argument(
+        metavar="A", help="Run A: a baseline file, or a history run (0 = newest, 1 = the one "
+                          "before, or a timestamp prefix).")],
     b: Annotated[str, typer.Argument(metavar="B", help="Run B, compared with A (Δ = B − A).")],
     kb_path: KbOpt = None,
     format: Annotated[str, typer.Option(
