@@ -63,7 +63,7 @@ _IMPLIED: dict[str, object] = {
     "retrieval.vector_weight": DEFAULT_LEG_WEIGHT,
     "retrieval.fts_weight": DEFAULT_LEG_WEIGHT,
     "retrieval.min_score": DEFAULT_MIN_SCORE,
-    "context.mode": "contextual",
+    "context.mode": "off",
 }
 
 
