@@ -8,7 +8,7 @@ scored in memory by `evaluate.tune`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -156,8 +156,11 @@ def run_tune(req: TuneRequest) -> dict[str, Any]:
     limit = tune.tune_limit(req.limit, req.k_values)
     if req.limit is not None and req.limit > tune.MAX_TUNE_K:
         messages.note(f"limit {req.limit} exceeds the retrieval cap; using {tune.MAX_TUNE_K}")
-    usable = [q for q in golden.queries if q.expected]
-    for q in golden.queries:
+    # tune scores binary relevance: grade-0 entries (judged not relevant) are dropped
+    judged = [replace(q, expected=tuple(e for e in q.expected if e.grade > 0))
+              for q in golden.queries]
+    usable = [q for q in judged if q.expected]
+    for q in judged:
         if not q.expected:
             messages.warning(f"golden query {q.id} has no expected entries; tune skips it")
     pool = tune.candidate_pool(limit)
