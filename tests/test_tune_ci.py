@@ -68,3 +68,18 @@ def test_tune_markdown_step_summary_and_repeat_warning(warm: Sample, workdir: Pa
     assert len(warning) == 1 and warning[0].startswith("groove: warning: golden: 33 of 66 ")
     evaluated = run_eval(warm, "--golden", str(doubled), "--no-history")
     assert "groove: warning: golden: 33 of 66 queries repeat" in evaluated.stderr
+
+
+def test_tune_drops_grade_zero_entries(warm: Sample, workdir: Path) -> None:
+    document = yaml.safe_load((warm.kb / ".groove-eval.yml").read_text(encoding="utf-8"))
+    first = document["queries"][0]
+    first["expected"] = [{**e, "grade": 0} for e in first["expected"]]
+    document["queries"][1]["expected"][0]["grade"] = 3
+    path = workdir / "graded.yml"
+    path.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
+    result = invoke(["--db", str(warm.db), "tune", "--kb-path", str(warm.kb), "--golden",
+                     str(path), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert (f"groove: warning: golden query {first['id']} has no expected entries; tune skips it"
+            in result.stderr.splitlines())
+    assert json.loads(result.stdout)["query_count"] == 32
