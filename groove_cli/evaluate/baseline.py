@@ -12,6 +12,7 @@ regression. A damaged baseline is a usage error (exit 2): it must never pass or 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -226,6 +227,8 @@ class Comparison:
     primary: PairedDelta
     max_drop: float
     regressed: bool
+    enforced: bool = True
+    """Whether --fail-on-regression was given (the verdict is reported either way)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"against": self.against, "source": self.source,
@@ -234,7 +237,8 @@ class Comparison:
                 "settings_diff": list(self.settings),
                 "corpus_changed": self.corpus_change is not None,
                 "corpus_change": self.corpus_change, "primary": self.primary.to_json(),
-                "max_drop": self.max_drop, "regressed": self.regressed}
+                "max_drop": self.max_drop, "regressed": self.regressed,
+                "enforced": self.enforced}
 
     def error_text(self) -> str:
         """The gate's error message: what fell, by how much, and every difference in inputs."""
@@ -299,7 +303,8 @@ def newest_same_inputs(runs: Sequence[Mapping[str, Any]],
 
 def gate_comparison(run: Mapping[str, Any], *, baseline: Mapping[str, Any] | None,
                     baseline_path: Path | None, history_runs: Sequence[Mapping[str, Any]] | None,
-                    metric: str | None, max_drop: float) -> Comparison | None:
+                    metric: str | None, max_drop: float,
+                    enforced: bool = True) -> Comparison | None:
     """What the gate compares the run with.
 
     With a baseline: the baseline, whatever the settings. Otherwise, when `history_runs` is
@@ -309,8 +314,9 @@ def gate_comparison(run: Mapping[str, Any], *, baseline: Mapping[str, Any] | Non
     """
     name = metric or default_metric([int(k) for k in run["fingerprint"]["k_values"]])
     if baseline is not None:
-        return compare(baseline, run, against="baseline", source=str(baseline_path),
-                       metric=name, max_drop=max_drop)
+        return dataclasses.replace(
+            compare(baseline, run, against="baseline", source=str(baseline_path), metric=name,
+                    max_drop=max_drop), enforced=enforced)
     if history_runs is None:
         return None
     reference = newest_same_inputs(history_runs, run)

@@ -11,8 +11,9 @@ def verdict_text(comparison: Comparison) -> str:
     p = comparison.primary
     drop = p.before - p.after
     if comparison.regressed:
+        unenforced = "" if comparison.enforced else " (not enforced without --fail-on-regression)"
         return (f"regression: drop {drop:.3f} > max-drop {comparison.max_drop:.3f} and the CI "
-                "lies below 0")
+                f"lies below 0{unenforced}")
     if drop <= comparison.max_drop:
         return f"pass: drop {max(drop, 0.0):.3f} is within max-drop {comparison.max_drop:.3f}"
     return "pass: the drop is within query-sampling noise (the CI includes 0)"
