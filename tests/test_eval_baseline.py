@@ -190,6 +190,11 @@ def test_settings_change_fails_against_a_baseline_and_names_the_settings(
     assert comparison["settings_diff"] == [] and comparison["regressed"] is False
     assert comparison["primary"]["delta"] == 0.0 and comparison["primary"]["pairs"] == 33
 
+    # without --fail-on-regression the verdict is reported, the exit code untouched
+    reported = run_eval(sample, "--mode", "fts", "--min-score", "0.9", "--baseline", str(baseline))
+    assert reported.exit_code == 0
+    assert reported.stdout.splitlines()[-1].endswith(
+        "lies below 0 (not enforced without --fail-on-regression)")
     # a drop is tolerated up to --max-drop
     loose = run_eval(sample, "--mode", "fts", "--min-score", "0.9", "--fail-on-regression",
                      "--baseline", str(baseline), "--max-drop", "0.5")

@@ -260,7 +260,7 @@ def run_eval(req: EvalRequest) -> EvalOutcome:
     comparison = gate_comparison(
         run, baseline=reference, baseline_path=req.baseline,
         history_runs=runs if req.fail_on_regression and compared is None else None,
-        metric=req.gate_metric, max_drop=req.max_drop)
+        metric=req.gate_metric, max_drop=req.max_drop, enforced=req.fail_on_regression)
     if comparison is not None:
         report["comparison"] = comparison.to_json()
         if req.fail_on_regression and comparison.regressed:
