@@ -22,6 +22,13 @@ def _rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def _latency_note(report: Mapping[str, Any]) -> str:
+    timed = report["configurations"][0]["latency_ms"]["queries"]
+    scope = ("every query" if timed == report["query_count"]
+             else f"{timed} evenly spaced queries of {report['query_count']}")
+    return f"Latency: the search alone (cached query embeddings), one at a time, over {scope}."
+
+
 def _verdict(report: Mapping[str, Any]) -> str:
     return (f"Cheapest configuration not significantly worse than the default: "
             f"{report['cheapest_not_worse']} (lowest p50 latency among those whose 95% CI of Δ "
@@ -37,8 +44,8 @@ def render_ablation_text(report: Mapping[str, Any]) -> str:
         lines.append("  " + "  ".join(
             c.ljust(w) if i in (0, 3, 6) else c.rjust(w)
             for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip())
-    lines += ["", "  Δ and CI are paired over queries (bootstrap, 1000 resamples, seed 0); "
-                  "latency is the search only (cached query embeddings).", "", _verdict(report)]
+    lines += ["", "  Δ and CI are paired over queries (bootstrap, 1000 resamples, seed 0).",
+              f"  {_latency_note(report)}", "", _verdict(report)]
     return "\n".join(lines) + "\n"
 
 
@@ -46,5 +53,5 @@ def render_ablation_markdown(report: Mapping[str, Any]) -> str:
     header, rows = _rows(report)
     lines = [f"## groove eval --ablate ({report['query_count']} queries)", ""]
     lines += table(header, rows, ["l", "r", "r", "l", "r", "r", "l"])
-    lines += ["", f"**{_verdict(report)}**"]
+    lines += ["", _latency_note(report), "", f"**{_verdict(report)}**"]
     return "\n".join(lines) + "\n"
