@@ -112,7 +112,9 @@ def eval_cmd(
     )
     from groove_cli.retrieve.params import eval_reranker
 
-    fmt = check_format(format, ("text", "json", "junit", "markdown"))
+    # an ablation is no eval run: it has no testcases for JUnit
+    fmt = check_format(format, ("text", "json", "markdown") if ablate
+                       else ("text", "json", "junit", "markdown"))
 
     def run() -> EvalReport | dict[str, Any]:
         flags = retrieval.config_flags()

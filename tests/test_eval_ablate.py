@@ -66,3 +66,11 @@ def test_ablate_refuses_gate_flags(warm: Sample) -> None:
     result = run_eval(warm, "--ablate", "--fail-on-regression")
     assert result.exit_code == 2
     assert "--ablate cannot be combined with" in result.stderr
+
+
+def test_ablate_refuses_junit(warm: Sample) -> None:
+    """An ablation has no per-query testcases: JUnit is refused, not silently replaced by text."""
+    result = run_eval(warm, "--ablate", "--format", "junit")
+    assert result.exit_code == 2
+    assert "'junit' is not one of text, json, markdown" in result.stderr
+    assert result.stdout == ""
