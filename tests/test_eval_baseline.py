@@ -232,3 +232,22 @@ def test_gate_metric_is_checked(sample: Sample) -> None:
     result = run_eval(sample, "--gate-metric", "map", "--no-history")
     assert result.exit_code == 2
     assert "unknown metric 'map'" in result.stderr
+
+
+def test_eval_report_json_carries_the_comparison_only_when_one_was_made() -> None:
+    from groove_cli.evaluate.report import EvalReport
+
+    baseline, run = make_run([1.0, 1.0, 1.0, 1.0]), make_run([0.0, 0.0, 0.0, 0.0])
+    comparison = compare(baseline, run, against="baseline", source="b.json", metric="ndcg@1",
+                         max_drop=0.01)
+    plain = EvalReport(run, None, 0.05, no_history=True)
+    assert "comparison" not in plain.to_json() and "comparison" not in plain.full_json()
+    gated = EvalReport(run, None, 0.05, no_diff=True, comparison=comparison)
+    document = gated.to_json()
+    assert list(document)[-1] == "comparison" and document["previous"] is None
+    member = document["comparison"]
+    assert (member["against"], member["source"], member["regressed"]) == ("baseline", "b.json",
+                                                                          True)
+    assert member["primary"] == {"metric": "ndcg@1", "before": 1.0, "after": 0.0, "delta": -1.0,
+                                 "ci95": [-1.0, -1.0], "pairs": 4}
+    assert gated.full_json()["comparison"] == member
