@@ -251,3 +251,13 @@ def test_eval_report_json_carries_the_comparison_only_when_one_was_made() -> Non
     assert member["primary"] == {"metric": "ndcg@1", "before": 1.0, "after": 0.0, "delta": -1.0,
                                  "ci95": [-1.0, -1.0], "pairs": 4}
     assert gated.full_json()["comparison"] == member
+
+
+def test_a_query_judged_only_grade_0_is_not_paired() -> None:
+    """Grade 0 means judged not relevant: such a query is left out of the aggregates, so the
+    paired gate must leave it out too (else its 0 would dilute every mean delta)."""
+    before, after = make_run([1.0, 1.0]), make_run([0.0, 1.0])
+    for run in (before, after):
+        run["per_query"][0]["expected"] = [{"path": "a.md", "heading": None, "grade": 0}]
+    delta = paired_delta(before, after, "ndcg@1")
+    assert (delta.pairs, delta.before, delta.after, delta.delta) == (1, 1.0, 1.0, 0.0)

@@ -134,3 +134,12 @@ def test_markdown_table_escapes_cells() -> None:
     assert cell("a|b\nc") == "a\\|b c"
     assert table(["x", "y"], [[1, "p|q"]], ["l", "r"]) == [
         "| x | y |", "| --- | ---: |", "| 1 | p\\|q |"]
+
+
+def test_junit_skips_a_query_judged_only_grade_0() -> None:
+    run = make_run([0.0, 1.0])
+    run["per_query"][0]["expected"] = [{"path": "a.md", "heading": None, "grade": 0}]
+    root = ET.fromstring(render_junit(run, suite_name="s"))
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert cases["q0"].find("skipped") is not None and cases["q0"].find("failure") is None
+    assert cases["q1"].find("skipped") is None and cases["q1"].find("failure") is None

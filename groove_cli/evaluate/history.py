@@ -297,9 +297,17 @@ def query_regressions(
     return regressions
 
 
+def is_judged(entry: Mapping[str, Any]) -> bool:
+    """Whether a stored query has a relevant entry (grade 1 when absent, eval.md §1): the
+    queries that count in aggregates and pairings; grade-0-only queries are unjudged."""
+    expected = entry.get("expected")
+    return isinstance(expected, list) and any(
+        not isinstance(e, dict) or e.get("grade", 1) != 0 for e in expected)
+
+
 def is_miss(entry: Mapping[str, Any], k_max: int) -> bool:
-    """A miss: the query has no expected entries, or recall@k_max is 0."""
-    if not entry.get("expected"):
+    """A miss: the query has no relevant expected entry, or recall@k_max is 0."""
+    if not is_judged(entry):
         return True
     recall = dict(_query_metrics(entry, k_max)).get(f"recall@{k_max}", 0.0)
     return _number(recall) == 0.0

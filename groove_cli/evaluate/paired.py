@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from groove_cli.evaluate.history import is_judged
 from groove_cli.evaluate.stats import bootstrap_ci
 
 PERMUTATIONS = 10_000
@@ -84,8 +85,8 @@ def run_has_metric(run: Mapping[str, Any], name: str) -> bool:
 
 
 def _counted(run: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """Queries that count in aggregates (a non-empty expected list), by id."""
-    return {str(e["id"]): e for e in run.get("per_query", []) if e.get("expected")}
+    """Queries that count in aggregates (a relevant expected entry), by id."""
+    return {str(e["id"]): e for e in run.get("per_query", []) if is_judged(e)}
 
 
 @dataclass(frozen=True, slots=True)

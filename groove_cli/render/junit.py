@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groove_cli.evaluate.baseline import Comparison
-from groove_cli.evaluate.history import is_miss
+from groove_cli.evaluate.history import is_judged, is_miss
 from groove_cli.evaluate.paired import metric_label
 from groove_cli.render.gate import title_text, verdict_text
 
@@ -88,8 +88,8 @@ def _query_case(suite: ET.Element, entry: Mapping[str, Any], k_max: int) -> tupl
            for h in entry.get("top_k", [])[:k_max]]
     expected = [e["path"] + (f"#{e['heading']}" if e.get("heading") else "")
                 for e in entry["expected"]]
-    if not entry["expected"]:
-        ET.SubElement(case, "skipped", message="no expected entries; not scored")
+    if not is_judged(entry):
+        ET.SubElement(case, "skipped", message="no relevant expected entry; not scored")
         return False, True
     failed = is_miss(entry, k_max)
     if failed:
