@@ -23,6 +23,7 @@ import numpy as np
 
 from groove_cli import messages
 from groove_cli.errors import UsageError
+from groove_cli.evaluate.history import is_judged
 from groove_cli.evaluate.metrics import score_query
 from groove_cli.evaluate.paired import (
     default_metric,
@@ -164,7 +165,7 @@ def _report(rows: list[dict[str, Any]], runs: list[dict[str, Any]], metric: str,
     for row, run in zip(rows, runs, strict=True):
         delta = paired_delta(default, run, metric)
         row["value"] = sum(query_value(e, metric) or 0.0 for e in run["per_query"]
-                           if e["expected"]) / max(1, run["aggregate"]["query_count"])
+                           if is_judged(e)) / max(1, run["aggregate"]["query_count"])
         row["delta"] = delta.delta
         row["ci95"] = None if delta.ci95 is None else list(delta.ci95)
         row["significantly_worse"] = significantly_worse(delta)
