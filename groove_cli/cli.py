@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from groove_cli import config, messages
+from groove_cli.cli_eval import eval_app, tune_cmd
 from groove_cli.cli_options import (
     FilterFlags,
     FormatOpt,
     GlobalOptions,
-    GoldenOpt,
     GrooveGroup,
     KbOpt,
     ModelOpt,
@@ -26,8 +26,6 @@ from groove_cli.cli_options import (
     RerankerOpt,
     RetrievalFlags,
     check_format,
-    choice,
-    global_options,
     kb_flags,
     print_version,
     resolve_paths,
@@ -41,8 +39,6 @@ from groove_cli.errors import UsageError
 from groove_cli.render import output
 
 if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays light
-    from groove_cli.evaluate.report import EvalReport
-    from groove_cli.evaluate.tune.report import TuneReport
     from groove_cli.index import IndexReport
     from groove_cli.models import ModelStatus, ResolvedModel
     from groove_cli.retrieve.searcher import SearchOutcome
@@ -282,115 +278,10 @@ def search_cmd(
                                filter_applied=outcome.filter_applied)
 
 
-# --------------------------------------------------------------------------- eval
+# --------------------------------------------------------------------------- eval, tune
 
-KOpt = Annotated[str | None, typer.Option(
-    "--k", help="Comma list of cut-offs >= 1 for recall@k / nDCG@k (default [eval].k_values).")]
-
-
-@app.command("eval")
-@with_retrieval_flags
-def eval_cmd(
-    ctx: typer.Context,
-    kb_path: KbOpt = None,
-    model: ModelOpt = None,
-    reranker: RerankerOpt = None,
-    golden: GoldenOpt = None,
-    k: KOpt = None,
-    limit: Annotated[int | None, typer.Option(
-        "--limit", help="Hits recorded per query (default: the largest k).", min=1)] = None,
-    retrieval: RetrievalFlags = RetrievalFlags(),
-    format: FormatOpt = "text",
-    no_history: Annotated[bool, typer.Option(
-        "--no-history", help="Neither read nor write the history: no diff, no gate.")] = False,
-    no_diff: Annotated[bool, typer.Option(
-        "--no-diff", help="hides the diff only; --fail-on-regression still compares")] = False,
-    no_color: NoColorOpt = False,
-    fail_on_regression: Annotated[bool, typer.Option(
-        "--fail-on-regression",
-        help="Exit 1 when a metric fell by more than [eval].regression_threshold against the "
-             "previous compatible run (the history is saved first).")] = False,
-) -> None:
-    """Score retrieval against a golden query file and compare with the previous run.
-
-    Examples:
-
-    * `groove eval --kb-path ~/notes`
-    * `groove eval --kb-path ~/notes --fail-on-regression --format json`   (in CI)
-    """
-    from groove_cli.evaluate.runner import EvalRequest, effective_limit, k_values_from, run_eval
-    from groove_cli.retrieve.params import eval_reranker
-
-    fmt = check_format(format, ("text", "json"))
-
-    def run() -> EvalReport:
-        flags = retrieval.config_flags()
-        flags.update(kb_flags(kb_path, model=model, reranker=reranker))
-        paths = resolve_paths(ctx, flags, kb_required=True)
-        assert paths.kb is not None
-        s = paths.settings
-        k_values = k_values_from(s, k)
-        request = EvalRequest(
-            settings=s, db=paths.db, kb=paths.kb, golden=golden, k_values=k_values,
-            limit=effective_limit(limit, k_values), reranker=eval_reranker(s),
-            no_history=no_history, no_diff=no_diff, fail_on_regression=fail_on_regression)
-        return run_eval(request)
-
-    outcome = run_core(run)
-    output.print_eval(outcome, fmt, no_color=no_color)
-    if outcome.regression_error:
-        messages.error(outcome.regression_error)
-        raise typer.Exit(1)
-
-
-# --------------------------------------------------------------------------- tune
-
-
-@app.command("tune")
-def tune_cmd(
-    ctx: typer.Context,
-    kb_path: KbOpt = None,
-    golden: GoldenOpt = None,
-    model: ModelOpt = None,
-    space: Annotated[str, typer.Option(
-        "--space", help="Grid to sweep: fusion (rrf_k x bm25 weights) or retrieval "
-                        "(vector/fts weight ratio x min_score).")] = "fusion",
-    k: Annotated[str | None, typer.Option(
-        "--k", help="Comma list of cut-offs (0s dropped, 5 always added).")] = None,
-    limit: Annotated[int | None, typer.Option(
-        "--limit", help="Hits per query (default: the largest k).", min=1)] = None,
-    format: FormatOpt = "text",
-    no_color: NoColorOpt = False,
-    write: Annotated[bool, typer.Option(
-        "--write", help="Apply an adopted recommendation to groove.toml in place.")] = False,
-    force: Annotated[bool, typer.Option(
-        "--force", help="With --write: write even when the verdict is keep-defaults.")] = False,
-) -> None:
-    """Sweep the fusion knobs with nested cross-validation; recommend only a real gain.
-
-    Deltas are measured against the built-in defaults. A change is adopted only when its
-    held-out gain is above 0.02 nDCG@5, above 3x its paired standard error, stable across
-    folds, and costs no recall or MRR.
-
-    Example: `groove tune --kb-path ~/notes --write`
-    """
-    from groove_cli.evaluate.tune.run import TuneRequest, run_tune, tune_k_values
-
-    fmt = check_format(format, ("text", "json"))
-    grid_space = choice("--space", space, ("fusion", "retrieval"))
-
-    def run() -> TuneReport:
-        paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True)
-        assert paths.kb is not None and grid_space is not None
-        s = paths.settings
-        request = TuneRequest(
-            settings=s, db=paths.db, kb=paths.kb, golden=golden,
-            k_values=tune_k_values(s, k), limit=limit,
-            space="fusion" if grid_space == "fusion" else "retrieval",
-            write=write, force=force, config_flag=global_options(ctx).config)
-        return run_tune(request)
-
-    output.print_tune(run_core(run), fmt)
+app.add_typer(eval_app, name="eval")  # cli_eval.py: `eval`, `eval compare`
+app.command("tune")(tune_cmd)
 
 
 # --------------------------------------------------------------------------- models

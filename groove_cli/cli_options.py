@@ -179,6 +179,14 @@ FormatOpt = Annotated[
     str,
     typer.Option("--format", help="Output format: text or json.", case_sensitive=False),
 ]
+SUMMARY_HELP = " (Markdown is also appended to $GITHUB_STEP_SUMMARY when set, whatever the format)."
+EvalFormatOpt = Annotated[str, typer.Option(
+    "--format", case_sensitive=False,
+    help="text, json, junit (one testcase per golden query) or markdown" + SUMMARY_HELP)]
+TuneFormatOpt = Annotated[str, typer.Option(
+    "--format", case_sensitive=False, help="text, json or markdown" + SUMMARY_HELP)]
+CompareFormatOpt = Annotated[str, typer.Option(
+    "--format", case_sensitive=False, help="text, json or markdown.")]
 KbOpt = Annotated[
     Path | None,
     typer.Option("--kb-path", help="Knowledge-base root (default: kb_path in groove.toml)."),

@@ -197,7 +197,7 @@ def test_golden_file_in_the_spec_format_is_accepted(warm: Sample, workdir: Path,
     ("content", "message"),
     [
         ("queries:\n  - query: backup\n    expected:\n      - path: a.md\n        relevance: 2\n",
-         'unknown field "relevance" at queries[0].expected[0] (expected path or heading)'),
+         'unknown field "relevance" at queries[0].expected[0] (expected path, heading or grade)'),
         ("queries:\n  - id: same\n    query: backup\n    expected: []\n"
          "  - id: same\n    query: restore\n    expected: []\n",
          'duplicate query id "same" at queries[1]; ids default to the first 32 characters of '

@@ -102,7 +102,7 @@ def test_unknown_field_exact_message(tmp_path: Path) -> None:
     )
     assert error_of(path) == (
         f'failed to parse golden file {path}: unknown field "relevance" at queries[3].expected[0] '
-        "(expected path or heading)"
+        "(expected path, heading or grade)"
     )
 
 

@@ -32,15 +32,19 @@ ID_LENGTH = 32
 _TOP_FIELDS = ("defaults", "queries")
 _DEFAULT_FIELDS = ("limit", "rerank")
 _QUERY_FIELDS = ("id", "query", "expected", "tags")
-_EXPECTED_FIELDS = ("path", "heading")
+_EXPECTED_FIELDS = ("path", "heading", "grade")
+MAX_GRADE = 3
+"""Graded relevance in YAML: 0 (judged not relevant) to 3; 1 when absent (binary relevance)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Expected:
-    """One expected entry: a KB-relative path and, optionally, the heading of the chunk."""
+    """One expected entry: a KB-relative path, optionally the heading of the chunk, and its
+    graded relevance (nDCG gain; 0 = judged not relevant, which no metric counts)."""
 
     path: str
     heading: str | None
+    grade: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +165,7 @@ def load_golden(path: Path, *, check_query: Callable[[str], None]) -> GoldenSet:
     document = _parse(path, raw)
     validator = _Validator(path)
     queries, has_defaults = validator.document(document)
-    checked = _check_queries(path, queries, check_query)
+    checked = check_queries(path, queries, check_query)
     return GoldenSet(path=path, queries=checked, golden_hash=golden_hash, has_defaults=has_defaults)
 
 
@@ -306,10 +310,13 @@ class _Validator:
         heading = fields.get("heading")
         if heading is not None:
             heading = self.string(heading, f"{where}.heading")
-        return Expected(path=path, heading=heading)
+        grade = fields.get("grade", 1)
+        if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= MAX_GRADE:
+            raise self.type_error(f"{where}.grade", f"an integer from 0 to {MAX_GRADE}")
+        return Expected(path=path, heading=heading, grade=grade)
 
 
-def _check_queries(
+def check_queries(
     path: Path,
     parsed: list[tuple[str | None, str, list[Expected]]],
     check_query: Callable[[str], None],
@@ -365,3 +372,27 @@ def expected_warnings(
             if not any(h.strip().lower() == wanted for h in headings_of(entry.path)):
                 warnings.append(f'{where}: no chunk of {entry.path} has the heading "{entry.heading}"')
     return warnings
+
+
+def repeated_queries_warning(golden: GoldenSet, normalize: Callable[[str], str]) -> str | None:
+    """A warning when queries repeat an earlier one (after `normalize`), else None.
+
+    A copied query counts twice in every mean: confidence intervals narrow and `tune` can
+    adopt a change that only looks consistent; nothing is refused, since a repeat may be
+    deliberate, but it must not pass unnoticed.
+    """
+    first: dict[str, GoldenQuery] = {}
+    repeats: list[tuple[GoldenQuery, GoldenQuery]] = []
+    for query in golden.queries:
+        key = normalize(query.query)
+        if key in first:
+            repeats.append((query, first[key]))
+        else:
+            first[key] = query
+    if not repeats:
+        return None
+    again, original = repeats[0]
+    return (f"golden: {len(repeats)} of {len(golden.queries)} queries repeat an earlier query "
+            f'(first: "{again.id}" at queries[{again.index}] repeats "{original.id}" at '
+            f"queries[{original.index}]); each copy counts again in every mean, which narrows "
+            "the confidence intervals and lets tune adopt noise; remove the copies")

@@ -31,13 +31,15 @@ CONFIG_CHANGED = "⚠️ config or metric version changed since last run, diff d
 NO_COMPARED_NOTE = "no compatible previous run; nothing to compare against"
 
 _HINT = "pass --no-history to run eval without reading or writing the history"
-_RUN_MEMBERS: tuple[tuple[str, type], ...] = (
+RUN_MEMBERS: tuple[tuple[str, type], ...] = (
     ("timestamp", str),
     ("fingerprint", dict),
     ("corpus", dict),
     ("per_query", list),
     ("aggregate", dict),
 )
+RUN_KEYS = tuple(name for name, _ in RUN_MEMBERS)
+"""The members of a stored run, in order (`findings` is optional and not listed)."""
 
 Run = dict[str, Any]
 
@@ -101,21 +103,26 @@ def history_problem(kb: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> str | No
     return None
 
 
-def _parse_runs(raw: bytes) -> list[Run]:
-    """Decode `{"runs": [EvalRun, …]}`; ValueError (with a short reason) when it is not that."""
+def parse_json(raw: bytes) -> object:
+    """Decode UTF-8 JSON; ValueError with a short reason (shared with the baseline file)."""
     try:
-        document = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ValueError(f"not valid UTF-8: {exc.reason}") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON: {exc.msg} at line {exc.lineno}") from None
+
+
+def _parse_runs(raw: bytes) -> list[Run]:
+    """Decode `{"runs": [EvalRun, …]}`; ValueError (with a short reason) when it is not that."""
+    document = parse_json(raw)
     if not isinstance(document, dict) or not isinstance(document.get("runs"), list):
         raise ValueError('expected an object with a "runs" list')
     runs: list[Run] = document["runs"]
     for i, run in enumerate(runs):
         if not isinstance(run, dict):
             raise ValueError(f"runs[{i}] is not an object")
-        for name, kind in _RUN_MEMBERS:
+        for name, kind in RUN_MEMBERS:
             if not isinstance(run.get(name), kind):
                 raise ValueError(f"runs[{i}].{name} is missing or of the wrong type")
         _check_aggregate(run["aggregate"], f"runs[{i}].aggregate")
@@ -182,12 +189,17 @@ def save_history(
         )
         kept = kept[:fits]
         data = _serialise(kept)
-    _write_atomic(history_path(kb), data)
+    write_atomic(history_path(kb), data)
     return kept
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `{path}.tmp`, flush it to disk, then rename it over `path`."""
+def write_atomic(path: Path, data: bytes, *, what: str = "eval history",
+                 hint: str | None = _HINT) -> None:
+    """Write `data` to `{path}.tmp`, flush it to disk, then rename it over `path`.
+
+    `what` names the file in the error (`cannot write {what} {path}: …`); shared with the
+    baseline file, which must never be left half-written either.
+    """
     tmp = path.with_name(path.name + ".tmp")
     try:
         if os.path.lexists(tmp):
@@ -202,9 +214,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise GrooveError(
-            f"cannot write eval history {path}: {exc.strerror or exc}", hint=_HINT
-        ) from None
+        raise GrooveError(f"cannot write {what} {path}: {exc.strerror or exc}", hint=hint) from None
 
 
 def _as_json(value: object) -> object:
@@ -321,9 +331,17 @@ def query_regressions(
     return regressions
 
 
+def is_judged(entry: Mapping[str, Any]) -> bool:
+    """Whether a stored query has a relevant entry (grade 1 when absent, eval.md §1): the
+    queries that count in aggregates and pairings; grade-0-only queries are unjudged."""
+    expected = entry.get("expected")
+    return isinstance(expected, list) and any(
+        not isinstance(e, dict) or e.get("grade", 1) != 0 for e in expected)
+
+
 def is_miss(entry: Mapping[str, Any], k_max: int) -> bool:
-    """A miss: the query has no expected entries, or recall@k_max is 0."""
-    if not entry.get("expected"):
+    """A miss: the query has no relevant expected entry, or recall@k_max is 0."""
+    if not is_judged(entry):
         return True
     recall = dict(_query_metrics(entry, k_max)).get(f"recall@{k_max}", 0.0)
     return _number(recall) == 0.0

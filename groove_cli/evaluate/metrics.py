@@ -82,45 +82,50 @@ def _discount(rank: int) -> float:
 
 
 def ndcg_at_k(expected: Sequence[Expected], hits: Sequence[HitRecord], k: int) -> float:
-    """Binary-gain nDCG@k with one-to-one greedy matching of hits to expected entries.
+    """nDCG@k with graded gains and one-to-one greedy matching of hits to expected entries.
 
     nDCG is from Järvelin & Kekäläinen, "Cumulated gain-based evaluation of IR techniques",
-    ACM TOIS 20(4), 2002. Each hit may consume one not-yet-consumed entry it matches, preferring
-    an entry that names a heading (else the lowest index): a hit on `a.md#Setup` should satisfy
+    ACM TOIS 20(4), 2002; the gain of an entry is its grade (linear gain, as trec_eval's
+    `ndcg` and ranx's `ndcg` use; 1 for every entry of a binary golden file). Each hit may
+    consume one not-yet-consumed relevant entry it matches, preferring the highest grade, then
+    an entry that names a heading, then the lowest index: a hit on `a.md#Setup` should satisfy
     the heading entry and leave the path-only entry for another chunk of `a.md`.
 
     Args:
-        expected: the query's expected entries (E).
+        expected: the query's expected entries (E); grade-0 entries never count.
         hits: the returned hits in rank order.
         k: the cut-off; 0 gives 0.
 
     Returns:
-        DCG / IDCG with IDCG = Σ_{i=1..min(|E|, k)} 1 / log2(i + 1); 0 when k = 0 or E is empty.
+        DCG / IDCG with IDCG = Σ_{i=1..min(|E|, k)} gain_i / log2(i + 1) over the gains sorted
+        in descending order; 0 when k = 0 or no entry is relevant.
     """
-    if k <= 0 or not expected:
+    relevant = [e for e in expected if e.grade > 0]
+    if k <= 0 or not relevant:
         return 0.0
-    consumed = [False] * len(expected)
+    consumed = [False] * len(relevant)
     dcg = 0.0
     for position, hit in enumerate(hits[:k], start=1):
-        choice = _pick_entry(expected, consumed, hit)
+        choice = _pick_entry(relevant, consumed, hit)
         if choice is not None:
             consumed[choice] = True
-            dcg += _discount(position)
-    idcg = sum(_discount(i) for i in range(1, min(len(expected), k) + 1))
+            dcg += relevant[choice].grade * _discount(position)
+    gains = sorted((e.grade for e in relevant), reverse=True)[:k]
+    idcg = sum(g * _discount(i) for i, g in enumerate(gains, start=1))
     return dcg / idcg
 
 
 def _pick_entry(expected: Sequence[Expected], consumed: list[bool], hit: HitRecord) -> int | None:
-    """The entry a hit consumes: first unconsumed match with a heading, else first unconsumed match."""
-    fallback: int | None = None
+    """The entry a hit consumes: the unconsumed match with the highest grade, then one with a
+    heading, then the lowest index."""
+    best: int | None = None
     for index, entry in enumerate(expected):
         if consumed[index] or not heading_matches(entry, hit):
             continue
-        if entry.heading is not None:
-            return index
-        if fallback is None:
-            fallback = index
-    return fallback
+        if best is None or (entry.grade, entry.heading is not None) > (
+                expected[best].grade, expected[best].heading is not None):
+            best = index
+    return best
 
 
 def score_query(
@@ -129,7 +134,8 @@ def score_query(
     """All metrics of one query.
 
     Args:
-        expected: the query's expected entries.
+        expected: the query's expected entries; entries of grade 0 (judged not relevant)
+            count in no metric, and grades are nDCG gains.
         hits: every returned hit in rank order (the eval fetch depth, not cut at any k).
         k_values: the normalised k list.
 
@@ -137,9 +143,10 @@ def score_query(
         recall@k and nDCG@k for each k, and the reciprocal rank over the whole list.
     """
     ks = list(k_values)
+    relevant = [e for e in expected if e.grade > 0]
     return QueryMetrics(
-        recall_at_k={k: recall_at_k(expected, hits, k) for k in ks},
-        reciprocal_rank=reciprocal_rank(expected, hits),
+        recall_at_k={k: recall_at_k(relevant, hits, k) for k in ks},
+        reciprocal_rank=reciprocal_rank(relevant, hits),
         ndcg_at_k={k: ndcg_at_k(expected, hits, k) for k in ks},
     )
 

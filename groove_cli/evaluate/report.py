@@ -11,12 +11,16 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from groove_cli.evaluate.golden import GoldenQuery
+from groove_cli.evaluate.golden import Expected, GoldenQuery
 from groove_cli.evaluate.history import corpus_changed, diff_aggregates, query_regressions
 from groove_cli.evaluate.metrics import HitRecord, QueryMetrics
 from groove_cli.evaluate.stats import bootstrap_ci
+
+if TYPE_CHECKING:
+    from groove_cli.evaluate.baseline import Comparison
 
 
 def format_timestamp(moment: datetime) -> str:
@@ -86,6 +90,14 @@ def _metrics_block(metrics: QueryMetrics) -> dict[str, Any]:
     }
 
 
+def _expected_block(entry: Expected) -> dict[str, Any]:
+    """`{path, heading}`, plus `grade` when it is not the binary default 1."""
+    block: dict[str, Any] = {"path": entry.path, "heading": entry.heading}
+    if entry.grade != 1:
+        block["grade"] = entry.grade
+    return block
+
+
 def build_run(
     *,
     timestamp: str,
@@ -120,7 +132,7 @@ def build_run(
         {
             "id": query.id,
             "query": query.query,
-            "expected": [{"path": e.path, "heading": e.heading} for e in query.expected],
+            "expected": [_expected_block(e) for e in query.expected],
             "top_k": [
                 {"rank": h.rank, "path": h.path, "heading": h.heading, "score": h.score}
                 for h in query_hits[:limit]
@@ -134,7 +146,8 @@ def build_run(
         "fingerprint": dict(fingerprint),
         "corpus": dict(corpus),
         "per_query": per_query,
-        "aggregate": aggregate(metrics, [len(q.expected) for q in queries], k_values),
+        "aggregate": aggregate(metrics, [sum(e.grade > 0 for e in q.expected) for q in queries],
+                               k_values),
     }
     if findings:
         run["findings"] = [dict(f) for f in findings]
@@ -195,7 +208,8 @@ class EvalReport:
     """One eval run, what it was compared with, and the gate's outcome.
 
     `to_json()` is the §10 document `--format json` prints (diff members null under
-    --no-diff); `full_json()` keeps the diff, which the text renderer hides itself.
+    --no-diff), with a `comparison` member when a baseline or the gate's history fallback was
+    compared (eval.md §11); `full_json()` keeps the diff, which the text renderer hides itself.
     """
 
     run: Mapping[str, Any]
@@ -208,7 +222,12 @@ class EvalReport:
     incompatibility: str | None = None
     """The header naming why older runs are not comparable, if any."""
     regression_error: str | None = None
-    """The --fail-on-regression error text when a metric fell beyond the threshold."""
+    """The --fail-on-regression error text: a metric fell beyond the threshold, or the
+    baseline gate found a significant drop above --max-drop."""
+    comparison: Comparison | None = None
+    """Against `--baseline`, or the gate's history fallback; None when neither applies."""
+    golden: Path | None = None
+    """The golden file that was read (the JUnit suite and the Markdown title name it)."""
 
     @property
     def show_diff(self) -> bool:
@@ -216,12 +235,17 @@ class EvalReport:
         return not (self.no_diff or self.no_history)
 
     def to_json(self) -> dict[str, Any]:
-        return build_json_report(self.run, self.compared, threshold=self.threshold,
-                                 show_diff=not self.no_diff)
+        return self._with_comparison(build_json_report(
+            self.run, self.compared, threshold=self.threshold, show_diff=not self.no_diff))
 
     def full_json(self) -> dict[str, Any]:
-        return build_json_report(self.run, self.compared, threshold=self.threshold,
-                                 show_diff=True)
+        return self._with_comparison(build_json_report(
+            self.run, self.compared, threshold=self.threshold, show_diff=True))
+
+    def _with_comparison(self, document: dict[str, Any]) -> dict[str, Any]:
+        if self.comparison is not None:
+            document["comparison"] = self.comparison.to_json()
+        return document
 
 
 def report_json_text(report: Mapping[str, Any]) -> str:

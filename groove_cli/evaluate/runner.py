@@ -15,12 +15,21 @@ from pathlib import Path
 
 from groove_cli import messages
 from groove_cli.config import MAX_LIMIT, Settings
+from groove_cli.errors import UsageError
 from groove_cli.evaluate import history
+from groove_cli.evaluate.baseline import gate_comparison, load_baseline, save_baseline
 from groove_cli.evaluate.corpus import corpus_block, corpus_digest
 from groove_cli.evaluate.findings import findings_warning_text, quoted_findings, quoted_needles
 from groove_cli.evaluate.fingerprint import FingerprintInputs, build_fingerprint
-from groove_cli.evaluate.golden import GoldenSet, expected_warnings, find_golden, load_golden
+from groove_cli.evaluate.golden import (
+    GoldenSet,
+    expected_warnings,
+    find_golden,
+    load_golden,
+    repeated_queries_warning,
+)
 from groove_cli.evaluate.metrics import HitRecord, QueryMetrics, score_query
+from groove_cli.evaluate.paired import check_metric, default_metric, run_has_metric
 from groove_cli.evaluate.report import EvalReport, build_run, utc_timestamp
 from groove_cli.evaluate.stats import warm_draws
 from groove_cli.retrieve.filters import FilterSpec
@@ -31,15 +40,13 @@ from groove_cli.retrieve.params import (
     settings_warnings,
 )
 from groove_cli.retrieve.pipeline import SearchResult
-from groove_cli.retrieve.query import compile_query
+from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.retrieve.searcher import Searcher, extra_readers
 from groove_cli.store import Store
 
 
 def parse_k_values(text: str) -> tuple[int, ...]:
     """`--k 1,5,10`: integers ≥ 0, each capped at 1000, sorted, deduplicated."""
-    from groove_cli.errors import UsageError
-
     values: list[int] = []
     for part in text.split(","):
         part = part.strip()
@@ -77,6 +84,20 @@ def effective_limit(limit: int | None, k_values: Sequence[int]) -> int:
     return value
 
 
+def gate_metric_from(value: str | None, k_values: Sequence[int]) -> str | None:
+    """`--gate-metric`: a known metric name (any case) at one of the run's k values."""
+    if value is None:
+        return None
+    try:
+        name = check_metric(value)
+    except ValueError as exc:
+        raise UsageError(f"--gate-metric: {exc}") from None
+    if not run_has_metric({"fingerprint": {"k_values": list(k_values)}}, name):
+        raise UsageError(f"--gate-metric {value}: k is not one of --k "
+                         f"{','.join(str(k) for k in k_values)}")
+    return name
+
+
 @dataclass(frozen=True, slots=True)
 class EvalRequest:
     settings: Settings
@@ -89,6 +110,16 @@ class EvalRequest:
     no_history: bool = False
     no_diff: bool = False
     fail_on_regression: bool = False
+    baseline: Path | None = None
+    """`--baseline FILE`: compare with this baseline whatever the settings (evaluate/baseline)."""
+    save_baseline: Path | None = None
+    max_drop: float = 0.01
+    gate_metric: str | None = None
+    """The baseline gate's primary metric (`gate_metric_from`); None: nDCG at the largest k."""
+    topics: Path | None = None
+    """`--topics FILE`: the golden file is TREC qrels, the queries come from this file."""
+    trec_run: Path | None = None
+    """`--trec-run FILE`: also write the run in TREC format."""
 
 
 def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
@@ -109,16 +140,31 @@ def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
     )
 
 
-def load_golden_set(settings: Settings, kb: Path, explicit: Path | None) -> GoldenSet:
-    """Locate and validate the golden file (eval.md §1); shared with tune."""
+def load_golden_set(settings: Settings, kb: Path, explicit: Path | None,
+                    topics: Path | None = None) -> GoldenSet:
+    """Locate and validate the golden file (eval.md §1); shared with tune and ablate. With
+    `topics`, the golden file is a TREC qrels file and the queries come from the topics file
+    (eval.md §12). Repeated queries get a warning: each copy counts again in every mean."""
+    if topics is not None and explicit is None:
+        raise UsageError("--topics needs --golden QRELS (the TREC qrels file)")
     path = find_golden(explicit, settings.path("eval.golden"), kb)
 
     def check(text: str) -> None:
         compile_query(text)
 
-    golden = load_golden(path, check_query=check)
-    if golden.has_defaults:
-        messages.note("golden defaults are ignored")
+    if topics is not None:
+        from groove_cli.evaluate.trec import load_trec_golden
+
+        golden = load_trec_golden(path, topics, check_query=check)
+    else:
+        golden = load_golden(path, check_query=check)
+        if golden.has_defaults:
+            messages.note("golden defaults are ignored")
+    from groove_cli.evaluate.findings import normalize
+
+    repeated = repeated_queries_warning(golden, normalize)
+    if repeated:
+        messages.warning(repeated)
     return golden
 
 
@@ -130,6 +176,23 @@ def golden_index_warnings(store: Store, golden: GoldenSet) -> None:
         messages.warning(text)
 
 
+def eval_params(req: EvalRequest) -> SearchParams:
+    """eval's search settings (eval.md §2): depth = max(largest k, --limit, 1), the selected
+    reranker, no quality filter, no spans; the once-per-run settings warnings are given."""
+    depth = max(max(req.k_values), req.limit, 1)
+    params = build_params(req.settings, limit=depth, rerank=req.reranker is not None,
+                          filters=FilterSpec(quality_threshold=0.0), spans=False)
+    settings_warnings(req.settings, params)
+    return params
+
+
+def compile_golden(golden: GoldenSet) -> list[CompiledQuery]:
+    """Every golden query compiled, with the once-per-run query warnings."""
+    compiled = [compile_query(q.query) for q in golden.queries]
+    query_warnings(compiled)
+    return compiled
+
+
 def run_eval(req: EvalRequest) -> EvalReport:
     """Run every golden query through the shared pipeline and compare with the history."""
     s = req.settings
@@ -138,15 +201,14 @@ def run_eval(req: EvalRequest) -> EvalReport:
 
         raise UsageError("k = 0 measures nothing (recall@0 and nDCG@0 are always 0)",
                          hint="use cut-offs >= 1 in --k or [eval].k_values, e.g. --k 1,5,10")
-    golden = load_golden_set(s, req.kb, req.golden)
-    depth = max(max(req.k_values), req.limit, 1)
-    params = build_params(s, limit=depth, rerank=req.reranker is not None,
-                          filters=FilterSpec(quality_threshold=0.0), spans=False)
-    settings_warnings(s, params)
+    golden = load_golden_set(s, req.kb, req.golden, req.topics)
+    # a damaged baseline is a usage error before any search (eval.md §11)
+    reference = None if req.baseline is None else load_baseline(
+        req.baseline, req.gate_metric or default_metric(req.k_values))
+    params = eval_params(req)
     searcher = Searcher.from_settings(s, req.db, req.kb, reranker=req.reranker)
     try:
-        compiled = [compile_query(q.query) for q in golden.queries]
-        query_warnings(compiled)
+        compiled = compile_golden(golden)
         batch = searcher.prepare(compiled, params)
         readers = extra_readers(len(compiled), batch.reranker is not None)
         with searcher.pinned(readers) as store:
@@ -183,20 +245,38 @@ def run_eval(req: EvalRequest) -> EvalReport:
     threshold = s.float_("eval.regression_threshold")
     compared = None
     incompatibility = None
+    runs: list[history.Run] | None = None
+    if req.trec_run is not None:
+        from groove_cli.evaluate.trec import write_run
+
+        write_run(req.trec_run, run)
+    if req.save_baseline is not None:
+        from groove_cli import __version__
+
+        save_baseline(req.save_baseline, run, __version__)
+        messages.note(f"wrote baseline {req.save_baseline}")
     if not req.no_history:
         runs = history.load_history(req.kb)
         compared = history.find_compared(runs, fingerprint)
         incompatibility = history.incompatibility_header(runs, fingerprint)
         history.save_history(req.kb, runs, run, s.int_("eval.history_size") or 10)
     error = None
-    if req.fail_on_regression and not req.no_history:
+    comparison = gate_comparison(
+        run, baseline=reference, baseline_path=req.baseline,
+        history_runs=runs if req.fail_on_regression and compared is None else None,
+        metric=req.gate_metric, max_drop=req.max_drop, enforced=req.fail_on_regression)
+    if comparison is not None:
+        if req.fail_on_regression and comparison.regressed:
+            error = comparison.error_text()
+    elif req.fail_on_regression and not req.no_history:
         if compared is None:
             messages.note(history.NO_COMPARED_NOTE)
         elif history.aggregate_regressed(compared["aggregate"], run["aggregate"], threshold):
             change = history.corpus_change_text(compared["corpus"], run["corpus"])
             error = history.regression_error_text(threshold, change)
     return EvalReport(run, compared, threshold, no_diff=req.no_diff, no_history=req.no_history,
-                      incompatibility=incompatibility, regression_error=error)
+                      incompatibility=incompatibility, regression_error=error,
+                      comparison=comparison, golden=golden.path)
 
 
 def hit_records(result: SearchResult) -> list[HitRecord]:

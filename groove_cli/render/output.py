@@ -33,28 +33,69 @@ def print_json(document: Any) -> None:
     sys.stdout.flush()
 
 
-def print_eval(report: EvalReport, fmt: str, *, no_color: bool) -> None:
-    """The eval report as JSON or text; stdout is flushed so the report precedes a gate error."""
+def print_eval(report: EvalReport, fmt: str, *, no_color: bool, gated: bool) -> None:
+    """The eval report as text, JSON, JUnit or Markdown (the Markdown also goes to
+    $GITHUB_STEP_SUMMARY when set); stdout is flushed so the report precedes a gate error."""
+    from groove_cli.render.eval_formats import render_ci_format
+
+    ci_document = render_ci_format(report, fmt, gated=gated)
     if fmt == "json":
         print_json(report.to_json())
         return
-    from groove_cli.render.eval_report import render_eval_text
+    if ci_document:
+        sys.stdout.write(ci_document)
+    else:
+        from groove_cli.render.eval_report import render_eval_text
 
-    sys.stdout.write(render_eval_text(
-        report.full_json(), threshold=report.threshold, show_diff=report.show_diff,
-        color=use_color(sys.stdout, no_color), incompatibility=report.incompatibility))
+        sys.stdout.write(render_eval_text(
+            report.full_json(), threshold=report.threshold, show_diff=report.show_diff,
+            color=use_color(sys.stdout, no_color), incompatibility=report.incompatibility))
+        if report.comparison is not None:
+            from groove_cli.render.gate import render_comparison_text
+
+            sys.stdout.write(render_comparison_text(report.comparison))
     sys.stdout.flush()
 
 
+def print_ablation(report: dict[str, Any], fmt: str) -> None:
+    """`eval --ablate` as text, JSON or Markdown (the Markdown also to the step summary)."""
+    from groove_cli.render.ablate import render_ablation_markdown, render_ablation_text
+    from groove_cli.render.markdown import append_step_summary
+
+    markdown = render_ablation_markdown(report)
+    append_step_summary(markdown)
+    if fmt == "json":
+        print_json(report)
+    else:
+        sys.stdout.write(markdown if fmt == "markdown" else render_ablation_text(report))
+
+
+def print_compare(report: dict[str, Any], fmt: str) -> None:
+    """`eval compare` as text, JSON or Markdown."""
+    from groove_cli.render.compare import render_compare_markdown, render_compare_text
+
+    if fmt == "json":
+        print_json(report)
+    else:
+        sys.stdout.write(render_compare_markdown(report) if fmt == "markdown"
+                         else render_compare_text(report))
+
+
 def print_tune(report: TuneReport, fmt: str) -> None:
-    """The tune report as JSON or as the text rendered from the same document."""
+    """The tune report as JSON, or as text or Markdown rendered from the same document; the
+    Markdown also goes to $GITHUB_STEP_SUMMARY when set, whatever the format."""
+    from groove_cli.render.markdown import append_step_summary
+    from groove_cli.render.tune_markdown import render_tune_markdown
+
     document = report.to_json()
+    markdown = render_tune_markdown(document)
+    append_step_summary(markdown)
     if fmt == "json":
         print_json(document)
         return
     from groove_cli.render.tune_report import render_tune_text
 
-    sys.stdout.write(render_tune_text(document))
+    sys.stdout.write(markdown if fmt == "markdown" else render_tune_text(document))
 
 
 def print_index_done(report: IndexReport) -> None:

@@ -256,6 +256,15 @@ class Searcher:
         `pinned` (else on the Searcher's connection), results in query order."""
         return search_all(self._readers or (self.store,), batch, self.dim)
 
+    def search_prepared(self, batch: Batch, index: int) -> SearchResult:
+        """One query of a prepared batch on the Searcher's connection, with its vector from the
+        batch and the KNN source a single search uses (eval --ablate times these searches
+        without the embedding)."""
+        vector = batch.vectors.get(index)
+        return search(self.store, batch.queries[index], batch.params, vector=vector,
+                      knn=self.knn(batch=True) if vector is not None else None,
+                      reranker=batch.reranker, dim=self.dim)
+
     def search_many(self, queries: Sequence[CompiledQuery], params: SearchParams
                     ) -> list[SearchResult]:
         """Every query through the pipeline over one consistent state of the index."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from groove_cli import config, messages
@@ -107,8 +107,11 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None) -> TuneRepo
     limit = tune_limit(req.limit, req.k_values)
     if req.limit is not None and req.limit > MAX_TUNE_K:
         messages.note(f"limit {req.limit} exceeds the retrieval cap; using {MAX_TUNE_K}")
-    usable = [q for q in golden.queries if q.expected]
-    for q in golden.queries:
+    # tune scores binary relevance: grade-0 entries (judged not relevant) are dropped
+    judged = [replace(q, expected=tuple(e for e in q.expected if e.grade > 0))
+              for q in golden.queries]
+    usable = [q for q in judged if q.expected]
+    for q in judged:
         if not q.expected:
             messages.warning(f"golden query {q.id} has no expected entries; tune skips it")
     pool = candidate_pool(limit)

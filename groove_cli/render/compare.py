@@ -1,0 +1,58 @@
+"""Text and Markdown renderings of `groove eval compare` (from `evaluate.compare.compare_runs`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from groove_cli.evaluate.baseline import value_text
+from groove_cli.evaluate.paired import metric_label
+from groove_cli.render.markdown import table
+
+
+def _row(m: Mapping[str, Any]) -> list[str]:
+    ci = m["ci95"]
+    interval = "n/a" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+    mark = " *" if m["p_holm"] < 0.05 else ""
+    return [metric_label(m["metric"]), f"{m['a']:.3f}", f"{m['b']:.3f}", f"{m['delta']:+.3f}",
+            interval, f"{m['p']:.4f}", f"{m['p_holm']:.4f}{mark}"]
+
+
+HEADER = ["metric", "A", "B", "Δ (B − A)", "95% CI of Δ", "p", "p (Holm)"]
+FOOTNOTE = ("Paired over {pairs} queries: bootstrap CI (1000 resamples, seed 0) and two-sided "
+            "randomization test (10000 sign flips, seed 0); * = Holm-corrected p < 0.05.")
+
+
+def _diff_lines(report: Mapping[str, Any]) -> list[str]:
+    lines = [f"  {c['setting']}: {value_text(c['before'])} → {value_text(c['after'])}"
+             for c in report["settings_diff"]]
+    if report["corpus_change"]:
+        lines.append(f"  corpus: {report['corpus_change']}")
+    return lines
+
+
+def render_compare_text(report: Mapping[str, Any]) -> str:
+    rows = [HEADER] + [_row(m) for m in report["metrics"]]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    lines = ["groove eval compare", f"  A: {report['a']['label']}", f"  B: {report['b']['label']}",
+             ""]
+    for row in rows:
+        lines.append("  " + "  ".join(
+            cell.ljust(w) if i in (0, 4) else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip())
+    lines += ["", FOOTNOTE.format(pairs=report["pairs"])]
+    diff = _diff_lines(report)
+    lines += ["", "Differences in inputs:", *diff] if diff else ["", "Same settings and corpus."]
+    return "\n".join(lines) + "\n"
+
+
+def render_compare_markdown(report: Mapping[str, Any]) -> str:
+    lines = ["## groove eval compare", "", f"- **A:** {report['a']['label']}",
+             f"- **B:** {report['b']['label']}", ""]
+    lines += table(HEADER, [_row(m) for m in report["metrics"]],
+                   ["l", "r", "r", "r", "l", "r", "r"])
+    lines += ["", FOOTNOTE.format(pairs=report["pairs"])]
+    diff = _diff_lines(report)
+    if diff:
+        lines += ["", "Differences in inputs:", "", *[f"- {d.strip()}" for d in diff]]
+    return "\n".join(lines) + "\n"
