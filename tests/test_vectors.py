@@ -194,7 +194,7 @@ def test_a_current_stamp_is_trusted(tmp_path: Path) -> None:
         reader.close()
 
 
-def testduplicate_rows_get_one_distance_in_any_batch() -> None:
+def test_duplicate_rows_get_one_distance_in_any_batch() -> None:
     # 2,000 random 384-dim rows with one vector copied to rows spread over the matrix: whatever
     # block of the BLAS kernel a copy falls in, and whatever the batch size, every copy gets the
     # first copy's distance, so the chunk-id tie-break decides (eval's batches = search's 1 query).
