@@ -487,8 +487,11 @@ class Indexer:
             stored = store.chunk_rows(existing.id)
             if _same_chunks(stored, parsed.chunks, static):
                 scores = [c.quality_score for c in parsed.chunks] if rechunk else None
+                lines = [(c.line_start, c.line_end) for c in parsed.chunks]
+                moved = lines != [(c.line_start, c.line_end) for c in stored]
                 with store.transaction():
-                    store.update_document_row(existing.id, self._document_row(source, parsed), scores)
+                    store.update_document_row(existing.id, self._document_row(source, parsed),
+                                              scores, lines if moved else None)
                 if existing.content_hash != source.sha256:
                     self.updated += 1
                     self._verbose(f"  indexed: {source.rel} ({len(parsed.chunks)} chunks)")
@@ -544,7 +547,8 @@ class Indexer:
             return
         rows = [
             ChunkRow(c.chunk_index, c.heading, c.level, c.ancestry, c.content,
-                     c.context if static else None, tokens, c.quality_score)
+                     c.context if static else None, tokens, c.quality_score, c.line_start,
+                     c.line_end)
             for c, tokens in zip(item.parsed.chunks, item.token_counts, strict=True)
         ]
         with store.transaction():

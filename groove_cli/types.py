@@ -33,6 +33,9 @@ class ChunkRow:
     context_text: str | None
     token_count: int | None
     quality_score: float
+    line_start: int | None = None
+    """1-based file lines the chunk spans (None in an index written before schema 4)."""
+    line_end: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,8 @@ class IndexedChunk:
     category: str | None
     date: str | None
     tags: tuple[str, ...]
+    line_start: int | None = None
+    line_end: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

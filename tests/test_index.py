@@ -347,7 +347,7 @@ def test_first_run_lines_rows_and_meta(groove: Groove) -> None:
     assert recorded["embedding_model_sha256"] == hashlib.sha256(onnx).hexdigest()
     assert recorded["kb_path"] == str(kb.resolve())
     assert recorded["context_mode"] == "off"
-    assert recorded["chunker_fingerprint"] == hashlib.sha256(b"[1, []]").hexdigest()
+    assert recorded["chunker_fingerprint"] == hashlib.sha256(b"[2, []]").hexdigest()
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", recorded["last_indexed"])
     assert recorded["groove_version"] == __version__
     assert rows(db, "PRAGMA journal_mode") == [("wal",)]
@@ -668,7 +668,7 @@ def test_changed_exclude_headings_rereads_every_file(indexed: Groove) -> None:
     assert rows(db, "SELECT heading FROM chunks WHERE id = ?", (new_alpha[0],)) == [("Cats",)]
     assert chunk_ids(db, "eng/search/beta.md") == beta
     assert chunk_ids(db, "ops/gamma.md") == gamma
-    expected = hashlib.sha256(json.dumps([1, ["Dogs"]]).encode()).hexdigest()
+    expected = hashlib.sha256(json.dumps([2, ["Dogs"]]).encode()).hexdigest()
     assert meta(db)["chunker_fingerprint"] == expected
     assert_consistent(db)
 
@@ -696,7 +696,7 @@ def test_absent_fingerprint_rereads_and_rewrites_quality_without_reembedding(
                                      "ON d.id = c.document_id ORDER BY d.path, c.chunk_index")]
     assert scores == pytest.approx([QUALITY["Cats"], QUALITY["Dogs"], QUALITY["beta"],
                                     QUALITY["gamma"]])
-    assert meta(db)["chunker_fingerprint"] == hashlib.sha256(b"[1, []]").hexdigest()
+    assert meta(db)["chunker_fingerprint"] == hashlib.sha256(b"[2, []]").hexdigest()
 
 
 def test_contextual_mode_is_adopted_by_an_empty_index_and_kept_once_it_has_chunks(

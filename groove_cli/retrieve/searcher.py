@@ -315,6 +315,8 @@ class SearchOutcome:
     result: SearchResult
     params: SearchParams
     filter_applied: dict[str, object]
+    kb_root: str | None = None
+    """The KB folder the index was built from (hits' paths are relative to it)."""
 
 
 def run_search(settings: Settings, db: Path, kb: Path | None, text: str, *, limit: int,
@@ -332,6 +334,7 @@ def run_search(settings: Settings, db: Path, kb: Path | None, text: str, *, limi
     try:
         if not legs_to_run(query, params).any:
             messages.note(NOTHING_TO_SEARCH)
-        return SearchOutcome(searcher.search(query, params), params, applied)
+        kb_root = searcher.meta.get("kb_path") or (str(kb.resolve()) if kb else None)
+        return SearchOutcome(searcher.search(query, params), params, applied, kb_root)
     finally:
         searcher.close()
