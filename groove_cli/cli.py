@@ -278,6 +278,44 @@ def search_cmd(
                                no_color=no_color)
 
 
+# --------------------------------------------------------------------------- get
+
+
+@app.command("get")
+def get_cmd(
+    ctx: typer.Context,
+    location: Annotated[str, typer.Argument(help=(
+        "PATH, PATH:LINE or PATH:LINE:COUNT; a location line printed by `search` works as is."))],
+    kb_path: KbOpt = None,
+    format: FormatOpt = "text",
+    no_color: NoColorOpt = False,
+) -> None:
+    """Print a note, or the lines of a search hit, from the file itself.
+
+    PATH:LINE prints the chunk that starts or covers LINE (what `search` found there);
+    PATH:LINE:COUNT prints COUNT lines. PATH is tried from the working directory, then
+    inside the KB folder. Lines are numbered on a terminal.
+
+    Examples:
+
+    * `groove get notes/ops/backup.md:12`
+    * `groove get ops/backup.md:12:5 --kb-path ~/notes --format json`
+    """
+    from groove_cli.get import read_excerpt
+    from groove_cli.render.terminal import print_excerpt
+
+    fmt = check_format(format, ("text", "json"))
+
+    def run() -> tuple[Path, int, tuple[str, ...]]:
+        settings = settings_for(ctx, kb_flags(kb_path), announce=False)
+        kb = config.kb_path(settings, required=False)
+        excerpt = read_excerpt(location, kb, [str(h) for h in settings.list_("exclude_headings")])
+        return excerpt.path, excerpt.line_start, excerpt.lines
+
+    path, start, lines = run_core(run)
+    print_excerpt(path, start, lines, fmt, no_color=no_color)
+
+
 # --------------------------------------------------------------------------- eval
 
 KOpt = Annotated[str | None, typer.Option(

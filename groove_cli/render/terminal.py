@@ -114,3 +114,24 @@ class Painter:
 
     def flush(self) -> None:
         self.stream.flush()
+
+
+def print_excerpt(path: Path, line_start: int, lines: Sequence[str], fmt: str, *,
+                  no_color: bool = False) -> None:
+    """`groove get`: JSON, or the lines (numbered on a terminal, as they are when piped)."""
+    if fmt == "json":
+        from groove_cli.render.output import print_json
+
+        print_json({"path": str(path.resolve()), "line_start": line_start,
+                    "line_end": line_start + len(lines) - 1, "content": "\n".join(lines)})
+        return
+    painter = Painter(no_color=no_color)
+    if not painter.color:
+        for line in lines:
+            painter.line([(line, None)])
+        painter.flush()
+        return
+    width = len(str(line_start + max(len(lines) - 1, 0)))
+    for number, line in enumerate(lines, line_start):
+        painter.line([(f"{number:>{width}} ", "green"), ("│ ", "dim"), (line, None)])
+    painter.flush()
