@@ -24,6 +24,7 @@ from groove_cli.cli_options import (
     NoColorOpt,
     RerankerOpt,
     RetrievalFlags,
+    VerboseOpt,
     check_format,
     choice,
     global_options,
@@ -33,6 +34,7 @@ from groove_cli.cli_options import (
     run_core,
     settings_for,
     sub_app,
+    verbose,
     with_filter_flags,
     with_retrieval_flags,
 )
@@ -83,6 +85,7 @@ def main_callback(
 ) -> None:
     """groove — search your notes the way a good retrieval system does, and measure it."""
     ctx.obj = GlobalOptions(config, db)
+    messages.set_verbose(False)  # a command's --verbose turns it on
 
 
 @config_app.command("show")
@@ -142,6 +145,7 @@ def index_cmd(
     if quiet and (progress or verbose):
         raise typer.BadParameter("--quiet conflicts with --progress and --verbose",
                                  param_hint="--quiet")
+    messages.set_verbose(verbose)
 
     def run() -> IndexReport:
         paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True,
@@ -241,6 +245,7 @@ def search_cmd(
         "Per-hit stage ranks and per-stage timings."))] = False,
     format: Annotated[str, typer.Option("--format", help="json, text or files.")] = "json",
     no_color: NoColorOpt = False,
+    verbose_flag: VerboseOpt = False,
 ) -> None:
     """Search the index: full-text + vector legs fused with weighted RRF.
 
@@ -258,6 +263,7 @@ def search_cmd(
     from groove_cli.retrieve.searcher import run_search
 
     fmt = check_format(format, ("json", "text", "files"))
+    verbose(verbose_flag)
 
     def run() -> SearchOutcome:
         if min_confidence_ratio is not None and not (
@@ -344,6 +350,7 @@ def eval_cmd(
         "--fail-on-regression",
         help="Exit 1 when a metric fell by more than [eval].regression_threshold against the "
              "previous compatible run (the history is saved first).")] = False,
+    verbose_flag: VerboseOpt = False,
 ) -> None:
     """Score retrieval against a golden query file and compare with the previous run.
 
@@ -356,6 +363,7 @@ def eval_cmd(
     from groove_cli.retrieve.params import eval_reranker
 
     fmt = check_format(format, ("text", "json"))
+    verbose(verbose_flag)
 
     def run() -> EvalReport:
         flags = retrieval.config_flags()
@@ -399,6 +407,7 @@ def tune_cmd(
         "--write", help="Apply an adopted recommendation to groove.toml in place.")] = False,
     force: Annotated[bool, typer.Option(
         "--force", help="With --write: write even when the verdict is keep-defaults.")] = False,
+    verbose_flag: VerboseOpt = False,
 ) -> None:
     """Sweep the fusion knobs with nested cross-validation; recommend only a real gain.
 
@@ -409,9 +418,11 @@ def tune_cmd(
     Example: `groove tune --kb-path ~/notes --write`
     """
     from groove_cli.evaluate.tune.run import TuneRequest, run_tune, tune_k_values
+    from groove_cli.render.progress import tune_progress
 
     fmt = check_format(format, ("text", "json"))
     grid_space = choice("--space", space, ("fusion", "retrieval"))
+    verbose(verbose_flag)
 
     def run() -> TuneReport:
         paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True)
@@ -422,7 +433,8 @@ def tune_cmd(
             k_values=tune_k_values(s, k), limit=limit,
             space="fusion" if grid_space == "fusion" else "retrieval",
             write=write, force=force, config_flag=global_options(ctx).config)
-        return run_tune(request)
+        with tune_progress() as bar:
+            return run_tune(request, progress=bar)
 
     output.print_tune(run_core(run), fmt)
 

@@ -8,6 +8,7 @@ scored in memory (sweep.py), selected under nested CV (select.py) and judged (ve
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,6 +43,7 @@ from groove_cli.evaluate.tune.write import (
     write_target,
     written_note,
 )
+from groove_cli.index import ProgressSink
 from groove_cli.retrieve.query import compile_query
 from groove_cli.retrieve.searcher import Searcher
 
@@ -96,8 +98,10 @@ def _timed(phase: str, on_phase: PhaseHook | None) -> Iterator[None]:
             on_phase(phase, time.perf_counter() - start)
 
 
-def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None) -> TuneReport:
-    """Sweep the grid, cross-validate, and (with --write) apply an adopted recommendation."""
+def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
+             progress: ProgressSink | None = None) -> TuneReport:
+    """Sweep the grid, cross-validate, and (with --write) apply an adopted recommendation;
+    `progress` hears of each query swept (the CLI draws one bar on a terminal)."""
     s = req.settings
     _scope_notes(s)
     golden = load_golden_set(s, req.kb, req.golden)
@@ -142,9 +146,19 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None) -> TuneRepo
     finally:
         searcher.close()
 
+    swept = itertools.count(1)
+
+    def advance(line: str) -> None:
+        messages.detail_line(line)
+        if progress is not None:
+            progress.advance(next(swept), 0)
+
+    if progress is not None:
+        progress.start(len(lists))
     with _timed("sweep", on_phase):
-        sweep = score_matrix(lists, meta, req.space, limit, req.k_values,
-                             progress=messages.progress)
+        sweep = score_matrix(lists, meta, req.space, limit, req.k_values, progress=advance)
+    if progress is not None:
+        progress.finish()
     with _timed("loo_cv", on_phase):
         loo = loo_cv(sweep.ndcg5, effective, req.space)
     with _timed("verdict", on_phase):
