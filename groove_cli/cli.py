@@ -240,7 +240,10 @@ def search_cmd(
     retrieval: RetrievalFlags = RetrievalFlags(),
     filters: FilterFlags = FilterFlags(),
     min_confidence_ratio: Annotated[float | None, typer.Option("--min-confidence-ratio", help=(
-        "low_confidence when max/mean score < R; 0 disables."))] = None,
+        "Without the vector leg (fts mode): low_confidence when max/mean score < R; 0 "
+        "disables."))] = None,
+    min_relevance: Annotated[float | None, typer.Option("--min-relevance", help=(
+        "Drop hits whose estimated relevance (0-1) is below this; may leave no hit."))] = None,
     explain: Annotated[bool, typer.Option("--explain", help=(
         "Per-hit stage ranks and per-stage timings."))] = False,
     format: Annotated[str, typer.Option("--format", help="json, text or files.")] = "json",
@@ -272,7 +275,11 @@ def search_cmd(
         filters.check()
         flags = retrieval.config_flags()
         flags.update(kb_flags(kb_path, model=model, reranker=reranker,
-                              **{"search.min_confidence_ratio": min_confidence_ratio}))
+                              **{"search.min_confidence_ratio": min_confidence_ratio,
+                                 "search.relevance.min_relevance": None if min_relevance is None
+                                 else config.check_flag("--min-relevance",
+                                                        "search.relevance.min_relevance",
+                                                        min_relevance)}))
         compile_query(query)  # an empty query is a usage error before any file is read
         paths = resolve_paths(ctx, flags, kb_required=False)
         return run_search(paths.settings, paths.db, paths.kb, query, limit=limit,

@@ -107,7 +107,7 @@ def explain_lines(result: Result) -> list[str]:
     return [line for line in result.stderr.splitlines() if line.startswith("explain:")]
 
 
-HIT_KEYS = ["score", "path", "abs_path", "line_start", "line_end", "title", "heading", "topic",
+HIT_KEYS = ["score", "relevance", "path", "abs_path", "line_start", "line_end", "title", "heading", "topic",
             "date", "tags", "content", "match_spans"]
 EXPLAIN_KEYS = ["fts_rank", "fts_word_rank", "vec_rank", "fused_rank", "fused_raw", "fused_score",
                 "rerank_rank", "rerank_score", "mmr_rank"]
@@ -344,6 +344,7 @@ def test_json_shape_exactly(golden_index: tuple[Path, Path], config_file: Path,
     assert doc == {
         "results": [{
             "score": 1.0,
+            "relevance": None,  # fts mode: no cosine, no relevance
             "path": "incidents/incident-review-process.md",
             "abs_path": str(golden_index[0] / "incidents" / "incident-review-process.md"),
             "line_start": 1,

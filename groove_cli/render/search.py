@@ -17,6 +17,7 @@ def hit_json(hit: SearchHit, explain: bool, kb_root: str | Path | None = None) -
     full = absolute(kb_root, chunk.path)
     doc: dict[str, Any] = {
         "score": hit.score,
+        "relevance": hit.relevance,
         "path": chunk.path,
         "abs_path": str(full) if full is not None else None,
         "line_start": chunk.line_start,
@@ -82,6 +83,17 @@ def explain_stderr(result: SearchResult, params: SearchParams) -> None:
     messages.always(f"explain: timings ms: {parts}")
 
 
+def _weak_text(result: SearchResult, params: SearchParams) -> str:
+    """Why the result is low-confidence (search.md §12): the relevance rule, or the ratio rule
+    when the vector leg did not run."""
+    relevances = [h.relevance for h in result.hits if h.relevance is not None]
+    if relevances:
+        return f"best relevance {max(relevances):.2f} < {params.low_confidence_below}"
+    if not result.hits:
+        return f"no hit reaches relevance {params.min_relevance}"
+    return f"max / mean ratio < {params.min_confidence_ratio}"
+
+
 def display_title(hit: SearchHit) -> str:
     """The note's title, else its file name (a note without frontmatter title still reads)."""
     return hit.chunk.title or hit.chunk.path.rsplit("/", 1)[-1]
@@ -94,7 +106,7 @@ def print_search(result: SearchResult, params: SearchParams, fmt: str, *, explai
     ones that open from the working directory."""
     if explain:
         explain_stderr(result, params)
-    ratio = params.min_confidence_ratio
+    weak = _weak_text(result, params)
     if fmt == "json":
         print_json({
             "results": [hit_json(hit, explain, kb_root) for hit in result.hits],
@@ -105,7 +117,7 @@ def print_search(result: SearchResult, params: SearchParams, fmt: str, *, explai
     painter = Painter(no_color=no_color)
     if fmt == "files":
         if result.low_confidence:
-            messages.note(f"low confidence (max / mean ratio < {ratio})")
+            messages.note(f"low confidence ({weak})")
         seen: set[str] = set()
         for hit in result.hits:
             if explain:
@@ -117,7 +129,7 @@ def print_search(result: SearchResult, params: SearchParams, fmt: str, *, explai
         painter.flush()
         return
     if result.low_confidence:
-        painter.line([(f"[low_confidence: max / mean ratio < {ratio}]", "yellow")])
+        painter.line([(f"[low_confidence: {weak}]", "yellow")])
         painter.line([])
     for number, hit in enumerate(result.hits):
         if number:
@@ -138,7 +150,10 @@ def _print_hit(painter: Painter, hit: SearchHit, explain: bool,
     if chunk.heading:
         where.append((f"  § {chunk.heading}", "cyan"))
     painter.line(where, link=absolute(kb_root, chunk.path))
-    painter.line([(f"score: {hit.score:.4f}", "dim")])
+    scores = f"score: {hit.score:.4f}"
+    if hit.relevance is not None:
+        scores += f"  relevance: {hit.relevance:.2f}"
+    painter.line([(scores, "dim")])
     if chunk.tags:
         painter.line([(f"tags: {', '.join(chunk.tags)}", "dim")])
     if hit.match_spans:
