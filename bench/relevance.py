@@ -20,7 +20,6 @@ Writes bench/results/relevance.md, relevance.json and relevance.png.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import shutil
@@ -37,6 +36,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from groove_cli.config import load_settings  # noqa: E402
+from groove_cli.evaluate.calibrate import (  # noqa: E402
+    expected_calibration_error,
+    fit_logistic,
+    split_half,
+)
 from groove_cli.evaluate.golden import load_golden  # noqa: E402
 from groove_cli.evaluate.metrics import entry_matches  # noqa: E402
 from groove_cli.retrieve.filters import FilterSpec  # noqa: E402
@@ -50,7 +54,6 @@ RESULTS = ROOT / "bench" / "results"
 SCRATCH = Path("/tmp/groove-relevance")
 COLLECTIONS = ("cisi", "jsquad")
 TOP = 10
-BINS = 10
 
 EN_TEXT = (
     "zebra banana quantum violin pancake volcano giraffe umbrella saxophone cactus dolphin "
@@ -65,11 +68,6 @@ JA_TEXT = (
     "トランポリン マシュマロ サボテン 象 水族館 観覧車")
 EN_WORDS = EN_TEXT.split()
 JA_WORDS = JA_TEXT.split()
-
-
-def split_half(query_id: str) -> str:
-    """'fit' or 'test', by a stable hash of the query id."""
-    return "fit" if hashlib.sha256(query_id.encode()).digest()[0] % 2 == 0 else "test"
 
 
 def prepare_index(source: Path, name: str) -> Path:
@@ -127,36 +125,6 @@ def collect(source: Path) -> dict[str, Any]:
             db, [(f"n{i}", text) for i, text in enumerate(nonsense)], {})
     data["nonsense_queries"] = nonsense
     return data
-
-
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3) -> np.ndarray:
-    """Newton-Raphson (IRLS) for [intercept, weights], a small ridge keeps it finite."""
-    design = np.hstack([np.ones((len(x), 1)), x])
-    beta = np.zeros(design.shape[1])
-    for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-design @ beta))
-        gradient = design.T @ (y - p) - l2 * beta
-        hessian = design.T @ (design * (p * (1 - p))[:, None]) + l2 * np.eye(len(beta))
-        step = np.linalg.solve(hessian, gradient)
-        beta += step
-        if np.max(np.abs(step)) < 1e-9:
-            break
-    return beta
-
-
-def ece(p: np.ndarray, y: np.ndarray) -> tuple[float, list[tuple[float, float, int]]]:
-    """Expected calibration error over equal-width bins, and the (mean p, rate, n) per bin."""
-    bins = []
-    total = 0.0
-    for b in range(BINS):
-        lo, hi = b / BINS, (b + 1) / BINS
-        mask = (p >= lo) & ((p < hi) if b < BINS - 1 else (p <= hi))
-        n = int(mask.sum())
-        if n:
-            mean_p, rate = float(p[mask].mean()), float(y[mask].mean())
-            total += n * abs(mean_p - rate)
-            bins.append((mean_p, rate, n))
-    return total / len(p), bins
 
 
 def rows_xy(rows: list[dict[str, Any]], half: str | None) -> tuple[np.ndarray, np.ndarray]:
@@ -234,22 +202,22 @@ def main() -> None:
         cache.write_text(json.dumps(data))
 
     fit_x, fit_y = zip(*(rows_xy(data[n], "fit") for n in COLLECTIONS), strict=True)
-    beta = fit_logistic(np.vstack(fit_x), np.concatenate(fit_y))
-    cal = Calibration.from_list([round(float(b), 4) for b in beta])
+    cal = fit_logistic(np.vstack(fit_x), np.concatenate(fit_y))
     report: dict[str, Any] = {"calibration": cal.as_list(), "features": list(FEATURES)}
     curves = {}
     lines = []
     for name in COLLECTIONS:
         x, y = rows_xy(data[name], "test")
         p = np.array([relevance(cal, row) for row in x])
-        error, bins = ece(p, y)
+        error, bins = expected_calibration_error(list(p), list(y))
         curves[name] = bins
         report[name] = {"ece_test_top10": error, "hits": len(y), "relevant_rate": float(y.mean()),
                         "mean_relevance": float(p.mean()), "bins": bins}
         lines.append(f"| {name} | {len(y)} | {y.mean():.3f} | {p.mean():.3f} | {error:.4f} |")
     all_x, all_y = zip(*(rows_xy(data[n], "test") for n in COLLECTIONS), strict=True)
     p_all = np.array([relevance(cal, row) for row in np.vstack(all_x)])
-    total_error, curves["both"] = ece(p_all, np.concatenate(all_y))
+    total_error, curves["both"] = expected_calibration_error(list(p_all),
+                                                            list(np.concatenate(all_y)))
     report["ece_test_top10_both"] = total_error
 
     # the threshold: the lowest that flags >= 90 % of nonsense queries, unless given

@@ -7,6 +7,7 @@ traceback. The options several commands share are declared once in cli_options.p
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -403,7 +404,8 @@ def tune_cmd(
     model: ModelOpt = None,
     space: Annotated[str, typer.Option(
         "--space", help="Grid to sweep: fusion (rrf_k x bm25 weights) or retrieval "
-                        "(vector/fts weight ratio x min_score).")] = "fusion",
+                        "(vector/fts weight ratio x min_score); calibration refits the "
+                        "relevance model on the golden set.")] = "fusion",
     k: Annotated[str | None, typer.Option(
         "--k", help="Comma list of cut-offs (0s dropped, 5 always added).")] = None,
     limit: Annotated[int | None, typer.Option(
@@ -428,8 +430,11 @@ def tune_cmd(
     from groove_cli.render.progress import tune_progress
 
     fmt = check_format(format, ("text", "json"))
-    grid_space = choice("--space", space, ("fusion", "retrieval"))
+    grid_space = choice("--space", space, ("fusion", "retrieval", "calibration"))
     verbose(verbose_flag)
+    if grid_space == "calibration":
+        _calibrate(ctx, kb_path, golden, model, fmt, write)
+        return
 
     def run() -> TuneReport:
         paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True)
@@ -444,6 +449,33 @@ def tune_cmd(
             return run_tune(request, progress=bar)
 
     output.print_tune(run_core(run), fmt)
+
+
+def _calibrate(ctx: typer.Context, kb_path: Path | None, golden: Path | None, model: str | None,
+               fmt: str, write: bool) -> None:
+    """`tune --space calibration`: refit the relevance model, print it, --write it."""
+    from groove_cli.evaluate.calibrate import CalibrationReport, calibrate, write_calibration
+    from groove_cli.evaluate.tune.write import write_target
+    from groove_cli.retrieve.params import configured_calibration
+    from groove_cli.retrieve.relevance import default_calibration
+
+    def run() -> CalibrationReport:
+        paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True)
+        assert paths.kb is not None
+        s = paths.settings
+        current = configured_calibration(s) or default_calibration(s.str_("model"))
+        report = calibrate(s, paths.db, paths.kb, golden, current)
+        if write:
+            loaded = s.config.path if s.config else None
+            target = write_calibration(write_target(loaded, Path.cwd()), report.fitted)
+            report = dataclasses.replace(report, written=target)
+        return report
+
+    report = run_core(run)
+    if fmt == "json":
+        output.print_json(report.to_json())
+    else:
+        output.print_line(report.text().rstrip("\n"))
 
 
 # --------------------------------------------------------------------------- models

@@ -87,3 +87,47 @@ def test_min_relevance_drops_weak_hits_and_may_leave_none(
     assert none.stdout == "[low_confidence: no hit reaches relevance 0.5]\n\n"
     bad = groove(config_file, db, "x", "--min-relevance", "2")
     assert bad.exit_code == 2 and "--min-relevance" in bad.stderr
+
+
+def test_calibration_fit_and_ece_by_hand() -> None:
+    import numpy as np
+
+    from groove_cli.evaluate.calibrate import expected_calibration_error, fit_logistic
+
+    # two bins: predictions 0.15 (rate 0/2) and 0.85 (rate 2/2) -> |0.15-0|*2 + |0.85-1|*2 / 4
+    error, bins = expected_calibration_error([0.15, 0.15, 0.85, 0.85], [0, 0, 1, 1])
+    assert error == pytest.approx(0.15)
+    assert bins == [(0.15, 0.0, 2), (0.85, 1.0, 2)]
+    # a feature that raises the odds: the fitted weight on it is positive, the others ~0
+    rng = np.random.default_rng(0)
+    x = np.column_stack([rng.uniform(0.7, 0.95, 400), np.zeros(400), np.zeros(400), np.zeros(400)])
+    y = (rng.uniform(size=400) < 1 / (1 + np.exp(-(-20 + 25 * x[:, 0])))).astype(float)
+    fitted = fit_logistic(x, y)
+    assert 15 < fitted.weights[0] < 35 and abs(fitted.weights[1]) < 1e-3
+
+
+def test_tune_space_calibration_refits_and_writes(
+        golden_index: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
+    from typer.testing import CliRunner
+
+    from groove_cli.cli import app
+
+    kb, db = golden_index
+    target = workdir / "groove.toml"
+    target.write_text(config_file.read_text(encoding="utf-8") + "# keep me\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["--config", str(target), "--db", str(db), "tune",
+                                      "--kb-path", str(kb), "--space", "calibration",
+                                      "--format", "json", "--write"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["queries"] == 33 and report["hits"] == 330
+    assert report["current"] == DEFAULT_CALIBRATIONS["multilingual-e5-small"].as_list()
+    assert 0 <= report["held_out"]["ece_refit"] < report["held_out"]["ece_current"]
+    assert report["written"] == str(target)
+    text = target.read_text(encoding="utf-8")
+    assert "# keep me" in text and "[search.relevance]" in text
+    # the written calibration is the one search now uses
+    searched = ok_json(groove(target, db, "retry budget", "--limit", "1"))
+    default = ok_json(groove(config_file, db, "retry budget", "--limit", "1"))
+    assert searched["results"][0]["path"] == default["results"][0]["path"]
+    assert searched["results"][0]["relevance"] != default["results"][0]["relevance"]

@@ -57,6 +57,19 @@ class SearchParams:
     low_confidence_below: float = _default("search.relevance.low_confidence_below")
 
 
+def configured_calibration(settings: Settings) -> Calibration | None:
+    """`[search.relevance] calibration` when set (None: the model's shipped one)."""
+    values = settings["search.relevance.calibration"]
+    if values is None:
+        return None
+    try:
+        return Calibration.from_list([float(str(v)) for v in values])  # type: ignore[attr-defined]
+    except ValueError as exc:
+        from groove_cli.errors import ConfigError
+
+        raise ConfigError(f"invalid config: search.relevance.calibration: {exc}") from None
+
+
 def clamp_limit(limit: int, *, note: str | None = None) -> int:
     """Limits above 1000 are clamped, with a note (cli.md §5/§6)."""
     if limit > MAX_LIMIT:
@@ -94,6 +107,7 @@ def build_params(settings: Settings, *, limit: int, rerank: bool, filters: Filte
                              or config.default_int("search.parent_retriever.max_expanded_tokens")),
         min_confidence_ratio=s.float_("search.min_confidence_ratio"),
         min_relevance=s.float_("search.relevance.min_relevance"),
+        calibration=configured_calibration(s),
         low_confidence_below=s.float_("search.relevance.low_confidence_below"),
         filters=filters,
         spans=spans,
