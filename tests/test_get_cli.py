@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ from typer.testing import CliRunner, Result
 
 from groove_cli.cli import app
 from groove_cli.get import Location, parse_location
-from tests.test_search_cli import groove, ok_json
+from tests.test_search_cli import hits_and_locations
 
 runner = CliRunner()
 
@@ -94,11 +93,8 @@ def test_get_round_trips_search_text(golden_index: tuple[Path, Path], config_fil
                                      workdir: Path) -> None:
     # each location line `search --format text` prints, given to `get` as printed, returns
     # the hit: its heading line first, and its content inside
-    db = golden_index[1]
-    args = ("backup restore steps", "--mode", "fts", "--limit", "5")
-    hits = ok_json(groove(config_file, db, *args))["results"]
-    text = groove(config_file, db, *args, "--format", "text").stdout.splitlines()
-    shown = [line for line in text if re.match(r"^\S+\.md:\d+", line)]
+    hits, shown = hits_and_locations(config_file, golden_index[1], "backup restore steps",
+                                     "--mode", "fts", "--limit", "5")
     assert len(shown) == len(hits) == 5
     for line, hit in zip(shown, hits, strict=True):
         result = get(line, "--format", "json", config=config_file)

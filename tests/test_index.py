@@ -508,6 +508,8 @@ def test_frontmatter_only_change_takes_the_fast_path(indexed: Groove) -> None:
     db = indexed.db
     ids = chunk_ids(db, "alpha.md")
     vectors = [vector(db, cid) for cid in ids]
+    lines_sql = "SELECT line_start, line_end FROM chunks WHERE id IN (?, ?) ORDER BY chunk_index"
+    assert rows(db, lines_sql, tuple(ids)) == [(5, 7), (9, 11)]  # the heading .. the text
     text = ALPHA_MD.replace("title: Alpha\ntags: [one, two]",
                             "title: Alpha Prime\ntags: [three]\ndate: 2026-01-02\ndepth: 01")
     raw = write(indexed.kb, "alpha.md", text).read_bytes()
@@ -524,6 +526,8 @@ def test_frontmatter_only_change_takes_the_fast_path(indexed: Groove) -> None:
         "Alpha Prime", '["three"]', "2026-01-02", "01")
     assert doc["content_hash"] == hashlib.sha256(raw).hexdigest()
     assert doc["size_bytes"] == len(raw)
+    # two more frontmatter lines move every chunk down by two, without re-embedding
+    assert rows(db, lines_sql, tuple(ids)) == [(7, 9), (11, 13)]
 
 
 def test_force_rebuilds_every_file(indexed: Groove) -> None:

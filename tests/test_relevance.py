@@ -16,7 +16,7 @@ from groove_cli.retrieve.relevance import (
     low_confidence,
     relevance,
 )
-from tests.test_search_cli import groove, ok_json
+from tests.test_search_cli import _copy_index, groove, ok_json
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +24,14 @@ def config_file(real_models_dir: Path, tmp_path_factory: pytest.TempPathFactory)
     path = tmp_path_factory.mktemp("config") / "groove.toml"
     path.write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="module")
+def golden_private(golden_index: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+                   ) -> tuple[Path, Path]:
+    """The sample index copied: hybrid searches fill its query cache, which other modules'
+    fixtures expect empty in the shared one."""
+    return golden_index[0], _copy_index(golden_index[1], tmp_path_factory.mktemp("relevance"))
 
 
 def test_features_from_the_legs_evidence() -> None:
@@ -59,8 +67,8 @@ def test_low_confidence_is_the_best_relevance_under_the_threshold() -> None:
 
 
 def test_hybrid_hits_carry_relevance_and_nonsense_is_low_confidence(
-        golden_index: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
-    db = golden_index[1]
+        golden_private: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
+    db = golden_private[1]
     good = ok_json(groove(config_file, db, "retry budget"))
     assert good["low_confidence"] is False
     top = good["results"][0]
@@ -74,8 +82,8 @@ def test_hybrid_hits_carry_relevance_and_nonsense_is_low_confidence(
 
 
 def test_min_relevance_drops_weak_hits_and_may_leave_none(
-        golden_index: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
-    db = golden_index[1]
+        golden_private: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
+    db = golden_private[1]
     every = ok_json(groove(config_file, db, "retry budget"))["results"]
     kept = ok_json(groove(config_file, db, "retry budget", "--min-relevance", "0.15"))
     assert [h["path"] for h in kept["results"]] == [
@@ -107,12 +115,12 @@ def test_calibration_fit_and_ece_by_hand() -> None:
 
 
 def test_tune_space_calibration_refits_and_writes(
-        golden_index: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
+        golden_private: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
     from typer.testing import CliRunner
 
     from groove_cli.cli import app
 
-    kb, db = golden_index
+    kb, db = golden_private
     target = workdir / "groove.toml"
     target.write_text(config_file.read_text(encoding="utf-8") + "# keep me\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["--config", str(target), "--db", str(db), "tune",

@@ -658,15 +658,20 @@ def test_no_index(config_file: Path, tmp_path: Path, workdir: Path) -> None:
 # --------------------------------------------------------------------------- locations
 
 
+def hits_and_locations(config: Path, db: Path, *args: str
+                       ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The JSON hits of a search and the location lines its text format prints."""
+    hits = ok_json(groove(config, db, *args))["results"]
+    text = groove(config, db, *args, "--format", "text").stdout.splitlines()
+    return hits, [line for line in text if re.match(r"^\S+\.md:\d+", line)]
+
+
 def test_text_locations_open_at_the_hit(golden_index: tuple[Path, Path], config_file: Path,
                                         workdir: Path) -> None:
     # every `path:line` the text format prints opens, from the working directory, at the
     # hit's first line: its heading, or the first line of its content
-    db = golden_index[1]
-    args = ("retry budget", "--mode", "fts", "--limit", "8")
-    hits = ok_json(groove(config_file, db, *args))["results"]
-    text = groove(config_file, db, *args, "--format", "text").stdout.splitlines()
-    shown = [line for line in text if re.match(r"^\S+\.md:\d+", line)]
+    hits, shown = hits_and_locations(config_file, golden_index[1], "retry budget", "--mode",
+                                     "fts", "--limit", "8")
     assert len(shown) == len(hits) >= 5
     for line, hit in zip(shown, hits, strict=True):
         where = line.split("  § ")[0]

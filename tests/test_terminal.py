@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from groove_cli.render.terminal import escape_controls
-from tests.test_search_cli import groove
+from tests.test_search_cli import _copy_index, groove
 
 ESC = "\x1b"
 
@@ -86,10 +86,12 @@ def test_piped_and_no_color_output_is_plain(golden_index: tuple[Path, Path],
 
 def test_search_prints_nothing_on_stderr(golden_index: tuple[Path, Path], config_file: Path,
                                          workdir: Path) -> None:
-    # no "no config file" / "loaded config" note unless --verbose
-    result = groove(config_file, golden_index[1], "retry budget")
+    # no "no config file" / "loaded config" note unless --verbose (hybrid: on a copy, as the
+    # query cache is written)
+    db = _copy_index(golden_index[1], workdir)
+    result = groove(config_file, db, "retry budget")
     assert result.exit_code == 0 and result.stderr == ""
-    verbose = groove(config_file, golden_index[1], "retry budget", "--verbose")
+    verbose = groove(config_file, db, "retry budget", "--verbose")
     assert verbose.stderr == f"groove: note: loaded config: {config_file}\n"
 
 
