@@ -118,7 +118,7 @@ def load_golden_set(settings: Settings, kb: Path, explicit: Path | None) -> Gold
 
     golden = load_golden(path, check_query=check)
     if golden.has_defaults:
-        messages.note("golden defaults are ignored")
+        messages.detail("golden defaults are ignored")
     return golden
 
 
