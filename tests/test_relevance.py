@@ -139,3 +139,28 @@ def test_tune_space_calibration_refits_and_writes(
     default = ok_json(groove(config_file, db, "retry budget", "--limit", "1"))
     assert searched["results"][0]["path"] == default["results"][0]["path"]
     assert searched["results"][0]["relevance"] != default["results"][0]["relevance"]
+
+
+def test_write_calibration_follows_the_config_write_rules(tmp_path: Path) -> None:
+    """The calibration is written like tune's recommendation (tune.md §10-§11): comments kept,
+    mode kept, a read-only config refused untouched, an invalid result never written."""
+    import os
+    import stat
+
+    from groove_cli.errors import GrooveError
+    from groove_cli.evaluate.calibrate import write_calibration
+
+    target = tmp_path / "groove.toml"
+    target.write_text("# mine\nmax_length = 256\n", encoding="utf-8")
+    os.chmod(target, 0o640)
+    calibration = Calibration(-1.5, (2.0, 0.25, 0.5, 0.75))
+    assert write_calibration(target, calibration) == target
+    text = target.read_text(encoding="utf-8")
+    assert text.startswith("# mine\nmax_length = 256\n")
+    assert "[search.relevance]\ncalibration = [-1.5, 2.0, 0.25, 0.5, 0.75]\n" in text
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+    os.chmod(target, 0o440)
+    with pytest.raises(GrooveError, match="it is read-only"):
+        write_calibration(target, Calibration(0.0, (1.0, 0.0, 0.0, 0.0)))
+    assert target.read_text(encoding="utf-8") == text
