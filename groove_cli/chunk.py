@@ -18,7 +18,7 @@ import yaml
 
 from groove_cli.text import iso_day, printable
 
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2
 """Raised whenever the chunking, frontmatter or quality rules change (index.md §6.1 step 4)."""
 
 SHORT_CHUNK_CHARS = 50
@@ -64,6 +64,10 @@ class ChunkDraft:
     context: str | None
     """The breadcrumb `title > ancestors > heading`; stored only in static context mode."""
     quality_score: float
+    line_start: int = 1
+    """1-based line of the file where the chunk starts: its heading line, else its first text."""
+    line_end: int = 1
+    """1-based line of the file holding the chunk's last non-blank text (or its heading)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +123,11 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
     if end < 0:
         return None, text
     return rest[:end], rest[end + 4 :].lstrip("\r\n")
+
+
+def _body_line(text: str, body: str) -> int:
+    """The file line (1-based) where `body`, a suffix of `text`, begins."""
+    return text.count("\n", 0, len(text) - len(body)) + 1
 
 
 def _kind(value: object) -> str:
@@ -275,6 +284,10 @@ class _Section:
     lines: list[str]
     excluded: bool = False
     content: str = ""
+    first_line: int = 1
+    """File line of `lines[0]` (the line after the heading, or the body's first line)."""
+    line_start: int = 1
+    line_end: int = 1
 
 
 def _fence_open(line: str) -> tuple[str, int] | None:
@@ -307,19 +320,28 @@ def _heading(line: str) -> tuple[int, str] | None:
     return None
 
 
-def _sections(body: str, exclude_headings: Sequence[str]) -> list[_Section]:
-    """Split `body` into emitted sections (before the short-chunk merge)."""
+def _sections(body: str, exclude_headings: Sequence[str], first_line: int = 1) -> list[_Section]:
+    """Split `body` into emitted sections (before the short-chunk merge); `first_line` is the
+    file line of the body's first line, so each section knows the lines it spans."""
     emitted: list[_Section] = []
     stack: list[tuple[int, str]] = []
-    current = _Section(heading=None, level=None, ancestry=(), lines=[])
+    current = _Section(heading=None, level=None, ancestry=(), lines=[], first_line=first_line)
     fence: tuple[str, int] | None = None
 
     def flush(section: _Section) -> None:
         section.content = "\n".join(section.lines).strip()
+        filled = [i for i, text in enumerate(section.lines) if text.strip()]
+        heading_line = section.first_line - 1
+        if filled:
+            start = section.first_line + filled[0]
+            section.line_end = section.first_line + filled[-1]
+        else:
+            start = section.line_end = heading_line
+        section.line_start = heading_line if section.heading is not None else start
         if not section.excluded and (section.content or section.heading is not None):
             emitted.append(section)
 
-    for raw in body.split("\n"):
+    for number, raw in enumerate(body.split("\n"), first_line):
         line = raw[:-1] if raw.endswith("\r") else raw
         heading = None
         if fence is not None:
@@ -340,7 +362,8 @@ def _sections(body: str, exclude_headings: Sequence[str]) -> list[_Section]:
         ancestry = tuple(title for _, title in stack)
         stack.append((level, text))
         excluded = any(entry in text for entry in exclude_headings)
-        current = _Section(heading=text, level=level, ancestry=ancestry, lines=[], excluded=excluded)
+        current = _Section(heading=text, level=level, ancestry=ancestry, lines=[], excluded=excluded,
+                           first_line=number + 1)
     flush(current)
     return emitted
 
@@ -363,11 +386,12 @@ def _merge_short(sections: list[_Section]) -> list[_Section]:
         else:
             text += section.content
         previous.content = text
+        previous.line_end = max(previous.line_end, section.line_end)
     return merged
 
 
 def chunk_markdown(
-    body: str, title: str | None, exclude_headings: Sequence[str]
+    body: str, title: str | None, exclude_headings: Sequence[str], first_line: int = 1
 ) -> tuple[ChunkDraft, ...]:
     """Chunk a Markdown body (frontmatter already removed) by its h2/h3 headings (index.md §3).
 
@@ -375,11 +399,12 @@ def chunk_markdown(
         body: The text after the frontmatter.
         title: The breadcrumb title (frontmatter title, else the derived one).
         exclude_headings: Substrings; an h2/h3 containing one is dropped with its body lines.
+        first_line: The file line (1-based) of the body's first line, for `line_start`/`line_end`.
 
     Returns:
         The chunks in order, `chunk_index` 0..n-1, each with its breadcrumb and quality score.
     """
-    sections = _merge_short(_sections(body, exclude_headings))
+    sections = _merge_short(_sections(body, exclude_headings, first_line))
     return tuple(
         ChunkDraft(
             chunk_index=index,
@@ -389,6 +414,8 @@ def chunk_markdown(
             content=section.content,
             context=build_context([title, *section.ancestry, section.heading]),
             quality_score=quality_score(section.content),
+            line_start=section.line_start,
+            line_end=section.line_end,
         )
         for index, section in enumerate(sections)
     )
@@ -398,9 +425,11 @@ def chunk_text(text: str, title: str | None) -> tuple[ChunkDraft, ...]:
     """A `.txt` file as one chunk: BOM stripped, line ends made LF, trimmed; empty ⇒ no chunk."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    content = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    content = "\n".join(lines).strip()
     if not content:
         return ()
+    filled = [number for number, line in enumerate(lines, 1) if line.strip()]
     return (
         ChunkDraft(
             chunk_index=0,
@@ -410,6 +439,8 @@ def chunk_text(text: str, title: str | None) -> tuple[ChunkDraft, ...]:
             content=content,
             context=build_context([title]),
             quality_score=quality_score(content),
+            line_start=filled[0],
+            line_end=filled[-1],
         ),
     )
 
@@ -452,6 +483,6 @@ def parse_document(
         date=front.date,
         depth=front.depth,
         tags=front.tags,
-        chunks=chunk_markdown(body, breadcrumb_title, exclude_headings),
+        chunks=chunk_markdown(body, breadcrumb_title, exclude_headings, _body_line(text, body)),
         warnings=front.warnings,
     )

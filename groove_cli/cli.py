@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from groove_cli import config, messages
+from groove_cli import cli_commands, config, messages
 from groove_cli.cli_eval import eval_app, tune_cmd
 from groove_cli.cli_options import (
     FilterFlags,
@@ -25,6 +25,7 @@ from groove_cli.cli_options import (
     NoColorOpt,
     RerankerOpt,
     RetrievalFlags,
+    VerboseOpt,
     check_format,
     kb_flags,
     print_version,
@@ -32,6 +33,7 @@ from groove_cli.cli_options import (
     run_core,
     settings_for,
     sub_app,
+    verbose,
     with_filter_flags,
     with_retrieval_flags,
 )
@@ -40,7 +42,6 @@ from groove_cli.render import output
 
 if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays light
     from groove_cli.index import IndexReport
-    from groove_cli.models import ModelStatus, ResolvedModel
     from groove_cli.retrieve.searcher import SearchOutcome
     from groove_cli.status import DoctorReport, StatusReport
 
@@ -81,6 +82,7 @@ def main_callback(
 ) -> None:
     """groove — search your notes the way a good retrieval system does, and measure it."""
     ctx.obj = GlobalOptions(config, db)
+    messages.set_verbose(False)  # a command's --verbose turns it on
 
 
 @config_app.command("show")
@@ -143,6 +145,7 @@ def index_cmd(
     if quiet and (progress or verbose):
         raise typer.BadParameter("--quiet conflicts with --progress and --verbose",
                                  param_hint="--quiet")
+    messages.set_verbose(verbose)
 
     def run() -> IndexReport:
         paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True,
@@ -237,11 +240,15 @@ def search_cmd(
     retrieval: RetrievalFlags = RetrievalFlags(),
     filters: FilterFlags = FilterFlags(),
     min_confidence_ratio: Annotated[float | None, typer.Option("--min-confidence-ratio", help=(
-        "low_confidence when max/mean score < R; 0 disables."))] = None,
+        "Without the vector leg (fts mode): low_confidence when max/mean score < R; 0 "
+        "disables."))] = None,
+    min_relevance: Annotated[float | None, typer.Option("--min-relevance", help=(
+        "Drop hits whose estimated relevance (0-1) is below this; may leave no hit."))] = None,
     explain: Annotated[bool, typer.Option("--explain", help=(
         "Per-hit stage ranks and per-stage timings."))] = False,
     format: Annotated[str, typer.Option("--format", help="json, text or files.")] = "json",
     no_color: NoColorOpt = False,
+    verbose_flag: VerboseOpt = False,
 ) -> None:
     """Search the index: full-text + vector legs fused with weighted RRF.
 
@@ -259,6 +266,7 @@ def search_cmd(
     from groove_cli.retrieve.searcher import run_search
 
     fmt = check_format(format, ("json", "text", "files"))
+    verbose(verbose_flag)
 
     def run() -> SearchOutcome:
         if min_confidence_ratio is not None and not (
@@ -267,7 +275,11 @@ def search_cmd(
         filters.check()
         flags = retrieval.config_flags()
         flags.update(kb_flags(kb_path, model=model, reranker=reranker,
-                              **{"search.min_confidence_ratio": min_confidence_ratio}))
+                              **{"search.min_confidence_ratio": min_confidence_ratio,
+                                 "search.relevance.min_relevance": None if min_relevance is None
+                                 else config.check_flag("--min-relevance",
+                                                        "search.relevance.min_relevance",
+                                                        min_relevance)}))
         compile_query(query)  # an empty query is a usage error before any file is read
         paths = resolve_paths(ctx, flags, kb_required=False)
         return run_search(paths.settings, paths.db, paths.kb, query, limit=limit,
@@ -275,7 +287,14 @@ def search_cmd(
 
     outcome = run_core(run)
     render_search.print_search(outcome.result, outcome.params, fmt, explain=explain,
-                               filter_applied=outcome.filter_applied)
+                               filter_applied=outcome.filter_applied, kb_root=outcome.kb_root,
+                               no_color=no_color)
+
+
+# --------------------------------------------------------------------------- get
+
+
+app.command("get")(cli_commands.get_cmd)
 
 
 # --------------------------------------------------------------------------- eval, tune
@@ -290,45 +309,8 @@ models_app = sub_app("List and resolve embedding and reranker models.")
 app.add_typer(models_app, name="models")
 
 
-@models_app.command("list")
-def models_list(ctx: typer.Context, format: FormatOpt = "text") -> None:
-    """List the registry models and whether each is cached, convertible, downloadable.
-
-    Example: `groove models list`
-    """
-    from groove_cli.models import list_models
-
-    fmt = check_format(format, ("text", "json"))
-
-    def run() -> list[ModelStatus]:
-        settings = settings_for(ctx, {}, announce=False)
-        return list_models(config.models_dir(settings), offline=config.offline_mode())
-
-    output.print_models(run_core(run), fmt)
-
-
-@models_app.command("resolve")
-def models_resolve(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Registry name or local model directory.")],
-    offline: Annotated[bool, typer.Option("--offline", help="Never download.")] = False,
-    format: FormatOpt = "text",
-) -> None:
-    """Make a model ready to use: convert the offline pack or download it, then print its folder.
-
-    Example: `groove models resolve multilingual-e5-small`
-    """
-    from groove_cli.models import registry_names, resolve_model
-
-    fmt = check_format(format, ("text", "json"))
-
-    def run() -> ResolvedModel:
-        settings = settings_for(ctx, {}, announce=False)
-        kind = "reranker" if name in registry_names("reranker") else "embedder"
-        return resolve_model(name, config.models_dir(settings), kind=kind,
-                             offline=offline or config.offline_mode())
-
-    output.print_resolved(run_core(run), fmt)
+models_app.command("list")(cli_commands.models_list)
+models_app.command("resolve")(cli_commands.models_resolve)
 
 
 def main() -> None:

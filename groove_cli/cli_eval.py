@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from groove_cli import messages
+from groove_cli import cli_commands, messages
 from groove_cli.cli_options import (
     CompareFormatOpt,
     EvalFormatOpt,
@@ -24,12 +24,14 @@ from groove_cli.cli_options import (
     RerankerOpt,
     RetrievalFlags,
     TuneFormatOpt,
+    VerboseOpt,
     check_format,
     choice,
     global_options,
     kb_flags,
     resolve_paths,
     run_core,
+    verbose,
     with_retrieval_flags,
 )
 from groove_cli.render import output
@@ -91,6 +93,7 @@ def eval_cmd(
     gate_metric: Annotated[str | None, typer.Option(
         "--gate-metric", help="Metric the baseline gate judges: recall@K, mrr or ndcg@K "
                               "(default: nDCG at the largest k).")] = None,
+    verbose_flag: VerboseOpt = False,
 ) -> None:
     """Score retrieval against a golden query file and compare with the previous run.
 
@@ -115,6 +118,7 @@ def eval_cmd(
     # an ablation is no eval run: it has no testcases for JUnit
     fmt = check_format(format, ("text", "json", "markdown") if ablate
                        else ("text", "json", "junit", "markdown"))
+    verbose(verbose_flag)
 
     def run() -> EvalReport | dict[str, Any]:
         flags = retrieval.config_flags()
@@ -185,7 +189,8 @@ def tune_cmd(
     model: ModelOpt = None,
     space: Annotated[str, typer.Option(
         "--space", help="Grid to sweep: fusion (rrf_k x bm25 weights) or retrieval "
-                        "(vector/fts weight ratio x min_score).")] = "fusion",
+                        "(vector/fts weight ratio x min_score); calibration refits the "
+                        "relevance model on the golden set.")] = "fusion",
     k: Annotated[str | None, typer.Option(
         "--k", help="Comma list of cut-offs (0s dropped, 5 always added).")] = None,
     limit: Annotated[int | None, typer.Option(
@@ -196,6 +201,7 @@ def tune_cmd(
         "--write", help="Apply an adopted recommendation to groove.toml in place.")] = False,
     force: Annotated[bool, typer.Option(
         "--force", help="With --write: write even when the verdict is keep-defaults.")] = False,
+    verbose_flag: VerboseOpt = False,
 ) -> None:
     """Sweep the fusion knobs with nested cross-validation; recommend only a real gain.
 
@@ -206,9 +212,14 @@ def tune_cmd(
     Example: `groove tune --kb-path ~/notes --write`
     """
     from groove_cli.evaluate.tune.run import TuneRequest, run_tune, tune_k_values
+    from groove_cli.render.progress import tune_progress
 
     fmt = check_format(format, ("text", "json", "markdown"))
-    grid_space = choice("--space", space, ("fusion", "retrieval"))
+    grid_space = choice("--space", space, ("fusion", "retrieval", "calibration"))
+    verbose(verbose_flag)
+    if grid_space == "calibration":
+        cli_commands.calibrate_cmd(ctx, kb_path, golden, model, fmt, write)
+        return
 
     def run() -> TuneReport:
         paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True)
@@ -219,6 +230,7 @@ def tune_cmd(
             k_values=tune_k_values(s, k), limit=limit,
             space="fusion" if grid_space == "fusion" else "retrieval",
             write=write, force=force, config_flag=global_options(ctx).config)
-        return run_tune(request)
+        with tune_progress() as bar:
+            return run_tune(request, progress=bar)
 
     output.print_tune(run_core(run), fmt)

@@ -89,11 +89,11 @@ def settings_for(ctx: typer.Context, flags: dict[str, object], *, announce: bool
                  ) -> Settings:
     """Resolve the settings with these flags; announce which config file (if any) was loaded."""
     settings = load_settings(global_options(ctx).config, flags)
-    if announce:
+    if announce:  # only with --verbose: a user who wonders which file applied asks for it
         if settings.config is not None:
-            messages.note(f"loaded config: {settings.config.path}")
+            messages.detail(f"loaded config: {settings.config.path}")
         else:
-            messages.note("no config file; using built-in defaults")
+            messages.detail("no config file; using built-in defaults")
     return settings
 
 
@@ -200,6 +200,13 @@ RerankerOpt = Annotated[str | None, typer.Option(
 GoldenOpt = Annotated[Path | None, typer.Option(
     "--golden", help="Golden file (default [eval].golden, else KB/.groove-eval.yml).")]
 NoColorOpt = Annotated[bool, typer.Option("--no-color", help="Disable colour.")]
+VerboseOpt = Annotated[bool, typer.Option(
+    "--verbose", "-v", help="Also print informational notes (which config file was loaded, …).")]
+
+
+def verbose(on: bool) -> None:
+    """Apply `--verbose` before any work, so every note of the run honours it."""
+    messages.set_verbose(on)
 
 
 def with_options(param: str, bundle: type[Any], options: Mapping[str, Any]) -> Callable[[F], F]:

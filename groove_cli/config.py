@@ -21,7 +21,8 @@ from groove_cli import messages
 from groove_cli.errors import ConfigError, UsageError
 
 Source = Literal["default", "file", "preset", "flag"]
-Kind = Literal["path", "str", "int", "float", "bool", "list_str", "list_int", "enum", "enum_opt"]
+Kind = Literal["path", "str", "int", "float", "bool", "list_str", "list_int", "list_float", "enum",
+               "enum_opt"]
 
 DEFAULT_MODEL = "multilingual-e5-small"
 DEFAULT_EXCLUDE_DIRS = (".obsidian", ".git", "node_modules", "target", ".vscode", ".idea")
@@ -70,6 +71,11 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("quality_filter.enabled", "bool", True),
     KeySpec("quality_filter.threshold", "float", 0.3, 0.0, 1.0),
     KeySpec("search.min_confidence_ratio", "float", 1.5, 0.0, None, finite=True),
+    KeySpec("search.relevance.low_confidence_below", "float", 0.15, 0.0, 1.0,
+            help="low_confidence when the best hit's relevance is below this (0: never)."),
+    KeySpec("search.relevance.min_relevance", "float", 0.0, 0.0, 1.0, help="Drop hits below this relevance."),
+    KeySpec("search.relevance.calibration", "list_float", None,
+            help="Relevance model (unset: the model's shipped one; tune --space calibration fits it)."),
     KeySpec("search.retrieval.mode", "enum", "hybrid", choices=MODES),
     KeySpec("search.retrieval.preset", "enum_opt", None, choices=PRESETS),
     KeySpec("search.retrieval.dense_top_k", "int", None, 1, MAX_TOP_K),
@@ -169,6 +175,7 @@ def _expected_name(kind: Kind) -> str:
         "bool": "boolean",
         "list_str": "array of strings",
         "list_int": "array of integers",
+        "list_float": "array of numbers",
     }[kind]
 
 
@@ -206,10 +213,12 @@ def check_value(spec: KeySpec, value: object) -> str | None:
         return _range_problem(spec, float(value))
     if not isinstance(value, list):
         return f"expected {_expected_name(kind)}, got {_type_name(value)}"
-    item_type: type = str if kind == "list_str" else int
+    item_type: type | tuple[type, ...] = {"list_str": str, "list_int": int}.get(kind, (int, float))
     for item in value:
         if isinstance(item, bool) or not isinstance(item, item_type):
             return f"expected {_expected_name(kind)}, got an array containing {_type_name(item)}"
+    if kind == "list_float" and not all(math.isfinite(float(item)) for item in value):
+        return "must contain finite numbers"
     if kind == "list_int":
         if not value:
             return "must not be empty"

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -38,7 +38,7 @@ from groove_cli.scan import (
 )
 from groove_cli.store import Store, utc_now
 from groove_cli.text import printable
-from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
+from groove_cli.types import ChunkRow, DocumentRow, NullProgress, ProgressSink, StoredDocument
 from groove_cli.vectors import refresh_snapshot
 
 if TYPE_CHECKING:
@@ -118,36 +118,6 @@ class IndexReport:
     processed: int
     total: int
     interrupted: bool
-
-
-class ProgressSink(Protocol):
-    """Where the indexer reports per-file progress (the CLI draws a bar or plain lines)."""
-
-    def start(self, total: int) -> None: ...
-
-    def advance(self, done: int, chunks: int) -> None:
-        """`done` files finished so far; `chunks` embedded (or kept) since the last call."""
-
-    def finish(self) -> None: ...
-
-
-class NullProgress:
-    """Reports nothing (quiet runs, and the default when no display is given)."""
-
-    def __enter__(self) -> NullProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def start(self, total: int) -> None:
-        pass
-
-    def advance(self, done: int, chunks: int) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
 
 
 @contextmanager
@@ -517,8 +487,11 @@ class Indexer:
             stored = store.chunk_rows(existing.id)
             if _same_chunks(stored, parsed.chunks, static):
                 scores = [c.quality_score for c in parsed.chunks] if rechunk else None
+                lines = [(c.line_start, c.line_end) for c in parsed.chunks]
+                moved = lines != [(c.line_start, c.line_end) for c in stored]
                 with store.transaction():
-                    store.update_document_row(existing.id, self._document_row(source, parsed), scores)
+                    store.update_document_row(existing.id, self._document_row(source, parsed),
+                                              scores, lines if moved else None)
                 if existing.content_hash != source.sha256:
                     self.updated += 1
                     self._verbose(f"  indexed: {source.rel} ({len(parsed.chunks)} chunks)")
@@ -585,7 +558,8 @@ class Indexer:
             return
         rows = [
             ChunkRow(c.chunk_index, c.heading, c.level, c.ancestry, c.content,
-                     c.context if static else None, tokens, c.quality_score)
+                     c.context if static else None, tokens, c.quality_score, c.line_start,
+                     c.line_end)
             for c, tokens in zip(item.parsed.chunks, item.token_counts, strict=True)
         ]
         with store.transaction():

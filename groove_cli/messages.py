@@ -24,6 +24,13 @@ def _stderr_sink(line: str) -> None:
 
 
 _sink: Sink = _stderr_sink
+_verbose = False
+
+
+def set_verbose(on: bool) -> None:
+    """`--verbose`: also write the `detail` notes."""
+    global _verbose
+    _verbose = on
 
 
 def set_sink(sink: Sink | None) -> None:
@@ -55,6 +62,20 @@ def warning(message: str) -> None:
 def note(message: str) -> None:
     """`groove: note: {message}` at level info."""
     _emit("info", f"groove: note: {message}")
+
+
+def detail(message: str) -> None:
+    """`groove: note: {message}` that only a curious user needs (which config file was loaded,
+    what a report already shows): written with `--verbose` or GROOVE_LOG=debug."""
+    if _verbose or threshold() <= LEVELS["debug"]:
+        _sink(f"groove: note: {message}")
+
+
+def detail_line(line: str) -> None:
+    """An unprefixed line written only with `--verbose` or GROOVE_LOG=debug (tune's per-query
+    progress, which a terminal shows as one bar instead)."""
+    if _verbose or threshold() <= LEVELS["debug"]:
+        _sink(line)
 
 
 def progress(line: str) -> None:

@@ -1,8 +1,10 @@
-"""Frozen records passed between the store and the stages (no logic beyond small helpers)."""
+"""Frozen records passed between the store and the stages (no logic beyond small helpers),
+and the progress protocol the long-running stages (index, tune) report through."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +35,9 @@ class ChunkRow:
     context_text: str | None
     token_count: int | None
     quality_score: float
+    line_start: int | None = None
+    """1-based file lines the chunk spans (None in an index written before schema 4)."""
+    line_end: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +69,8 @@ class IndexedChunk:
     category: str | None
     date: str | None
     tags: tuple[str, ...]
+    line_start: int | None = None
+    line_end: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,3 +83,33 @@ class FilterMeta:
     path: str
     tags: tuple[str, ...]
     date: str | None
+
+
+class ProgressSink(Protocol):
+    """Where the indexer reports per-file progress (the CLI draws a bar or plain lines)."""
+
+    def start(self, total: int) -> None: ...
+
+    def advance(self, done: int, chunks: int) -> None:
+        """`done` files finished so far; `chunks` embedded (or kept) since the last call."""
+
+    def finish(self) -> None: ...
+
+
+class NullProgress:
+    """Reports nothing (quiet runs, and the default when no display is given)."""
+
+    def __enter__(self) -> NullProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def start(self, total: int) -> None:
+        pass
+
+    def advance(self, done: int, chunks: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass

@@ -43,14 +43,14 @@ def headings(body: str, exclude: tuple[str, ...] = ()) -> list[str | None]:
 
 
 def test_fingerprint_is_sha256_of_json_version_and_sorted_headings() -> None:
-    expected = hashlib.sha256(b'[1, ["Draft", "\\u30e1\\u30e2"]]').hexdigest()
-    assert CHUNKER_VERSION == 1
+    expected = hashlib.sha256(b'[2, ["Draft", "\\u30e1\\u30e2"]]').hexdigest()
+    assert CHUNKER_VERSION == 2
     assert chunker_fingerprint(["メモ", "Draft"]) == expected
     assert chunker_fingerprint(["Draft", "メモ"]) == expected
 
 
 def test_fingerprint_of_no_headings() -> None:
-    assert chunker_fingerprint([]) == hashlib.sha256(json.dumps([1, []]).encode()).hexdigest()
+    assert chunker_fingerprint([]) == hashlib.sha256(json.dumps([2, []]).encode()).hexdigest()
     assert chunker_fingerprint([]) != chunker_fingerprint(["Scratch"])
 
 
@@ -574,8 +574,8 @@ def test_parse_document_markdown_fields() -> None:
     assert doc.warnings == ()
     assert len(LONG_EN) == 78  # one line of 30–79 code points: 1.0 - 0.3
     assert doc.chunks == (
-        ChunkDraft(0, None, None, (), LONG_EN, "Database Backup Schedule", 0.7),
-        ChunkDraft(1, "Nightly", 2, (), LONG_EN, "Database Backup Schedule > Nightly", 0.7),
+        ChunkDraft(0, None, None, (), LONG_EN, "Database Backup Schedule", 0.7, 7, 7),
+        ChunkDraft(1, "Nightly", 2, (), LONG_EN, "Database Backup Schedule > Nightly", 0.7, 8, 9),
     )
 
 
@@ -603,7 +603,8 @@ def test_parse_document_text_file() -> None:
     assert (doc.title, doc.category, doc.topic, doc.tags, doc.date, doc.depth) == (
         None, "misc", "sub", (), None, None)
     assert doc.chunks == (
-        ChunkDraft(0, None, None, (), "first line\nsecond\nthird", "release notes", 1.0 - 0.6),
+        ChunkDraft(0, None, None, (), "first line\nsecond\nthird", "release notes", 1.0 - 0.6,
+                   1, 3),
     )
 
 
@@ -634,3 +635,35 @@ def test_an_unparseable_date_is_named_at_index_time() -> None:
                             "--date-from/--date-to never match this note",)
     for good in ("2026-05-06", "2026-05", "2026-05-06T10:00:00+09:00"):
         assert parse_document(f"---\ndate: {good}\n---\nbody\n", "c.md").warnings == ()
+
+
+# --- file lines (line_start / line_end) ----------------------------------------------------------
+
+
+def test_chunk_lines_point_at_heading_and_last_text_line() -> None:
+    # lines: 1-3 frontmatter, 4 blank, 5 intro, 6 blank, 7 "## A", 8 blank, 9 short (merged
+    # into the intro), 10 blank, 11 "## B", 12 blank, 13-14 body, 15 blank
+    text = ("---\ntitle: X\n---\n\n" + LONG_EN + "\n\n## A\n\nshort\n\n## B\n\n"
+            + LONG_EN + "\nmore\n\n")
+    lines = text.split("\n")
+    chunks = parse_document(text, "a/b.md").chunks
+    assert [(c.line_start, c.line_end) for c in chunks] == [(5, 9), (11, 14)]
+    assert lines[4] == chunks[0].content.split("\n")[0]
+    assert lines[10] == "## B"
+    assert lines[13] == "more"
+
+
+def test_chunk_lines_count_crlf_bom_and_fences() -> None:
+    # a heading inside a fence is body text; CRLF line ends count once
+    text = ("\ufeff" + LONG_EN + "\r\n```\r\n## not a heading\r\n```\r\n## Real\r\n\r\n"
+            + LONG_EN + "\r\n")
+    chunks = parse_document(text, "n.md").chunks
+    assert [(c.heading, c.line_start, c.line_end) for c in chunks] == [
+        (None, 1, 4), ("Real", 5, 7)]
+
+
+def test_heading_only_chunk_spans_its_heading_line() -> None:
+    text = LONG_EN + "\n\n## Empty\n"
+    chunks = parse_document(text, "n.md").chunks
+    # the empty section is merged into the first chunk, which now ends at the heading
+    assert [(c.line_start, c.line_end) for c in chunks] == [(1, 3)]

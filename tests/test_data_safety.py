@@ -44,9 +44,11 @@ def ok(result: Result) -> Result:
 
 
 def top_files(groove: Groove, query: str, *mode: str) -> list[str]:
-    result = ok(groove.run("search", query, "--kb-path", str(groove.kb), "--format", "files",
+    """The KB-relative paths of the hits, in result order, each once (`--format files` prints
+    them relative to the working directory, which is not the KB here)."""
+    result = ok(groove.run("search", query, "--kb-path", str(groove.kb), "--format", "json",
                            "--include-low-quality", *mode))
-    return result.stdout.split()
+    return list(dict.fromkeys(hit["path"] for hit in json.loads(result.stdout)["results"]))
 
 
 def doctor_checks(groove: Groove) -> tuple[int, list[str]]:

@@ -173,7 +173,10 @@ def test_golden_file_in_the_spec_format_is_accepted(warm: Sample, workdir: Path,
         path.write_text(json.dumps(yaml.safe_load(SPEC_FORMAT_GOLDEN)), encoding="utf-8")
     else:
         path.write_text(SPEC_FORMAT_GOLDEN, encoding="utf-8")
-    result = run_eval(warm, "--golden", name, "--no-history", "--format", "json")
+    quiet = run_eval(warm, "--golden", name, "--no-history", "--format", "json")
+    assert quiet.exit_code == 0, quiet.output
+    assert "golden defaults are ignored" not in quiet.stderr  # a detail: only with --verbose
+    result = run_eval(warm, "--golden", name, "--no-history", "--format", "json", "--verbose")
     assert result.exit_code == 0, result.output
     assert "groove: note: golden defaults are ignored" in result.stderr.splitlines()
     report = json.loads(result.stdout)

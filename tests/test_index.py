@@ -347,7 +347,7 @@ def test_first_run_lines_rows_and_meta(groove: Groove) -> None:
     assert recorded["embedding_model_sha256"] == hashlib.sha256(onnx).hexdigest()
     assert recorded["kb_path"] == str(kb.resolve())
     assert recorded["context_mode"] == "off"
-    assert recorded["chunker_fingerprint"] == hashlib.sha256(b"[1, []]").hexdigest()
+    assert recorded["chunker_fingerprint"] == hashlib.sha256(b"[2, []]").hexdigest()
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", recorded["last_indexed"])
     assert recorded["groove_version"] == __version__
     assert rows(db, "PRAGMA journal_mode") == [("wal",)]
@@ -508,6 +508,8 @@ def test_frontmatter_only_change_takes_the_fast_path(indexed: Groove) -> None:
     db = indexed.db
     ids = chunk_ids(db, "alpha.md")
     vectors = [vector(db, cid) for cid in ids]
+    lines_sql = "SELECT line_start, line_end FROM chunks WHERE id IN (?, ?) ORDER BY chunk_index"
+    assert rows(db, lines_sql, tuple(ids)) == [(5, 7), (9, 11)]  # the heading .. the text
     text = ALPHA_MD.replace("title: Alpha\ntags: [one, two]",
                             "title: Alpha Prime\ntags: [three]\ndate: 2026-01-02\ndepth: 01")
     raw = write(indexed.kb, "alpha.md", text).read_bytes()
@@ -524,6 +526,8 @@ def test_frontmatter_only_change_takes_the_fast_path(indexed: Groove) -> None:
         "Alpha Prime", '["three"]', "2026-01-02", "01")
     assert doc["content_hash"] == hashlib.sha256(raw).hexdigest()
     assert doc["size_bytes"] == len(raw)
+    # two more frontmatter lines move every chunk down by two, without re-embedding
+    assert rows(db, lines_sql, tuple(ids)) == [(7, 9), (11, 13)]
 
 
 def test_force_rebuilds_every_file(indexed: Groove) -> None:
@@ -668,7 +672,7 @@ def test_changed_exclude_headings_rereads_every_file(indexed: Groove) -> None:
     assert rows(db, "SELECT heading FROM chunks WHERE id = ?", (new_alpha[0],)) == [("Cats",)]
     assert chunk_ids(db, "eng/search/beta.md") == beta
     assert chunk_ids(db, "ops/gamma.md") == gamma
-    expected = hashlib.sha256(json.dumps([1, ["Dogs"]]).encode()).hexdigest()
+    expected = hashlib.sha256(json.dumps([2, ["Dogs"]]).encode()).hexdigest()
     assert meta(db)["chunker_fingerprint"] == expected
     assert_consistent(db)
 
@@ -696,7 +700,7 @@ def test_absent_fingerprint_rereads_and_rewrites_quality_without_reembedding(
                                      "ON d.id = c.document_id ORDER BY d.path, c.chunk_index")]
     assert scores == pytest.approx([QUALITY["Cats"], QUALITY["Dogs"], QUALITY["beta"],
                                     QUALITY["gamma"]])
-    assert meta(db)["chunker_fingerprint"] == hashlib.sha256(b"[1, []]").hexdigest()
+    assert meta(db)["chunker_fingerprint"] == hashlib.sha256(b"[2, []]").hexdigest()
 
 
 def test_contextual_mode_is_adopted_by_an_empty_index_and_kept_once_it_has_chunks(

@@ -275,19 +275,49 @@ def test_legs_to_run() -> None:
     assert legs_to_run(mixed, SearchParams(fts_weight=0.0)) == Legs(True, False, False)
 
 
-def test_low_confidence(fusion: Store) -> None:
-    full = run(fusion, "zebra", SearchParams(limit=5), vector=(1.0, 0.0))
+def test_low_confidence_ratio_rule_without_the_vector_leg(fusion: Store) -> None:
+    full = run(fusion, "zebra", SearchParams(limit=5, mode="fts"))
     scores = [h.score for h in full.hits]
-    ratio = max(scores) / (sum(scores) / len(scores))  # ≈ 1.2521
-    assert 1.2 < ratio < 1.5
+    ratio = max(scores) / (sum(scores) / len(scores))
+    assert ratio < 1.5 and len(scores) >= 2
+    assert all(h.relevance is None for h in full.hits)  # no cosine, no relevance
     assert full.low_confidence is True  # default ratio 1.5
-    calm = run(fusion, "zebra", SearchParams(limit=5, min_confidence_ratio=1.2), vector=(1.0, 0.0))
+    calm = run(fusion, "zebra", SearchParams(limit=5, mode="fts", min_confidence_ratio=ratio - 0.01))
     assert calm.low_confidence is False
-    off = run(fusion, "zebra", SearchParams(limit=5, min_confidence_ratio=0.0), vector=(1.0, 0.0))
+    off = run(fusion, "zebra", SearchParams(limit=5, mode="fts", min_confidence_ratio=0.0))
     assert off.low_confidence is False
-    single = run(fusion, "zebra", SearchParams(limit=1, min_confidence_ratio=100.0),
-                 vector=(1.0, 0.0))
+    single = run(fusion, "zebra", SearchParams(limit=1, mode="fts", min_confidence_ratio=100.0))
     assert single.low_confidence is False  # fewer than 2 hits
+
+
+def test_relevance_and_low_confidence_with_the_vector_leg(fusion: Store) -> None:
+    from groove_cli.retrieve.relevance import Calibration
+
+    # only the cosine counts: relevance = 1 / (1 + exp(-(-1 + 2 cos)))
+    cal = Calibration(-1.0, (2.0, 0.0, 0.0, 0.0))
+    result = run(fusion, "zebra", SearchParams(limit=5, calibration=cal), vector=(1.0, 0.0))
+    stored = fusion.vectors_by_id([h.chunk.chunk_id for h in result.hits], 2)
+    for hit in result.hits:
+        v = stored[hit.chunk.chunk_id].astype(np.float64)
+        cosine = float(v[0]) / float(np.linalg.norm(v))  # the query is (1, 0)
+        assert hit.features[0] == pytest.approx(cosine)
+        assert hit.relevance == pytest.approx(1 / (1 + math.exp(1 - 2 * cosine)))
+    best = max(h.relevance or 0.0 for h in result.hits)
+    below = run(fusion, "zebra", SearchParams(limit=5, calibration=cal,
+                                              low_confidence_below=best + 1e-6),
+                vector=(1.0, 0.0))
+    assert below.low_confidence is True
+    above = run(fusion, "zebra", SearchParams(limit=5, calibration=cal,
+                                              low_confidence_below=best - 1e-6),
+                vector=(1.0, 0.0))
+    assert above.low_confidence is False
+    kept = run(fusion, "zebra", SearchParams(limit=5, calibration=cal, min_relevance=best),
+               vector=(1.0, 0.0))
+    assert [h.relevance for h in kept.hits] == [r for r in (h.relevance for h in result.hits)
+                                                 if r is not None and r >= best]
+    none = run(fusion, "zebra", SearchParams(limit=5, calibration=cal, min_relevance=0.999),
+               vector=(1.0, 0.0))
+    assert none.hits == () and none.low_confidence is True
     # two hits with equal scores: max / mean = 1 < 1.5
     assert run(fusion, "zebra", SearchParams(limit=2), vector=(1.0, 0.0)).low_confidence is True
 
@@ -938,8 +968,9 @@ def test_expanded_from_in_json(parent: Store) -> None:
     from groove_cli.render.search import hit_json
 
     expanded = hit_json(_parent(parent, "walrus").hits[0], explain=False)
-    assert list(expanded) == ["score", "path", "title", "heading", "topic", "date", "tags",
-                              "content", "match_spans", "expanded_from"]
+    assert list(expanded) == ["score", "relevance", "path", "abs_path", "line_start", "line_end", "title",
+                              "heading", "topic", "date", "tags", "content", "match_spans",
+                              "expanded_from"]
     assert expanded["expanded_from"] == {"kind": "adjacent", "chunk_index": 2, "from_index": 0,
                                          "to_index": 2}
     plain = hit_json(run(parent, "walrus", SearchParams(limit=1, mode="fts")).hits[0], False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -106,7 +107,8 @@ def explain_lines(result: Result) -> list[str]:
     return [line for line in result.stderr.splitlines() if line.startswith("explain:")]
 
 
-HIT_KEYS = ["score", "path", "title", "heading", "topic", "date", "tags", "content", "match_spans"]
+HIT_KEYS = ["score", "relevance", "path", "abs_path", "line_start", "line_end", "title", "heading", "topic",
+            "date", "tags", "content", "match_spans"]
 EXPLAIN_KEYS = ["fts_rank", "fts_word_rank", "vec_rank", "fused_rank", "fused_raw", "fused_score",
                 "rerank_rank", "rerank_score", "mmr_rank"]
 
@@ -345,7 +347,11 @@ def test_json_shape_exactly(golden_index: tuple[Path, Path], config_file: Path,
     assert doc == {
         "results": [{
             "score": 1.0,
+            "relevance": None,  # fts mode: no cosine, no relevance
             "path": "incidents/incident-review-process.md",
+            "abs_path": str(golden_index[0] / "incidents" / "incident-review-process.md"),
+            "line_start": 1,
+            "line_end": 3,
             "title": None,
             "heading": "Blameless by default",
             "topic": None,
@@ -409,7 +415,7 @@ def test_json_explain_object(golden_index: tuple[Path, Path], config_file: Path,
                         "min_score=0.0")
     assert lines[1] == "explain: fts skipped (no phrase)"
     assert lines[2] == 'explain: words MATCH "retry" OR "budget"'
-    assert lines[3] == "explain: pool vec=0 fts=50 fused=5 (dropped by min_score: 0)"
+    assert lines[3] == "explain: pool vec=- fts=50 fused=5 (dropped by min_score: 0)"
     assert re.fullmatch(r"explain: timings ms: embed=- vec=- fts=\d+\.\d fuse=\d+\.\d rerank=- "
                         r"mmr=- parent=\d+\.\d spans=\d+\.\d total=\d+\.\d", lines[4]), lines[4]
 
@@ -423,7 +429,7 @@ def test_explain_of_a_mixed_script_query(golden_index: tuple[Path, Path], config
     assert explain_lines(result)[1:4] == [
         'explain: fts MATCH "retry" OR "budget" OR "の設定"',
         'explain: words MATCH "retry" OR "budget"',
-        "explain: pool vec=0 fts=50 fused=10 (dropped by min_score: 0)"]
+        "explain: pool vec=- fts=50 fused=10 (dropped by min_score: 0)"]
     best = 1 / 61 + 1 / 61  # both full-text legs returned rows
     assert any(h["explain"]["fts_rank"] is not None and h["explain"]["fts_word_rank"] is not None
                for h in doc["results"])
@@ -456,8 +462,9 @@ def test_explain_without_a_phrase(golden_index: tuple[Path, Path], config_file: 
 
 def _text_block(hit: dict[str, Any]) -> str:
     """One hit in the cli.md §5.2 layout."""
-    lines = [f"# {hit['title'] or '(no title)'}",
-             f"{hit['path']}#{hit['heading']}" if hit["heading"] else hit["path"],
+    where = f"{os.path.relpath(hit['abs_path'])}:{hit['line_start']}"
+    lines = [f"# {hit['title'] or hit['path'].rsplit('/', 1)[-1]}",
+             f"{where}  § {hit['heading']}" if hit["heading"] else where,
              f"score: {hit['score']:.4f}"]
     if hit["tags"]:
         lines.append("tags: " + ", ".join(hit["tags"]))
@@ -479,7 +486,7 @@ def test_text_format(golden_index: tuple[Path, Path], config_file: Path, workdir
     assert text.stdout == expected
     assert text.stdout.splitlines()[2:7] == [
         "# Retry budgets",
-        "reliability/retry-budgets.md#How a retry budget works",
+        f"{os.path.relpath(doc['results'][0]['abs_path'])}:10  § How a retry budget works",
         "score: 1.0000",
         "tags: reliability, retries",
         'match_spans: "retry", "budget"',
@@ -492,8 +499,9 @@ def test_text_format_without_low_confidence_and_with_explain(
                     "--format", "text", "--explain", "--min-confidence-ratio", "0")
     assert result.exit_code == 0
     assert result.stdout.splitlines()[:5] == [
-        "# (no title)",
-        "incidents/incident-review-process.md#Blameless by default",
+        "# incident-review-process.md",
+        f"{os.path.relpath(golden_index[0])}/incidents/incident-review-process.md:1"
+        "  § Blameless by default",
         "score: 1.0000",
         "explain: fts=- words=#1 vec=- fused=#1 (1.0000) rerank=- mmr=-",
         "",
@@ -527,9 +535,9 @@ def test_text_format_heading_less_hit(tmp_path: Path, capsys: pytest.CaptureFixt
          ChunkRow(1, "Later", 2, (), "another thought", None, 4, 1.0)])
     print_search(result, params, "text", explain=False, filter_applied={})
     assert capsys.readouterr().out == (
-        "# (no title)\nloose.md\nscore: 1.0000\nmatch_spans: \"thought\"\n\na loose thought"
+        "# loose.md\nloose.md\nscore: 1.0000\nmatch_spans: \"thought\"\n\na loose thought"
         "\n\n---\n\n"
-        "# (no title)\nloose.md#Later\nscore: 0.9839\nmatch_spans: \"thought\"\n\nanother thought"
+        "# loose.md\nloose.md  § Later\nscore: 0.9839\nmatch_spans: \"thought\"\n\nanother thought"
         "\n")
 
 
@@ -537,8 +545,9 @@ def test_files_format_prints_each_path_once(golden_index: tuple[Path, Path], con
                                             workdir: Path) -> None:
     db = golden_index[1]
     args = ("retry", "--mode", "fts", "--limit", "10")
-    paths = [h["path"] for h in ok_json(groove(config_file, db, *args))["results"]]
-    unique = list(dict.fromkeys(paths))
+    hits = ok_json(groove(config_file, db, *args))["results"]
+    paths = [h["path"] for h in hits]
+    unique = list(dict.fromkeys(os.path.relpath(h["abs_path"]) for h in hits))
     assert len(unique) < len(paths)  # some note has several hits
     files = groove(config_file, db, *args, "--format", "files", "--explain")
     assert files.exit_code == 0
@@ -636,7 +645,7 @@ def test_limit_above_1000_is_clamped_with_a_note(golden_index: tuple[Path, Path]
                     "--explain")
     doc = ok_json(result)
     assert "groove: note: --limit 5000 clamped to 1000" in result.stderr.splitlines()
-    assert explain_lines(result)[3].startswith("explain: pool vec=0 fts=5000 ")  # P = 1000 × 5
+    assert explain_lines(result)[3].startswith("explain: pool vec=- fts=5000 ")  # P = 1000 × 5
     assert 5 < len(doc["results"]) <= 1000
 
 
@@ -706,9 +715,50 @@ def test_control_characters_are_escaped_in_text_and_files(
     assert capsys.readouterr().out == "evil\\nname.md\n"
     print_search(result, params, "text", explain=False, filter_applied={})
     assert capsys.readouterr().out == (
-        "# T\\x1b[2J\nevil\\nname.md#H\\x00\nscore: 1.0000\ntags: a\\x07\n"
+        "# T\\x1b[2J\nevil\\nname.md  § H\\x00\nscore: 1.0000\ntags: a\\x07\n"
         "match_spans: \"thought\"\n\nring \\x07 the thought\\x1b]0;x\\x07\n")
     print_search(result, params, "json", explain=False, filter_applied={})
     hit = json.loads(capsys.readouterr().out)["results"][0]
     assert (hit["path"], hit["title"], hit["content"]) == (
         "evil\nname.md", "T\x1b[2J", "ring \x07 the thought\x1b]0;x\x07")
+
+
+# --------------------------------------------------------------------------- locations
+
+
+def hits_and_locations(config: Path, db: Path, *args: str
+                       ) -> tuple[list[dict[str, Any]], list[str]]:
+    """The JSON hits of a search and the location lines its text format prints."""
+    hits = ok_json(groove(config, db, *args))["results"]
+    text = groove(config, db, *args, "--format", "text").stdout.splitlines()
+    return hits, [line for line in text if re.match(r"^\S+\.md:\d+", line)]
+
+
+def test_text_locations_open_at_the_hit(golden_index: tuple[Path, Path], config_file: Path,
+                                        workdir: Path) -> None:
+    # every `path:line` the text format prints opens, from the working directory, at the
+    # hit's first line: its heading, or the first line of its content
+    hits, shown = hits_and_locations(config_file, golden_index[1], "retry budget", "--mode",
+                                     "fts", "--limit", "8")
+    assert len(shown) == len(hits) >= 5
+    for line, hit in zip(shown, hits, strict=True):
+        where = line.split("  § ")[0]
+        path, number = where.rsplit(":", 1)
+        lines = Path(path).read_text(encoding="utf-8").split("\n")
+        first = lines[int(number) - 1]
+        if hit["heading"]:
+            assert first.strip() in (f"## {hit['heading']}", f"### {hit['heading']}")
+        else:
+            assert first.strip() == hit["content"].split("\n")[0]
+        last = lines[hit["line_end"] - 1]
+        assert last.strip() and last.strip() in hit["content"]
+        assert Path(hit["abs_path"]).is_absolute()
+        assert Path(hit["abs_path"]).samefile(path)
+
+
+def test_files_format_paths_open_from_the_working_directory(
+        golden_index: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
+    files = groove(config_file, golden_index[1], "backup", "--format", "files", "--mode", "fts")
+    printed = files.stdout.splitlines()
+    assert printed and all(Path(p).is_file() for p in printed)
+    assert not Path(printed[0]).is_absolute()

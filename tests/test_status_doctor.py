@@ -7,6 +7,7 @@ damage an index by hand through a plain apsw connection, then check each finding
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -423,8 +424,9 @@ def schema_v1_copy(db: Path, dest: Path) -> None:
         (vec_sql,), = con.execute(
             "SELECT sql FROM src.sqlite_master WHERE name = 'vec_chunks'").fetchall()
         con.execute(str(vec_sql))
-        for table in ("index_meta", "documents", "chunks"):
-            con.execute(f"INSERT INTO main.{table} SELECT * FROM src.{table}")
+        for table in ("index_meta", "documents", "chunks"):  # the columns schema 1 had
+            columns = ", ".join(str(r[1]) for r in con.execute(f"PRAGMA main.table_info({table})"))
+            con.execute(f"INSERT INTO main.{table} SELECT {columns} FROM src.{table}")
         con.execute("INSERT INTO main.vec_chunks(chunk_id, embedding) "
                     "SELECT chunk_id, embedding FROM src.vec_chunks")
         con.execute("DETACH DATABASE src")
@@ -456,7 +458,7 @@ def test_migration_2_adds_and_backfills_the_word_level_table(indexed: Groove,
 
     store = Store.open_for_index(db)
     store.close()
-    assert SCHEMA_VERSION == 2 and schema_version(db) == 2
+    assert schema_version(db) == SCHEMA_VERSION
     assert {int(str(r[0])) for r in rows(db, "SELECT rowid FROM fts_words")} == chunks
     # the backfilled rows are word-level and stemmed: "swimming" finds the "swims" of BETA
     # and GAMMA, and no other chunk
@@ -473,7 +475,30 @@ def test_migration_2_adds_and_backfills_the_word_level_table(indexed: Groove,
     searched = indexed.run("search", "swimming", "--mode", "fts", "--format", "files",
                            "--include-low-quality")  # gamma's chunk scores 0.1
     assert searched.exit_code == 0, searched.stderr
-    assert sorted(searched.stdout.splitlines()) == ["eng/search/beta.md", "ops/gamma.md"]
+    assert sorted(searched.stdout.splitlines()) == [
+        os.path.relpath(indexed.kb / "eng/search/beta.md"), os.path.relpath(indexed.kb / "ops/gamma.md")]
+
+
+def test_migration_4_adds_chunk_lines_and_the_next_index_fills_them(indexed: Groove) -> None:
+    db = indexed.db
+    filled = rows(db, "SELECT id, line_start, line_end FROM chunks ORDER BY id")
+    assert all(start is not None and end is not None for _, start, end in filled)
+    # an index written before schema 4: no line columns, and the chunker of version 1
+    with writable(db) as con:
+        con.execute("ALTER TABLE chunks DROP COLUMN line_start")
+        con.execute("ALTER TABLE chunks DROP COLUMN line_end")
+        con.execute("UPDATE index_meta SET value = ? WHERE key = 'chunker_fingerprint'",
+                    (hashlib.sha256(b"[1, []]").hexdigest(),))
+        con.execute("PRAGMA user_version = 3")
+    vectors_before = meta(db)["vectors_version"]
+    refused = status(indexed)  # reading never migrates: the error names the upgrade
+    assert refused.exit_code == 1
+    assert "uses schema version 3; run `groove index --kb-path" in refused.stderr
+    again = indexed.index_ok()
+    assert ("groove: note: chunking settings changed since the last run; every file is re-read"
+            in again.stderr.splitlines())
+    assert rows(db, "SELECT id, line_start, line_end FROM chunks ORDER BY id") == filled
+    assert meta(db)["vectors_version"] == vectors_before  # nothing was re-embedded
 
 
 @pytest.mark.parametrize("command", ["status", "doctor"])

@@ -235,7 +235,7 @@ def snippet(table: str, values: dict[str, float]) -> str:
 def test_heading_heavy_weights_are_adopted(tune_kb: TuneKb, workdir: Path,
                                            real_models_dir: Path) -> None:
     write_config(workdir, real_models_dir)
-    result = run_tune(tune_kb, tune_kb.win, "--format", "json")
+    result = run_tune(tune_kb, tune_kb.win, "--format", "json", "--verbose")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert list(report) == TUNE_KEYS
@@ -423,7 +423,8 @@ def test_no_effective_query_exits_2_with_nothing_on_stdout(tune_kb: TuneKb, work
 def test_retrieval_space_sweeps_20_conditions_and_keeps_min_score_0(
         tune_kb: TuneKb, workdir: Path, real_models_dir: Path) -> None:
     write_config(workdir, real_models_dir)
-    result = run_tune(tune_kb, tune_kb.win, "--space", "retrieval", "--format", "json")
+    result = run_tune(tune_kb, tune_kb.win, "--space", "retrieval", "--format", "json",
+                          "--verbose")
     assert result.exit_code == 0
     report = json.loads(result.stdout)
     assert report["space"] == "retrieval"
@@ -474,7 +475,8 @@ def test_statements_per_query_do_not_depend_on_the_number_of_conditions(
     for space, conditions, weight_sets in (("fusion", 384, every_weight_set),
                                            ("retrieval", 20, probes)):
         log.clear()
-        result = run_tune(tune_kb, tune_kb.statements, "--space", space, "--format", "json")
+        result = run_tune(tune_kb, tune_kb.statements, "--space", space, "--format", "json",
+                          "--verbose")
         assert result.exit_code == 0, result.output
         assert f"sweeping {conditions} conditions" in result.stderr
         searches: dict[tuple[str, object], list[tuple[object, ...]]] = {}

@@ -606,10 +606,17 @@ def test_check_preflight_messages() -> None:
         diags = [T.QueryDiagnostics("a", 5, 9, 1, True, False, 0, True),
                  T.QueryDiagnostics("b", 1, 1, 0, False, False, 0, False)]
         assert T.check_preflight(diags, context_axis_noop=True) == (0,)
+        quiet = list(lines)  # without --verbose only the warning
+        lines.clear()
+        messages.set_verbose(True)
+        assert T.check_preflight(diags, context_axis_noop=True) == (0,)
         with pytest.raises(TuneNotApplicable):
             T.check_preflight(diags[1:], context_axis_noop=False)
     finally:
         messages.set_sink(None)
+        messages.set_verbose(False)
+    assert quiet == ["groove: warning: effective N = 1 is below the IR convention of 50 topics; "
+                     "treat the verdict as indicative"]
     assert lines == [
         "groove: note: no chunk has a contextual breadcrumb, so the context weight axis is a no-op",
         "groove: note: 1 of 2 golden queries are effective",

@@ -171,7 +171,7 @@ def _report(rows: list[dict[str, Any]], runs: list[dict[str, Any]], metric: str,
         row["significantly_worse"] = significantly_worse(delta)
     fine = [r for r in rows if not r["significantly_worse"]]
     cheapest = min(fine, key=lambda r: (r["latency_ms"]["p50"], r["latency_ms"]["p95"]))
-    messages.note(f"ablation: {len(rows)} configurations x {len(default['per_query'])} queries")
+    messages.detail(f"ablation: {len(rows)} configurations x {len(default['per_query'])} queries")
     return {"model": model, "reranker": reranker, "metric": metric,
             "query_count": default["aggregate"]["query_count"], "configurations": rows,
             "cheapest_not_worse": cheapest["name"]}

@@ -159,7 +159,7 @@ def load_golden_set(settings: Settings, kb: Path, explicit: Path | None,
     else:
         golden = load_golden(path, check_query=check)
         if golden.has_defaults:
-            messages.note("golden defaults are ignored")
+            messages.detail("golden defaults are ignored")
     from groove_cli.evaluate.findings import normalize
 
     repeated = repeated_queries_warning(golden, normalize)

@@ -20,28 +20,33 @@ from rich.progress import (
 from rich.text import Text
 
 from groove_cli import messages
-from groove_cli.index import NullProgress
+from groove_cli.types import NullProgress
 
 
 class TransferSpeedColumnFiles(ProgressColumn):
-    """Files per second."""
+    """Files (or another unit) per second."""
+
+    def __init__(self, unit: str = "files") -> None:
+        super().__init__()
+        self.unit = unit
 
     def render(self, task: Task) -> Text:
         speed = task.finished_speed or task.speed
-        return Text(f"{speed:.1f} files/s" if speed else "", style="progress.data.speed")
+        return Text(f"{speed:.1f} {self.unit}/s" if speed else "", style="progress.data.speed")
 
 
 class RichProgress:
     """A files bar with chunk count, rate and ETA; stderr lines are printed above it."""
 
-    def __init__(self, label: str = "Indexing") -> None:
+    def __init__(self, label: str = "Indexing", unit: str = "files") -> None:
         self.console = Console(stderr=True)
+        counted = (f"{unit}, {{task.fields[chunks]}} chunks" if unit == "files" else unit)
         self.bar = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(bar_width=24),
             MofNCompleteColumn(),
-            TextColumn("files, {task.fields[chunks]} chunks"),
-            TransferSpeedColumnFiles(),
+            TextColumn(counted),
+            TransferSpeedColumnFiles(unit),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
@@ -105,6 +110,13 @@ class PlainProgress:
 
     def finish(self) -> None:
         pass
+
+
+def tune_progress() -> RichProgress | NullProgress:
+    """`groove tune`: one bar over the golden queries on a terminal, nothing otherwise."""
+    if sys.stderr.isatty():
+        return RichProgress("Tuning", unit="queries")
+    return NullProgress()
 
 
 def progress_for(*, quiet: bool, plain_lines: bool) -> RichProgress | PlainProgress | NullProgress:

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
-import functools
+from pathlib import Path
 from typing import Any
 
 from groove_cli import messages
-from groove_cli.render.output import print_json, print_line
+from groove_cli.render.output import print_json
+from groove_cli.render.terminal import Painter, absolute, location, shown_path
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.pipeline import SearchHit, SearchResult
 from groove_cli.text import printable
 
 
-def hit_json(hit: SearchHit, explain: bool) -> dict[str, Any]:
+def hit_json(hit: SearchHit, explain: bool, kb_root: str | Path | None = None) -> dict[str, Any]:
     chunk = hit.chunk
+    full = absolute(kb_root, chunk.path)
     doc: dict[str, Any] = {
         "score": hit.score,
+        "relevance": hit.relevance,
         "path": chunk.path,
+        "abs_path": str(full) if full is not None else None,
+        "line_start": chunk.line_start,
+        "line_end": chunk.line_end,
         "title": chunk.title,
         "heading": chunk.heading,
         "topic": chunk.topic,
@@ -66,7 +72,10 @@ def explain_stderr(result: SearchResult, params: SearchParams) -> None:
         messages.always(f"explain: words MATCH {trace.word_expr}")
     else:
         messages.always("explain: words skipped (no Latin word)")
-    messages.always(f"explain: pool vec={trace.pool_vec} fts={trace.pool_fts} "
+    def pool(size: int) -> str:  # a leg that did not run has no pool
+        return str(size) if size else "-"
+
+    messages.always(f"explain: pool vec={pool(trace.pool_vec)} fts={pool(trace.pool_fts)} "
                     f"fused={len(result.hits)} (dropped by min_score: {trace.dropped_by_min_score})")
     parts = " ".join(
         f"{name}={value:.1f}" if value is not None else f"{name}=-"
@@ -75,21 +84,41 @@ def explain_stderr(result: SearchResult, params: SearchParams) -> None:
     messages.always(f"explain: timings ms: {parts}")
 
 
+def _weak_text(result: SearchResult, params: SearchParams) -> str:
+    """Why the result is low-confidence (search.md §12): the relevance rule, or the ratio rule
+    when the vector leg did not run."""
+    relevances = [h.relevance for h in result.hits if h.relevance is not None]
+    if relevances:
+        return f"best relevance {max(relevances):.2f} < {params.low_confidence_below}"
+    if not result.hits:
+        return f"no hit reaches relevance {params.min_relevance}"
+    return f"max / mean ratio < {params.min_confidence_ratio}"
+
+
+def display_title(hit: SearchHit) -> str:
+    """The note's title, else its file name (a note without frontmatter title still reads)."""
+    return hit.chunk.title or hit.chunk.path.rsplit("/", 1)[-1]
+
+
 def print_search(result: SearchResult, params: SearchParams, fmt: str, *, explain: bool,
-                 filter_applied: dict[str, object]) -> None:
+                 filter_applied: dict[str, object], kb_root: str | Path | None = None,
+                 no_color: bool = False) -> None:
+    """Print a search result; `kb_root` (the indexed KB folder) turns KB-relative paths into
+    ones that open from the working directory."""
     if explain:
         explain_stderr(result, params)
-    ratio = params.min_confidence_ratio
+    weak = _weak_text(result, params)
     if fmt == "json":
         print_json({
-            "results": [hit_json(hit, explain) for hit in result.hits],
+            "results": [hit_json(hit, explain, kb_root) for hit in result.hits],
             "low_confidence": result.low_confidence,
             "filter_applied": filter_applied,
         })
         return
+    painter = Painter(no_color=no_color)
     if fmt == "files":
         if result.low_confidence:
-            messages.note(f"low confidence (max / mean ratio < {ratio})")
+            messages.note(f"low confidence ({weak})")
         seen: set[str] = set()
         for hit in result.hits:
             # one path per line: a newline or ESC inside a path is shown escaped
@@ -98,27 +127,42 @@ def print_search(result: SearchResult, params: SearchParams, fmt: str, *, explai
                 messages.always(f"{path}: {explain_line(hit)}")
             if hit.chunk.path not in seen:
                 seen.add(hit.chunk.path)
-                print_line(path)
+                painter.line([(shown_path(kb_root, hit.chunk.path), "magenta")],
+                             link=absolute(kb_root, hit.chunk.path))
+        painter.flush()
         return
-    blocks: list[str] = []
-    for hit in result.hits:
-        chunk = hit.chunk
-        # text output goes to a terminal: a note's ESC/BEL/NUL are shown, not obeyed
-        line = functools.partial(printable, keep_newlines=False)
-        lines = [f"# {line(chunk.title or '(no title)')}",
-                 line(f"{chunk.path}#{chunk.heading}" if chunk.heading else chunk.path),
-                 f"score: {hit.score:.4f}"]
-        if chunk.tags:
-            lines.append(f"tags: {line(', '.join(chunk.tags))}")
-        if hit.match_spans:
-            texts = ", ".join(f'"{line(hit.content[s:e])}"' for s, e in hit.match_spans[:3])
-            lines.append(f"match_spans: {texts}")
-        if explain:
-            lines.append(explain_line(hit))
-        lines.extend(["", printable(hit.content)])
-        blocks.append("\n".join(lines))
     if result.low_confidence:
-        print_line(f"[low_confidence: max / mean ratio < {ratio}]")
-        print_line("")
-    if blocks:
-        print_line("\n\n---\n\n".join(blocks))
+        painter.line([(f"[low_confidence: {weak}]", "yellow")])
+        painter.line([])
+    for number, hit in enumerate(result.hits):
+        if number:
+            painter.line([("", None)])
+            painter.line([("---", "dim")])
+            painter.line([("", None)])
+        _print_hit(painter, hit, explain, kb_root)
+    painter.flush()
+
+
+def _print_hit(painter: Painter, hit: SearchHit, explain: bool,
+               kb_root: str | Path | None) -> None:
+    """One hit of the text format (cli.md §5.2)."""
+    chunk = hit.chunk
+    painter.line([(f"# {display_title(hit)}", "bold")])
+    where: list[tuple[str, str | None]] = [
+        (location(shown_path(kb_root, chunk.path), chunk.line_start), "magenta")]
+    if chunk.heading:
+        where.append((f"  § {chunk.heading}", "cyan"))
+    painter.line(where, link=absolute(kb_root, chunk.path))
+    scores = f"score: {hit.score:.4f}"
+    if hit.relevance is not None:
+        scores += f"  relevance: {hit.relevance:.2f}"
+    painter.line([(scores, "dim")])
+    if chunk.tags:
+        painter.line([(f"tags: {', '.join(chunk.tags)}", "dim")])
+    if hit.match_spans:
+        texts = ", ".join(f'"{hit.content[s:e]}"' for s, e in hit.match_spans[:3])
+        painter.line([(f"match_spans: {texts}", "dim")])
+    if explain:
+        painter.line([(explain_line(hit), "dim")])
+    painter.line([("", None)])
+    painter.highlighted(hit.content, hit.match_spans)

@@ -16,6 +16,7 @@ from groove_cli.config import MAX_LIMIT, Settings
 from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.fuse import min_score_warning
 from groove_cli.retrieve.query import CompiledQuery
+from groove_cli.retrieve.relevance import Calibration
 
 
 def _default(key: str) -> float:
@@ -49,6 +50,24 @@ class SearchParams:
     min_confidence_ratio: float = _default("search.min_confidence_ratio")
     filters: FilterSpec = field(default_factory=FilterSpec)
     spans: bool = True
+    calibration: Calibration | None = None
+    """The relevance model; None: the shipped one of the index's embedding model."""
+    min_relevance: float = 0.0
+    """Hits whose relevance is below this are dropped (after every ranking stage)."""
+    low_confidence_below: float = _default("search.relevance.low_confidence_below")
+
+
+def configured_calibration(settings: Settings) -> Calibration | None:
+    """`[search.relevance] calibration` when set (None: the model's shipped one)."""
+    values = settings["search.relevance.calibration"]
+    if values is None:
+        return None
+    try:
+        return Calibration.from_list([float(str(v)) for v in values])  # type: ignore[attr-defined]
+    except ValueError as exc:
+        from groove_cli.errors import ConfigError
+
+        raise ConfigError(f"invalid config: search.relevance.calibration: {exc}") from None
 
 
 def clamp_limit(limit: int, *, note: str | None = None) -> int:
@@ -87,6 +106,9 @@ def build_params(settings: Settings, *, limit: int, rerank: bool, filters: Filte
         max_expanded_tokens=(s.int_("search.parent_retriever.max_expanded_tokens")
                              or config.default_int("search.parent_retriever.max_expanded_tokens")),
         min_confidence_ratio=s.float_("search.min_confidence_ratio"),
+        min_relevance=s.float_("search.relevance.min_relevance"),
+        calibration=configured_calibration(s),
+        low_confidence_below=s.float_("search.relevance.low_confidence_below"),
         filters=filters,
         spans=spans,
     )

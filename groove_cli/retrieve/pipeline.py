@@ -32,6 +32,8 @@ from groove_cli.retrieve.legs import (
 )
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.query import CompiledQuery
+from groove_cli.retrieve.relevance import FALLBACK, features, relevance
+from groove_cli.retrieve.relevance import low_confidence as weak_best
 from groove_cli.retrieve.rerank import Reranker, rerank
 from groove_cli.retrieve.spans import match_spans
 from groove_cli.store import IndexReader
@@ -65,6 +67,11 @@ class SearchHit:
     match_spans: tuple[tuple[int, int], ...] | None
     expanded_from: dict[str, object] | None
     explain: HitExplain
+    relevance: float | None = None
+    """Estimated probability that the hit is relevant (retrieve/relevance.py); None when the
+    vector leg did not run (its cosine is the model's main evidence)."""
+    features: tuple[float, ...] = ()
+    """The evidence `relevance` was computed from (relevance.FEATURES order)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +226,11 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     vec_rank = {cid: i + 1 for i, cid in enumerate(vec_rows)}
     fts_rank = {cid: i + 1 for i, cid in enumerate(fts_rows)}
     word_rank = {cid: i + 1 for i, cid in enumerate(word_rows)}
+    cosines = _cosines(store, [c.chunk.chunk_id for c in candidates], vector, dim)
+    evidence = [features(cosines.get(c.chunk.chunk_id), fts_rank.get(c.chunk.chunk_id),
+                         word_rank.get(c.chunk.chunk_id), vec_rank.get(c.chunk.chunk_id))
+                for c in candidates]
+    calibration = params.calibration or FALLBACK
     hits = tuple(
         SearchHit(
             chunk=c.chunk,
@@ -237,15 +249,44 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
                 rerank_score=c.rerank_score,
                 mmr_rank=c.mmr_rank,
             ),
+            relevance=relevance(calibration, x) if vector is not None else None,
+            features=x,
         )
-        for c in candidates
+        for c, x in zip(candidates, evidence, strict=True)
     )
+    weak_dropped = False
+    if params.min_relevance > 0 and vector is not None:
+        kept = tuple(h for h in hits if (h.relevance or 0.0) >= params.min_relevance)
+        weak_dropped, hits = bool(hits) and not kept, kept
     timings["total"] = _ms(total_start) + (embed_ms or 0.0)
     trace = SearchTrace(query.match_expr if legs.fts else None,
                         query.word_expr if legs.words else None, pools.vec if legs.vector else 0,
                         pools.fts if legs.fts or legs.words else 0, len(fused), dropped, timings)
-    return SearchResult(hits, low_confidence([h.score for h in hits], params.min_confidence_ratio),
-                        trace)
+    if vector is not None:  # search.md §12: the best hit's relevance
+        weak = weak_dropped or weak_best([h.relevance or 0.0 for h in hits],
+                                         params.low_confidence_below)
+    else:  # no relevance without the vector leg: the shape of the fused scores
+        weak = low_confidence([h.score for h in hits], params.min_confidence_ratio)
+    return SearchResult(hits, weak, trace)
+
+
+def _cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32] | None,
+             dim: int | None) -> dict[int, float]:
+    """Cosine similarity of the query vector and each hit's stored vector (none without a
+    query vector: the vector leg did not run)."""
+    if vector is None or not ids or not dim:
+        return {}
+    import numpy as np
+
+    q = np.asarray(vector, dtype=np.float64)
+    q_norm = float(np.linalg.norm(q))
+    found: dict[int, float] = {}
+    for cid, stored in store.vectors_by_id(ids, dim).items():
+        v = np.asarray(stored, dtype=np.float64)
+        norm = q_norm * float(np.linalg.norm(v))
+        if norm > 0 and v.shape == q.shape:
+            found[cid] = float(q @ v) / norm
+    return found
 
 
 def _effective_filters(store: IndexReader, spec: FilterSpec) -> FilterSpec:

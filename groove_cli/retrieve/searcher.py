@@ -10,6 +10,7 @@ the pipeline; `search_many` runs a batch with one embedding batch and one batche
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import os
@@ -216,9 +217,19 @@ class Searcher:
         k = vector_k(count, any(has_exclusions(q) for q in queries))
         return self.snapshot().knn_batch(np.vstack(list(vectors)), k)
 
+    def calibrated(self, params: SearchParams) -> SearchParams:
+        """`params` with the relevance calibration of the index's embedding model when the
+        settings name none."""
+        if params.calibration is not None:
+            return params
+        from groove_cli.retrieve.relevance import default_calibration
+
+        return dataclasses.replace(params, calibration=default_calibration(self.runtime.name))
+
     def search(self, query: CompiledQuery, params: SearchParams) -> SearchResult:
         """One query through the pipeline: its vector (cache first) only when the vector leg
         runs, the KNN source, the reranker when `params.rerank`."""
+        params = self.calibrated(params)
         legs = legs_to_run(query, params)
         vector = self.query_vectors([query.positive_text])[0] if legs.vector else None
         reranker = self.reranker if params.rerank else None
@@ -230,6 +241,7 @@ class Searcher:
         """A batch's query vectors (cache first, one embedding batch for the misses), the
         reranker, and every query's neighbours from one batched KNN (eval.md §2: before the
         searches' consistent read state begins)."""
+        params = self.calibrated(params)
         need = [i for i, q in enumerate(queries) if legs_to_run(q, params).vector]
         vectors = dict(zip(need, self.query_vectors([queries[i].positive_text for i in need]),
                            strict=True))
@@ -334,6 +346,8 @@ class SearchOutcome:
     result: SearchResult
     params: SearchParams
     filter_applied: dict[str, object]
+    kb_root: str | None = None
+    """The KB folder the index was built from (hits' paths are relative to it)."""
 
 
 def run_search(settings: Settings, db: Path, kb: Path | None, text: str, *, limit: int,
@@ -353,6 +367,7 @@ def run_search(settings: Settings, db: Path, kb: Path | None, text: str, *, limi
     try:
         if not legs.any:
             messages.note(NOTHING_TO_SEARCH)
-        return SearchOutcome(searcher.search(query, params), params, applied)
+        kb_root = searcher.meta.get("kb_path") or (str(kb.resolve()) if kb else None)
+        return SearchOutcome(searcher.search(query, params), params, applied, kb_root)
     finally:
         searcher.close()

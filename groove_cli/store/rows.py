@@ -19,7 +19,7 @@ FTS_TABLES = ("fts_chunks", "fts_words")
 
 CHUNK_COLUMNS = """c.id, c.document_id, c.chunk_index, c.heading, c.level, c.ancestry, c.content,
        c.context_text, c.token_count, c.quality_score, d.path, d.title, d.topic, d.category,
-       d.date, d.tags"""
+       d.date, d.tags, c.line_start, c.line_end"""
 
 
 
@@ -49,7 +49,7 @@ def f32_vector(blob: object) -> npt.NDArray[np.float32]:
 
 def row_to_chunk(row: Sequence[object]) -> IndexedChunk:
     (cid, did, idx, heading, level, ancestry, content, context, tokens, quality, path, title, topic,
-     category, date, tags) = row
+     category, date, tags, line_start, line_end) = row
     return IndexedChunk(
         chunk_id=int(cid),  # type: ignore[call-overload]
         document_id=int(did),  # type: ignore[call-overload]
@@ -67,6 +67,8 @@ def row_to_chunk(row: Sequence[object]) -> IndexedChunk:
         category=category,  # type: ignore[arg-type]
         date=date,  # type: ignore[arg-type]
         tags=json_tuple(tags),
+        line_start=line_start,  # type: ignore[arg-type]
+        line_end=line_end,  # type: ignore[arg-type]
     )
 
 

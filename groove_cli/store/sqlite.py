@@ -340,10 +340,12 @@ class Store(SearchReads):
     def chunk_rows(self, document_id: int) -> list[ChunkRow]:
         return [
             ChunkRow(int(idx), heading, level, tuple(json.loads(str(anc))), str(content), ctx,
-                     tokens, float(quality))
-            for idx, heading, level, anc, content, ctx, tokens, quality in self.con.execute(
+                     tokens, float(quality), start, end)
+            for idx, heading, level, anc, content, ctx, tokens, quality, start, end
+            in self.con.execute(
                 "SELECT chunk_index, heading, level, ancestry, content, context_text, token_count, "
-                "quality_score FROM chunks WHERE document_id = ? ORDER BY chunk_index",
+                "quality_score, line_start, line_end FROM chunks WHERE document_id = ? "
+                "ORDER BY chunk_index",
                 (document_id,),
             )
         ]
@@ -385,10 +387,12 @@ class Store(SearchReads):
         for chunk, vector in zip(chunks, vectors, strict=True):
             self.con.execute(
                 "INSERT INTO chunks(document_id, chunk_index, heading, level, ancestry, content, "
-                "context_text, token_count, quality_score) VALUES (?,?,?,?,?,?,?,?,?)",
+                "context_text, token_count, quality_score, line_start, line_end) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (doc_id, chunk.chunk_index, chunk.heading, chunk.level,
                  json.dumps(list(chunk.ancestry), ensure_ascii=False), chunk.content,
-                 chunk.context_text, chunk.token_count, chunk.quality_score),
+                 chunk.context_text, chunk.token_count, chunk.quality_score, chunk.line_start,
+                 chunk.line_end),
             )
             cid = int(self.con.last_insert_rowid())
             self._insert_fts(cid, chunk.heading, chunk.context_text, chunk.content)
@@ -412,8 +416,10 @@ class Store(SearchReads):
                 doc.size_bytes, doc.last_indexed)
 
     def update_document_row(self, document_id: int, doc: DocumentRow,
-                            quality_scores: Sequence[float] | None = None) -> None:
-        """Frontmatter-only fast path: the document row (and optionally quality) only."""
+                            quality_scores: Sequence[float] | None = None,
+                            lines: Sequence[tuple[int, int]] | None = None) -> None:
+        """Frontmatter-only fast path: the document row, optionally the chunks' quality and
+        their file lines (an edited frontmatter moves every chunk's lines)."""
         self.con.execute(
             "UPDATE documents SET path=?, title=?, topic=?, category=?, depth=?, tags=?, date=?, "
             "content_hash=?, size_bytes=?, last_indexed=? WHERE id=?",
@@ -425,6 +431,10 @@ class Store(SearchReads):
                     "UPDATE chunks SET quality_score = ? WHERE document_id = ? AND chunk_index = ?",
                     (score, document_id, index),
                 )
+        for index, (start, end) in enumerate(lines or ()):
+            self.con.execute(
+                "UPDATE chunks SET line_start = ?, line_end = ? "
+                "WHERE document_id = ? AND chunk_index = ?", (start, end, document_id, index))
 
     def rename_document(self, document_id: int, path: str, category: str | None,
                         topic: str | None) -> None:

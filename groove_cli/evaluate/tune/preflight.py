@@ -103,14 +103,15 @@ def check_preflight(diags: Sequence[QueryDiagnostics], *, context_axis_noop: boo
         TuneNotApplicable: no query is effective (exit 2, nothing on stdout).
     """
     if context_axis_noop:
-        messages.note(CONTEXT_NOOP_NOTE)
+        messages.detail(CONTEXT_NOOP_NOTE)
     effective = tuple(i for i, d in enumerate(diags) if d.effective)
     if not effective:
         raise no_effective_query_error(diags)
-    messages.note(effective_note(len(effective), len(diags)))
+    # the report's header and diagnostics table say the same: notes only with --verbose
+    messages.detail(effective_note(len(effective), len(diags)))
     for d in diags:
         if not d.effective:
-            messages.note(insensitive_note(d.id, d.fts_candidates))
+            messages.detail(insensitive_note(d.id, d.fts_candidates))
     if len(effective) < SMALL_N_WARN:
         messages.warning(small_n_warning(len(effective)))
     return effective

@@ -8,6 +8,7 @@ scored in memory (sweep.py), selected under nested CV (select.py) and judged (ve
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -45,6 +46,7 @@ from groove_cli.evaluate.tune.write import (
 )
 from groove_cli.retrieve.query import compile_query
 from groove_cli.retrieve.searcher import Searcher
+from groove_cli.types import ProgressSink
 
 PhaseHook = Callable[[str, float], None]
 """Receives a phase name and its duration in seconds."""
@@ -97,8 +99,10 @@ def _timed(phase: str, on_phase: PhaseHook | None) -> Iterator[None]:
             on_phase(phase, time.perf_counter() - start)
 
 
-def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None) -> TuneReport:
-    """Sweep the grid, cross-validate, and (with --write) apply an adopted recommendation."""
+def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
+             progress: ProgressSink | None = None) -> TuneReport:
+    """Sweep the grid, cross-validate, and (with --write) apply an adopted recommendation;
+    `progress` hears of each query swept (the CLI draws one bar on a terminal)."""
     s = req.settings
     if req.write:  # a read-only config is refused before the sweep, not after it
         check_writable(write_target(s.config.path if s.config else None, Path.cwd()))
@@ -148,9 +152,19 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None) -> TuneRepo
     finally:
         searcher.close()
 
+    swept = itertools.count(1)
+
+    def advance(line: str) -> None:
+        messages.detail_line(line)
+        if progress is not None:
+            progress.advance(next(swept), 0)
+
+    if progress is not None:
+        progress.start(len(lists))
     with _timed("sweep", on_phase):
-        sweep = score_matrix(lists, meta, req.space, limit, req.k_values,
-                             progress=messages.progress)
+        sweep = score_matrix(lists, meta, req.space, limit, req.k_values, progress=advance)
+    if progress is not None:
+        progress.finish()
     with _timed("loo_cv", on_phase):
         loo = loo_cv(sweep.ndcg5, effective, req.space)
     with _timed("verdict", on_phase):

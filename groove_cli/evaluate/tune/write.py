@@ -221,6 +221,16 @@ def write_recommendation(config_path: Path, space: Space, condition: Condition, 
         ConfigError: the edited config does not validate, or the table cannot be written.
         GrooveError: the file cannot be read or written.
     """
+    rewrite_config(config_path, lambda original: edit_config_text(original, space, condition),
+                   validate)
+    return WrittenKeys(config_path, TABLES[space], tuple(condition.values()))
+
+
+def rewrite_config(config_path: Path, edit: Callable[[str], str],
+                   validate: Callable[[str, Path], object]) -> None:
+    """Replace `config_path` by `edit` of its text (created when missing), with the rules of
+    every config write: a symlink is written through, a read-only file is refused, the edited
+    text is validated before the disk is touched, and the new file keeps mode and owner."""
     target = Path(os.path.realpath(config_path)) if config_path.is_symlink() else config_path
     exists = target.exists()
     try:
@@ -230,12 +240,11 @@ def write_recommendation(config_path: Path, space: Space, condition: Condition, 
     except UnicodeDecodeError:
         raise ConfigError(f"{config_path}: invalid config: the file is not UTF-8") from None
     check_writable(target)
-    edited = edit_config_text(original, space, condition)
+    edited = edit(original)
     validate(edited, config_path)
     info = target.stat() if exists else None
     mode = stat.S_IMODE(info.st_mode) if info else 0o666 & ~_umask()
     _replace(target, edited.encode("utf-8"), mode, (info.st_uid, info.st_gid) if info else None)
-    return WrittenKeys(config_path, TABLES[space], tuple(condition.values()))
 
 
 def _umask() -> int:

@@ -1,0 +1,78 @@
+"""`relevance`: an estimate in [0, 1] of the probability that a hit is relevant (search.md §12).
+
+The fused `score` is rank-based (1.0 for the first hit of any query), so it cannot say "nothing
+here is relevant". `relevance` is a logistic model over evidence the legs already have: the
+cosine similarity of the query and the chunk vectors, whether and how high a full-text leg
+ranked the chunk, and how high the vector leg ranked it. Its coefficients are a calibration,
+fitted per embedding model on labelled queries (bench/relevance.py; the default for
+multilingual-e5-small is below) and overridable in groove.toml (`[search.relevance]`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+FEATURES = ("cosine", "fts_found", "fts_strength", "vec_strength")
+"""The fixed feature set, in the order of the coefficients after the intercept."""
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    """Logistic coefficients: `P = 1 / (1 + exp(-(intercept + Σ weight·feature)))`."""
+
+    intercept: float
+    weights: tuple[float, ...]
+
+    @classmethod
+    def from_list(cls, values: Sequence[float]) -> Calibration:
+        """`[intercept, w_cosine, w_fts_found, w_fts_strength, w_vec_strength]`."""
+        if len(values) != len(FEATURES) + 1 or not all(math.isfinite(v) for v in values):
+            raise ValueError(f"a calibration is {len(FEATURES) + 1} finite numbers: intercept, "
+                             + ", ".join(FEATURES))
+        return cls(float(values[0]), tuple(float(v) for v in values[1:]))
+
+    def as_list(self) -> list[float]:
+        return [self.intercept, *self.weights]
+
+
+# Fitted by bench/relevance.py on half of the CISI and JSQuAD queries (top-10 hybrid hits);
+# measured on the other half in bench/results/relevance.md.
+DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
+    "multilingual-e5-small": Calibration(-12.6158, (7.388, 1.3908, 3.6713, 3.6137)),
+}
+FALLBACK = DEFAULT_CALIBRATIONS["multilingual-e5-small"]
+
+
+def default_calibration(model: str | None) -> Calibration:
+    """The shipped calibration of an embedding model (the default model's for any other)."""
+    return DEFAULT_CALIBRATIONS.get(model or "", FALLBACK)
+
+
+def features(cosine: float | None, fts_rank: int | None, word_rank: int | None,
+             vec_rank: int | None) -> tuple[float, ...]:
+    """A hit's evidence as the model's features (FEATURES order); absent evidence is 0."""
+    text_ranks = [r for r in (fts_rank, word_rank) if r is not None]
+    best_text = min(text_ranks) if text_ranks else None
+    return (
+        cosine if cosine is not None else 0.0,
+        1.0 if best_text is not None else 0.0,
+        1.0 / best_text if best_text is not None else 0.0,
+        1.0 / vec_rank if vec_rank is not None else 0.0,
+    )
+
+
+def low_confidence(relevances: Sequence[float], below: float) -> bool:
+    """The best hit's relevance is under `below` (false without hits or with `below` 0)."""
+    return bool(relevances) and below > 0 and max(relevances) < below
+
+
+def relevance(calibration: Calibration, values: Sequence[float]) -> float:
+    """The logistic estimate for one hit's features."""
+    z = calibration.intercept + sum(w * x for w, x in zip(calibration.weights, values,
+                                                          strict=True))
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)

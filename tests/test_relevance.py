@@ -1,0 +1,166 @@
+"""`relevance` and the relevance-based `low_confidence` (search.md §12)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from groove_cli.retrieve.relevance import (
+    DEFAULT_CALIBRATIONS,
+    Calibration,
+    default_calibration,
+    features,
+    low_confidence,
+    relevance,
+)
+from tests.test_search_cli import _copy_index, groove, ok_json
+
+
+@pytest.fixture(scope="module")
+def config_file(real_models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("config") / "groove.toml"
+    path.write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def golden_private(golden_index: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+                   ) -> tuple[Path, Path]:
+    """The sample index copied: hybrid searches fill its query cache, which other modules'
+    fixtures expect empty in the shared one."""
+    return golden_index[0], _copy_index(golden_index[1], tmp_path_factory.mktemp("relevance"))
+
+
+def test_features_from_the_legs_evidence() -> None:
+    assert features(0.9, 4, 2, 5) == (0.9, 1.0, 0.5, 0.2)  # best full-text rank: 2
+    assert features(0.8, None, None, 1) == (0.8, 0.0, 0.0, 1.0)
+    assert features(None, 3, None, None) == (0.0, 1.0, 1 / 3, 0.0)
+
+
+def test_relevance_is_the_logistic_of_the_linear_score() -> None:
+    cal = Calibration(-2.0, (4.0, 1.0, 0.0, 0.0))
+    # z = -2 + 4 * 0.5 + 1 * 1 = 1
+    assert relevance(cal, (0.5, 1.0, 0.0, 0.0)) == pytest.approx(1 / (1 + math.exp(-1)))
+    assert relevance(cal, (0.0, 0.0, 0.0, 0.0)) == pytest.approx(1 / (1 + math.exp(2)))
+    assert relevance(Calibration(-1000.0, (0.0,) * 4), (0.0,) * 4) == 0.0  # no overflow
+    assert relevance(Calibration(1000.0, (0.0,) * 4), (0.0,) * 4) == 1.0
+
+
+def test_calibration_lists_and_defaults() -> None:
+    cal = Calibration.from_list([-1, 2, 3, 4, 5])
+    assert cal == Calibration(-1.0, (2.0, 3.0, 4.0, 5.0)) and cal.as_list() == [-1, 2, 3, 4, 5]
+    with pytest.raises(ValueError, match="5 finite numbers"):
+        Calibration.from_list([1, 2])
+    with pytest.raises(ValueError):
+        Calibration.from_list([1, 2, 3, 4, math.nan])
+    assert default_calibration("no-such-model") == DEFAULT_CALIBRATIONS["multilingual-e5-small"]
+
+
+def test_low_confidence_is_the_best_relevance_under_the_threshold() -> None:
+    assert low_confidence([0.1, 0.14], 0.15) is True
+    assert low_confidence([0.1, 0.15], 0.15) is False
+    assert low_confidence([], 0.15) is False
+    assert low_confidence([0.01], 0.0) is False
+
+
+def test_hybrid_hits_carry_relevance_and_nonsense_is_low_confidence(
+        golden_private: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
+    db = golden_private[1]
+    good = ok_json(groove(config_file, db, "retry budget"))
+    assert good["low_confidence"] is False
+    top = good["results"][0]
+    assert top["path"] == "reliability/retry-budgets.md"
+    assert all(0.0 <= h["relevance"] <= 1.0 for h in good["results"])
+    assert top["relevance"] > 0.15 > min(h["relevance"] for h in good["results"])
+    nonsense = ok_json(groove(config_file, db, "zebra quantum banana"))
+    assert nonsense["results"] and nonsense["low_confidence"] is True
+    assert max(h["relevance"] for h in nonsense["results"]) < 0.15
+    assert nonsense["results"][0]["score"] == 1.0  # the rank-based score is unchanged
+
+
+def test_min_relevance_drops_weak_hits_and_may_leave_none(
+        golden_private: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
+    db = golden_private[1]
+    every = ok_json(groove(config_file, db, "retry budget"))["results"]
+    kept = ok_json(groove(config_file, db, "retry budget", "--min-relevance", "0.15"))
+    assert [h["path"] for h in kept["results"]] == [
+        h["path"] for h in every if h["relevance"] >= 0.15]
+    assert 0 < len(kept["results"]) < len(every)
+    none = groove(config_file, db, "zebra quantum banana", "--min-relevance", "0.5",
+                  "--format", "text")
+    assert none.exit_code == 0
+    assert none.stdout == "[low_confidence: no hit reaches relevance 0.5]\n\n"
+    bad = groove(config_file, db, "x", "--min-relevance", "2")
+    assert bad.exit_code == 2 and "--min-relevance" in bad.stderr
+
+
+def test_calibration_fit_and_ece_by_hand() -> None:
+    import numpy as np
+
+    from groove_cli.evaluate.calibrate import expected_calibration_error, fit_logistic
+
+    # two bins: predictions 0.15 (rate 0/2) and 0.85 (rate 2/2) -> |0.15-0|*2 + |0.85-1|*2 / 4
+    error, bins = expected_calibration_error([0.15, 0.15, 0.85, 0.85], [0, 0, 1, 1])
+    assert error == pytest.approx(0.15)
+    assert bins == [(0.15, 0.0, 2), (0.85, 1.0, 2)]
+    # a feature that raises the odds: the fitted weight on it is positive, the others ~0
+    rng = np.random.default_rng(0)
+    x = np.column_stack([rng.uniform(0.7, 0.95, 400), np.zeros(400), np.zeros(400), np.zeros(400)])
+    y = (rng.uniform(size=400) < 1 / (1 + np.exp(-(-20 + 25 * x[:, 0])))).astype(float)
+    fitted = fit_logistic(x, y)
+    assert 15 < fitted.weights[0] < 35 and abs(fitted.weights[1]) < 1e-3
+
+
+def test_tune_space_calibration_refits_and_writes(
+        golden_private: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
+    from typer.testing import CliRunner
+
+    from groove_cli.cli import app
+
+    kb, db = golden_private
+    target = workdir / "groove.toml"
+    target.write_text(config_file.read_text(encoding="utf-8") + "# keep me\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["--config", str(target), "--db", str(db), "tune",
+                                      "--kb-path", str(kb), "--space", "calibration",
+                                      "--format", "json", "--write"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["queries"] == 33 and report["hits"] == 330
+    assert report["current"] == DEFAULT_CALIBRATIONS["multilingual-e5-small"].as_list()
+    assert 0 <= report["held_out"]["ece_refit"] < report["held_out"]["ece_current"]
+    assert report["written"] == str(target)
+    text = target.read_text(encoding="utf-8")
+    assert "# keep me" in text and "[search.relevance]" in text
+    # the written calibration is the one search now uses
+    searched = ok_json(groove(target, db, "retry budget", "--limit", "1"))
+    default = ok_json(groove(config_file, db, "retry budget", "--limit", "1"))
+    assert searched["results"][0]["path"] == default["results"][0]["path"]
+    assert searched["results"][0]["relevance"] != default["results"][0]["relevance"]
+
+
+def test_write_calibration_follows_the_config_write_rules(tmp_path: Path) -> None:
+    """The calibration is written like tune's recommendation (tune.md §10-§11): comments kept,
+    mode kept, a read-only config refused untouched, an invalid result never written."""
+    import os
+    import stat
+
+    from groove_cli.errors import GrooveError
+    from groove_cli.evaluate.calibrate import write_calibration
+
+    target = tmp_path / "groove.toml"
+    target.write_text("# mine\nmax_length = 256\n", encoding="utf-8")
+    os.chmod(target, 0o640)
+    calibration = Calibration(-1.5, (2.0, 0.25, 0.5, 0.75))
+    assert write_calibration(target, calibration) == target
+    text = target.read_text(encoding="utf-8")
+    assert text.startswith("# mine\nmax_length = 256\n")
+    assert "[search.relevance]\ncalibration = [-1.5, 2.0, 0.25, 0.5, 0.75]\n" in text
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+    os.chmod(target, 0o440)
+    with pytest.raises(GrooveError, match="it is read-only"):
+        write_calibration(target, Calibration(0.0, (1.0, 0.0, 0.0, 0.0)))
+    assert target.read_text(encoding="utf-8") == text
