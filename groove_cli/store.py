@@ -21,14 +21,18 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from groove_cli.errors import GrooveError, IndexMissing
+from groove_cli.retrieve.cjk import CJK_TOKENISER_VERSION, row_text
 from groove_cli.types import ChunkRow, DocumentRow, FilterMeta, IndexedChunk, StoredDocument
 
 if TYPE_CHECKING:  # numpy is imported where vectors are read or written, not at start-up
     import numpy as np
     import numpy.typing as npt
 
-FTS_TABLES = ("fts_chunks", "fts_words")
-"""The trigram table (CJK and everything else) and the word-level table (Latin, stemmed)."""
+FTS_TABLES = ("fts_chunks", "fts_words", "fts_cjk")
+"""The trigram table (substrings of any script), the word-level table (Latin, stemmed) and the
+CJK table (groove's unigram + bigram tokens, written through `groove_cjk()`)."""
+_FTS_VALUE = {"fts_chunks": "?", "fts_words": "?", "fts_cjk": "groove_cjk(?)"}
+"""How a column value is written per table: the CJK table stores the tokenised text."""
 MIN_SQLITE = (3, 45, 0)
 MIN_SQLITE_VEC = (0, 1, 9)
 QUERY_CACHE_MAX_ROWS = 10_000
@@ -260,6 +264,8 @@ class Store:
     @staticmethod
     def _configure(con: apsw.Connection) -> None:
         _load_vec(con)
+        # the CJK table's tokeniser, used by its writes and by migration 0003's backfill
+        con.create_scalar_function("groove_cjk", row_text, 1, deterministic=True)
         con.execute("PRAGMA foreign_keys=ON")
         con.execute("PRAGMA busy_timeout=30000")
 
@@ -480,8 +486,10 @@ class Store:
     def _insert_fts(self, cid: int, heading: str | None, context: str | None, content: str,
                     tables: Sequence[str] = FTS_TABLES) -> None:
         for table in tables:
+            value = _FTS_VALUE[table]
             self.con.execute(
-                f"INSERT INTO {table}(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+                f"INSERT INTO {table}(rowid, heading, context, content) "
+                f"VALUES (?, {value}, {value}, {value})",
                 (cid, heading or "", context or "", content),
             )
 
@@ -535,8 +543,13 @@ class Store:
         return {int(r[0]) for r in self.con.execute("SELECT chunk_id FROM vec_chunks")}
 
     def backfill_fts(self) -> int:
-        """Insert FTS rows for chunks that lack one in either table (a repair); returns how
-        many chunks were repaired."""
+        """Insert FTS rows for chunks that lack one in any table (a repair, and the re-tokenising
+        of the CJK table when its tokeniser version changed); returns how many chunks were
+        repaired."""
+        version = str(CJK_TOKENISER_VERSION)
+        if self.meta().get("cjk_tokeniser_version") != version:
+            self.con.execute("DELETE FROM fts_cjk")
+            self.set_meta({"cjk_tokeniser_version": version})
         have = {table: self._fts_rowids(table) for table in FTS_TABLES}
         repaired = 0
         rows: list[tuple[int, str | None, str | None, str]] = self.con.execute(
