@@ -27,6 +27,11 @@ DEFAULT_EXCLUDE_DIRS = (".obsidian", ".git", "node_modules", "target", ".vscode"
 PARSER_IDS = ("md", "txt")
 MODES = ("hybrid", "vector", "fts")
 PRESETS = ("fast", "balanced", "accurate")
+DEFAULT_CJK_WEIGHT = 6.0
+"""The CJK leg's weight in fusion (the vector leg's is 1.0): the smallest of 1, 2, 3, 4, 6 at
+which JSQuAD's default hybrid is not below its full-text leg (issue #13; nDCG@10 on 1,000
+queries: fts 0.946, hybrid 0.932 at 1, 0.946 at 4, 0.947 at 6; bench/results/quality.md).
+Only queries with CJK text run that leg, so it is a per-script weight."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +76,8 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("search.retrieval.sparse_top_k", "int", None, 1, 4096),
     KeySpec("search.retrieval.vector_weight", "float", 1.0, 0.0, 1e6, finite=True),
     KeySpec("search.retrieval.fts_weight", "float", 1.0, 0.0, 1e6, finite=True),
+    KeySpec("search.retrieval.cjk_weight", "float", DEFAULT_CJK_WEIGHT, 0.0, 1e6, finite=True,
+            help="Weight of the CJK full-text leg (Japanese and other CJK queries) in fusion."),
     KeySpec("search.retrieval.min_score", "float", 0.0, 0.0, 1.0),
     KeySpec("search.fusion.rrf_k", "float", 60.0, 1.0, 1e6, finite=True),
     KeySpec("search.fusion.bm25_heading_weight", "float", 2.0, 0.0, 1e6, finite=True),
