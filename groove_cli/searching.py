@@ -40,6 +40,7 @@ def build_params(settings: Settings, *, limit: int, rerank: bool, filters: Filte
         sparse_top_k_from_preset=s.source("search.retrieval.sparse_top_k") == "preset",
         vector_weight=s.float_("search.retrieval.vector_weight"),
         fts_weight=s.float_("search.retrieval.fts_weight"),
+        cjk_weight=s.float_("search.retrieval.cjk_weight"),
         min_score=s.float_("search.retrieval.min_score"),
         rrf_k=s.float_("search.fusion.rrf_k"),
         bm25_weights=(s.float_("search.fusion.bm25_heading_weight"),

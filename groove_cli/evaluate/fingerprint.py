@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from groove_cli.config import DEFAULT_CJK_WEIGHT
 from groove_cli.evaluate.metrics import METRIC_VERSION
 from groove_cli.retrieve.query import FTS_QUERY_VERSION
 
@@ -48,6 +49,7 @@ class FingerprintInputs:
     sparse_top_k: int | None
     vector_weight: float
     fts_weight: float
+    cjk_weight: float
     min_score: float
     context_mode: str
 
@@ -118,6 +120,8 @@ def _retrieval_member(inputs: FingerprintInputs) -> dict[str, object]:
         member["vector_weight"] = float(inputs.vector_weight)
     if inputs.fts_weight != DEFAULT_LEG_WEIGHT:
         member["fts_weight"] = float(inputs.fts_weight)
+    if inputs.cjk_weight != DEFAULT_CJK_WEIGHT:
+        member["cjk_weight"] = float(inputs.cjk_weight)
     if inputs.min_score != DEFAULT_MIN_SCORE:
         member["min_score"] = float(inputs.min_score)
     return member

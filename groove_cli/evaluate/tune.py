@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from groove_cli import messages
+from groove_cli.config import DEFAULT_CJK_WEIGHT
 from groove_cli.errors import TuneNotApplicable
 
 Space = Literal["fusion", "retrieval"]
@@ -66,10 +67,14 @@ RRF_K_VALUES: tuple[float, ...] = (5.0, 10.0, 20.0, 30.0, 60.0, 100.0)
 BM25_WEIGHT_VALUES: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
 WEIGHT_RATIOS: tuple[float, ...] = (0.5, 0.67, 1.0, 1.5, 2.0)
 MIN_SCORES: tuple[float, ...] = (0.0, 0.2, 0.3, 0.4)
+CJK_WEIGHTS: tuple[float, ...] = (0.5 * DEFAULT_CJK_WEIGHT, DEFAULT_CJK_WEIGHT,
+                                  2.0 * DEFAULT_CJK_WEIGHT)
+"""The CJK leg's weight (issue #13): half, equal to and twice the built-in value."""
 
 BUILTIN_RRF_K = 60.0
 BUILTIN_BM25_WEIGHTS: tuple[float, float, float] = (2.0, 1.0, 1.0)
 BUILTIN_LEG_WEIGHT = 1.0
+BUILTIN_CJK_WEIGHT = DEFAULT_CJK_WEIGHT
 BUILTIN_MIN_SCORE = 0.0
 
 DEFAULT_K_INDEX = 4
@@ -78,14 +83,16 @@ DEFAULT_WEIGHT_INDEX = (2 * 4 + 1) * 4 + 1
 DEFAULT_FUSION_INDEX = DEFAULT_WEIGHT_INDEX * len(RRF_K_VALUES) + DEFAULT_K_INDEX
 """(2, 1, 1, 4) ⇒ 37 × 6 + 4 = 226."""
 DEFAULT_RATIO_INDEX = 2
-DEFAULT_RETRIEVAL_INDEX = DEFAULT_RATIO_INDEX * len(MIN_SCORES) + 0
-"""(ratio 1, min_score 0) = indices (2, 0) ⇒ 8."""
+DEFAULT_CJK_INDEX = 1
+DEFAULT_RETRIEVAL_INDEX = (DEFAULT_RATIO_INDEX * len(CJK_WEIGHTS) + DEFAULT_CJK_INDEX) * len(
+    MIN_SCORES)
+"""(ratio 1, cjk ×1, min_score 0) = indices (2, 1, 0) ⇒ (2 × 3 + 1) × 4 = 28."""
 
 BM25_PROBE_WEIGHT_INDICES: tuple[int, int] = ((3 * 4 + 0) * 4 + 0, (0 * 4 + 0) * 4 + 3)
 """Weight sets behind `bm25_sensitive`: (h=4, ctx=0.5, c=0.5) = 48, (h=0.5, ctx=0.5, c=4) = 3."""
 
 FUSION_KEYS = ("rrf_k", "bm25_heading_weight", "bm25_context_weight", "bm25_content_weight")
-RETRIEVAL_KEYS = ("vector_weight", "fts_weight", "min_score")
+RETRIEVAL_KEYS = ("vector_weight", "fts_weight", "cjk_weight", "min_score")
 TABLES: dict[Space, str] = {"fusion": "search.fusion", "retrieval": "search.retrieval"}
 
 
@@ -101,11 +108,12 @@ class Condition:
     bm25_content_weight: float = BUILTIN_BM25_WEIGHTS[2]
     vector_weight: float = BUILTIN_LEG_WEIGHT
     fts_weight: float = BUILTIN_LEG_WEIGHT
+    cjk_weight: float = BUILTIN_CJK_WEIGHT
     min_score: float = BUILTIN_MIN_SCORE
 
     @property
     def grid_indices(self) -> tuple[int, ...]:
-        """Fusion: (h, ctx, content, k) indices; retrieval: (ratio, min_score) indices."""
+        """Fusion: (h, ctx, content, k) indices; retrieval: (ratio, cjk, min_score) indices."""
         return grid_indices(self.space, self.index)
 
     @property
@@ -138,11 +146,12 @@ def fusion_grid() -> list[Condition]:
 
 
 def retrieval_grid() -> list[Condition]:
-    """The 20 retrieval conditions; index = ratio_index × 4 + min_score_index."""
+    """The 60 retrieval conditions; index = (ratio_index × 3 + cjk_index) × 4 + min_score_index."""
     return [
-        Condition("retrieval", r * len(MIN_SCORES) + m, vector_weight=ratio, fts_weight=1.0,
-                  min_score=floor)
-        for r, ratio in enumerate(WEIGHT_RATIOS) for m, floor in enumerate(MIN_SCORES)
+        Condition("retrieval", (r * len(CJK_WEIGHTS) + c) * len(MIN_SCORES) + m,
+                  vector_weight=ratio, fts_weight=1.0, cjk_weight=cjk, min_score=floor)
+        for r, ratio in enumerate(WEIGHT_RATIOS) for c, cjk in enumerate(CJK_WEIGHTS)
+        for m, floor in enumerate(MIN_SCORES)
     ]
 
 
@@ -168,7 +177,8 @@ def grid_indices(space: Space, index: int) -> tuple[int, ...]:
         h, rest = divmod(weight_index, 16)
         c, t = divmod(rest, 4)
         return (h, c, t, k_index)
-    return divmod(index, len(MIN_SCORES))
+    pair, m = divmod(index, len(MIN_SCORES))
+    return (*divmod(pair, len(CJK_WEIGHTS)), m)
 
 
 def _num(value: float) -> str:
@@ -185,8 +195,9 @@ def label_of(values: Mapping[str, float]) -> str:
     if "rrf_k" in values:
         return (f"h={_num(values['bm25_heading_weight'])} ctx={_num(values['bm25_context_weight'])}"
                 f" content={_num(values['bm25_content_weight'])} k={_rrf_k_text(values['rrf_k'])}")
+    cjk = f" cjk_weight={_num(values['cjk_weight'])}" if "cjk_weight" in values else ""
     return (f"vector_weight={_num(values['vector_weight'])} fts_weight={_num(values['fts_weight'])}"
-            f" min_score={_num(values['min_score'])}")
+            f"{cjk} min_score={_num(values['min_score'])}")
 
 
 def label(condition: Condition) -> str:
@@ -242,6 +253,8 @@ class QueryLists:
     word_ids_by_weight: tuple[tuple[int, ...], ...] = ()
     """The word-level table's lists, one per weight set like `fts_ids_by_weight`; empty when
     the query has no Latin word (the leg does not run)."""
+    cjk_ids_by_weight: tuple[tuple[int, ...], ...] = ()
+    """The CJK table's lists, likewise; empty when the query has no CJK text."""
 
 
 ChunkMeta = Mapping[int, tuple[str, str | None]]
@@ -259,6 +272,7 @@ class _Rows:
     fts_weight: FloatArray
     fts_list: IntArray
     rrf_k: FloatArray
+    cjk_weight: FloatArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,18 +294,32 @@ def _ranks(universe: IntArray, ids: Sequence[int]) -> FloatArray:
     return ranks
 
 
+def _add_leg(raw: FloatArray, present: BoolArray, best: FloatArray, universe: IntArray,
+             lists: Sequence[Sequence[int]], weight: FloatArray, rows: _Rows
+             ) -> tuple[FloatArray, BoolArray, FloatArray]:
+    """One more full-text leg (one list per weight set) added to every row, in leg order."""
+    if not lists:
+        return raw, present, best
+    rank = np.stack([_ranks(universe, ids) for ids in lists])[rows.fts_list]
+    lengths = np.array([len(ids) for ids in lists])[rows.fts_list]
+    return (raw + weight[:, None] / (rows.rrf_k[:, None] + rank), present | np.isfinite(rank),
+            np.where(lengths > 0, best + weight / (rows.rrf_k + 1), best))
+
+
 def _fuse_rows(vector_ids: Sequence[int], fts_lists: Sequence[Sequence[int]],
-               word_lists: Sequence[Sequence[int]], rows: _Rows, limit: int) -> _Fused:
-    """Weighted RRF of search.md §5 for many rows at once, over up to three legs.
+               word_lists: Sequence[Sequence[int]], rows: _Rows, limit: int,
+               cjk_lists: Sequence[Sequence[int]] = ()) -> _Fused:
+    """Weighted RRF of search.md §5 for many rows at once, over up to four legs.
 
     Every candidate of the query (the union of all lists) is a column; a leg contributes
     `w / (k + rank)`, which is exactly 0.0 where the candidate is absent (rank +inf), so the
-    float64 sum vector + trigram + words is the reference's, term for term in leg order. A
+    float64 sum vector + trigram + words + CJK is the reference's, term for term in leg order. A
     stable sort on −raw over id-sorted columns then breaks ties by chunk id. Row r uses the
     trigram and word lists of weight set `rows.fts_list[r]`.
     """
     n_rows = rows.rrf_k.size
-    arrays = [np.asarray(ids, dtype=np.int64) for ids in (vector_ids, *fts_lists, *word_lists)]
+    arrays = [np.asarray(ids, dtype=np.int64)
+              for ids in (vector_ids, *fts_lists, *word_lists, *cjk_lists)]
     universe = np.unique(np.concatenate(arrays)) if arrays else np.empty(0, dtype=np.int64)
     k = rows.rrf_k[:, None]
     vec_rank = _ranks(universe, vector_ids)[None, :]
@@ -303,12 +331,8 @@ def _fuse_rows(vector_ids: Sequence[int], fts_lists: Sequence[Sequence[int]],
         best = best + rows.vector_weight / (rows.rrf_k + 1)
     fts_lengths = np.array([len(ids) for ids in fts_lists])[rows.fts_list]
     best = np.where(fts_lengths > 0, best + rows.fts_weight / (rows.rrf_k + 1), best)
-    if word_lists:
-        word_rank = np.stack([_ranks(universe, ids) for ids in word_lists])[rows.fts_list]
-        raw = raw + rows.fts_weight[:, None] / (k + word_rank)
-        present |= np.isfinite(word_rank)
-        word_lengths = np.array([len(ids) for ids in word_lists])[rows.fts_list]
-        best = np.where(word_lengths > 0, best + rows.fts_weight / (rows.rrf_k + 1), best)
+    raw, present, best = _add_leg(raw, present, best, universe, word_lists, rows.fts_weight, rows)
+    raw, present, best = _add_leg(raw, present, best, universe, cjk_lists, rows.cjk_weight, rows)
     raw = np.where(present, raw, -np.inf)
     order = np.argsort(-raw, axis=1, kind="stable")[:, :limit]
     top_raw = np.take_along_axis(raw, order, axis=1)
@@ -322,14 +346,16 @@ def _fuse_rows(vector_ids: Sequence[int], fts_lists: Sequence[Sequence[int]],
 def fuse_lists(vector_ids: Sequence[int], fts_ids: Sequence[int], *, limit: int,
                rrf_k: float = BUILTIN_RRF_K, vector_weight: float = BUILTIN_LEG_WEIGHT,
                fts_weight: float = BUILTIN_LEG_WEIGHT, min_score: float = BUILTIN_MIN_SCORE,
-               word_ids: Sequence[int] | None = None) -> list[tuple[int, float]]:
+               word_ids: Sequence[int] | None = None, cjk_ids: Sequence[int] | None = None,
+               cjk_weight: float = BUILTIN_CJK_WEIGHT) -> list[tuple[int, float]]:
     """One condition fused as search.md §5: `(chunk id, normalised score)` pairs, best first.
 
-    `word_ids` is the word-level full-text leg (None when it did not run).
+    `word_ids` / `cjk_ids` are the word-level and CJK full-text legs (None when they did not run).
     """
     rows = _Rows(np.array([vector_weight]), np.array([fts_weight]), np.array([0]),
-                 np.array([float(rrf_k)]))
-    fused = _fuse_rows(vector_ids, [fts_ids], [] if word_ids is None else [word_ids], rows, limit)
+                 np.array([float(rrf_k)]), np.array([cjk_weight]))
+    fused = _fuse_rows(vector_ids, [fts_ids], [] if word_ids is None else [word_ids], rows, limit,
+                       [] if cjk_ids is None else [cjk_ids])
     keep = fused.valid[0] & (fused.score[0] >= min_score)
     return [(int(i), float(s)) for i, s in zip(fused.ids[0][keep], fused.score[0][keep],
                                                 strict=True)]
@@ -343,11 +369,13 @@ def _space_rows(space: Space) -> tuple[_Rows, IntArray, FloatArray]:
             np.ones(len(conditions)), np.ones(len(conditions)),
             np.array([c.weight_index for c in conditions], dtype=np.int64),
             np.array([c.rrf_k for c in conditions]),
+            np.full(len(conditions), BUILTIN_CJK_WEIGHT),
         )
         return rows, np.arange(len(conditions), dtype=np.int64), np.zeros(len(conditions))
-    rows = _Rows(np.array(WEIGHT_RATIOS), np.ones(len(WEIGHT_RATIOS)),
-                 np.zeros(len(WEIGHT_RATIOS), dtype=np.int64),
-                 np.full(len(WEIGHT_RATIOS), BUILTIN_RRF_K))
+    pairs = [(ratio, cjk) for ratio in WEIGHT_RATIOS for cjk in CJK_WEIGHTS]
+    rows = _Rows(np.array([p[0] for p in pairs]), np.ones(len(pairs)),
+                 np.zeros(len(pairs), dtype=np.int64), np.full(len(pairs), BUILTIN_RRF_K),
+                 np.array([p[1] for p in pairs]))
     conditions = retrieval_grid()
     row_of = np.array([c.index // len(MIN_SCORES) for c in conditions], dtype=np.int64)
     floors = np.array([c.min_score for c in conditions])
@@ -498,7 +526,7 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
             progress(progress_line(q + 1, len(queries), n_cond, query.id))
         _check_lists(query, n_lists)
         fused = _fuse_rows(query.vector_ids, query.fts_ids_by_weight, query.word_ids_by_weight,
-                           rows, max(limit, 1))
+                           rows, max(limit, 1), query.cjk_ids_by_weight)
         valid = fused.valid[row_of] & (fused.score[row_of] >= floors[:, None])
         ids = fused.ids[row_of]
         rel = _relevance(query, chunk_meta, ids, valid)
@@ -511,10 +539,12 @@ def _check_lists(query: QueryLists, n_lists: int) -> None:
     if len(query.fts_ids_by_weight) != n_lists:
         raise ValueError(f"query {query.id!r}: expected {n_lists} FTS list(s), "
                          f"got {len(query.fts_ids_by_weight)}")
-    if query.word_ids_by_weight and len(query.word_ids_by_weight) != n_lists:
-        raise ValueError(f"query {query.id!r}: expected 0 or {n_lists} word list(s), "
-                         f"got {len(query.word_ids_by_weight)}")
-    for ids in (query.vector_ids, *query.fts_ids_by_weight, *query.word_ids_by_weight):
+    for name, lists in (("word", query.word_ids_by_weight), ("CJK", query.cjk_ids_by_weight)):
+        if lists and len(lists) != n_lists:
+            raise ValueError(f"query {query.id!r}: expected 0 or {n_lists} {name} list(s), "
+                             f"got {len(lists)}")
+    for ids in (query.vector_ids, *query.fts_ids_by_weight, *query.word_ids_by_weight,
+                *query.cjk_ids_by_weight):
         if len(set(ids)) != len(ids):
             raise ValueError(f"query {query.id!r}: a candidate list repeats a chunk id")
 
@@ -656,21 +686,23 @@ class Selection:
 
 
 def phase1_conditions(space: Space) -> tuple[int, ...]:
-    """Fusion: the 64 weight sets at k = 60; retrieval: the 5 ratios at min_score 0."""
+    """Fusion: the 64 weight sets at k = 60; retrieval: the 15 (ratio, CJK weight) pairs at
+    min_score 0."""
     if space == "fusion":
         return tuple(w * len(RRF_K_VALUES) + DEFAULT_K_INDEX for w in range(len(weight_sets())))
-    return tuple(r * len(MIN_SCORES) for r in range(len(WEIGHT_RATIOS)))
+    return tuple(p * len(MIN_SCORES) for p in range(len(WEIGHT_RATIOS) * len(CJK_WEIGHTS)))
 
 
 def phase2_conditions(space: Space, phase1_choice: int) -> tuple[int, ...]:
-    """Fusion: the 6 k values at the chosen weights; retrieval: the 4 floors at the chosen ratio."""
+    """Fusion: the 6 k values at the chosen weights; retrieval: the 4 floors at the chosen
+    weights."""
     size = len(RRF_K_VALUES) if space == "fusion" else len(MIN_SCORES)
     base = phase1_choice - phase1_choice % size
     return tuple(base + i for i in range(size))
 
 
 def _centre_distance(space: Space, index: int) -> float:
-    centre = (1.5, 1.5, 1.5, 2.5) if space == "fusion" else (2.0, 0.0)
+    centre = (1.5, 1.5, 1.5, 2.5) if space == "fusion" else (2.0, 1.0, 0.0)
     return sum(abs(i - c) for i, c in zip(grid_indices(space, index), centre, strict=True))
 
 
@@ -936,6 +968,7 @@ def _grid_json(sweep: SweepScores, selection: Selection) -> dict[str, Any]:
         }
     return {
         "weight_ratios": [0.5, 0.67, 1, 1.5, 2],
+        "cjk_weights": list(CJK_WEIGHTS),
         "min_scores": [0, 0.2, 0.3, 0.4],
         "ratio_sweep": [entry(i) for i in top],
         "min_score_sweep": [entry(i) for i in selection.phase2],

@@ -66,7 +66,8 @@ def _vector_lists(session: ReadSession, compiled: list[CompiledQuery], pool: int
     if not vectors:
         return []
     snapshot = session.snapshot()
-    k = tune.vector_k(pool, any(q.negative_expr or q.word_negative_expr for q in compiled))
+    k = tune.vector_k(pool, any(q.negative_expr or q.word_negative_expr or q.cjk_negative_expr
+                                for q in compiled))
     neighbours = snapshot.knn_batch(np.vstack(vectors), k)
     lists: list[list[int]] = []
     for query, found in zip(compiled, neighbours, strict=True):
@@ -88,9 +89,12 @@ class _ListFetcher:
     def __init__(self, store: Store, query: CompiledQuery, pool: int) -> None:
         self.store = store
         self.pool = pool
-        self.exprs = {"fts_chunks": query.match_expr, "fts_words": query.word_expr}
-        # as the search's legs: the word list always, the trigram list with word negatives
-        self.filtered = {"fts_words"} | ({"fts_chunks"} if query.word_negative_expr else set())
+        self.exprs = {"fts_chunks": query.match_expr, "fts_words": query.word_expr,
+                      "fts_cjk": query.cjk_expr}
+        # as the search's legs: the word and CJK lists always, the trigram list with negatives
+        # only those tables can hold
+        other_negatives = query.word_negative_expr or query.cjk_negative_expr
+        self.filtered = {"fts_words", "fts_cjk"} | ({"fts_chunks"} if other_negatives else set())
         runs = any(self.exprs[table] for table in self.filtered)
         self.excluded = excluded_ids(store, query) if runs else None
         self.cache: dict[tuple[str, tuple[float, float, float]], tuple[int, ...]] = {}
@@ -111,9 +115,10 @@ class _ListFetcher:
         return self.cache[key]
 
     def combined(self, weights: tuple[float, float, float]) -> list[int]:
-        """Both tables' candidates (trigram first), for the diagnostics."""
+        """Every table's candidates (trigram first), for the diagnostics."""
         return list(dict.fromkeys((*self.fetch("fts_chunks", weights),
-                                   *self.fetch("fts_words", weights))))
+                                   *self.fetch("fts_words", weights),
+                                   *self.fetch("fts_cjk", weights))))
 
     def lists(self, table: str, weight_sets: Sequence[tuple[float, float, float]]
               ) -> tuple[tuple[int, ...], ...]:
@@ -134,7 +139,7 @@ def query_lists(fetchers: Sequence[_ListFetcher], usable: Sequence[GoldenQuery],
                 vector_lists: Sequence[Sequence[int]],
                 weight_sets: Sequence[tuple[float, float, float]]) -> list[tune.QueryLists]:
     """Every usable query's lists for the sweep: the vector list and, per weight set, the
-    trigram list and (when the query has Latin words) the word-level list."""
+    trigram list, and the word-level and CJK lists when the query has Latin words / CJK text."""
     return [
         tune.QueryLists(
             id=golden_query.id,
@@ -143,6 +148,8 @@ def query_lists(fetchers: Sequence[_ListFetcher], usable: Sequence[GoldenQuery],
             fts_ids_by_weight=fetcher.lists("fts_chunks", weight_sets),
             word_ids_by_weight=(fetcher.lists("fts_words", weight_sets)
                                 if fetcher.exprs["fts_words"] else ()),
+            cjk_ids_by_weight=(fetcher.lists("fts_cjk", weight_sets)
+                               if fetcher.exprs["fts_cjk"] else ()),
         )
         for fetcher, golden_query, vec_ids in zip(fetchers, usable, vector_lists, strict=True)
     ]
@@ -182,7 +189,8 @@ def run_tune(req: TuneRequest) -> dict[str, Any]:
             lists = query_lists(fetchers, usable, vector_lists, weight_sets)
             ids = {cid for ql in lists for cid in ql.vector_ids}
             ids.update(cid for ql in lists
-                       for fts in (*ql.fts_ids_by_weight, *ql.word_ids_by_weight) for cid in fts)
+                       for fts in (*ql.fts_ids_by_weight, *ql.word_ids_by_weight,
+                                   *ql.cjk_ids_by_weight) for cid in fts)
             meta = {cid: (c.path, c.heading) for cid, c in store.chunks_by_id(ids).items()}
         model_name = session.runtime.name
     finally:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from groove_cli import messages
+from groove_cli.config import DEFAULT_CJK_WEIGHT
 from groove_cli.retrieve.confidence import low_confidence
 from groove_cli.retrieve.expand import DocChunk, expand_hit, whole_doc_row_limit
 from groove_cli.retrieve.filters import FilterSpec, RowFilter, compile_filters
@@ -50,6 +51,7 @@ class SearchParams:
     sparse_top_k_from_preset: bool = False
     vector_weight: float = 1.0
     fts_weight: float = 1.0
+    cjk_weight: float = DEFAULT_CJK_WEIGHT
     min_score: float = 0.0
     rrf_k: float = 60.0
     bm25_weights: tuple[float, float, float] = (2.0, 1.0, 1.0)
@@ -71,6 +73,7 @@ class HitExplain:
 
     fts_rank: int | None
     fts_word_rank: int | None
+    fts_cjk_rank: int | None
     vec_rank: int | None
     fused_rank: int | None
     fused_raw: float | None
@@ -96,6 +99,7 @@ class SearchTrace:
 
     fts_expr: str | None
     word_expr: str | None
+    cjk_expr: str | None
     pool_vec: int
     pool_fts: int
     fused: int
@@ -111,26 +115,30 @@ class SearchResult:
 
 
 class Legs(NamedTuple):
-    """Which legs run: the vector leg and the two full-text legs (trigram, word-level)."""
+    """Which legs run: the vector leg and the three full-text legs (trigram, word-level, CJK)."""
 
     vector: bool
     fts: bool
     words: bool
+    cjk: bool = False
 
     @property
     def any(self) -> bool:
-        return self.vector or self.fts or self.words
+        return self.vector or self.fts or self.words or self.cjk
 
 
 def legs_to_run(query: CompiledQuery, params: SearchParams) -> Legs:
-    """The legs a mode runs (search.md §5); a full-text leg needs its expression."""
+    """The legs a mode runs (search.md §5); a full-text leg needs its expression. The CJK leg
+    has its own weight (`cjk_weight`); the trigram and word legs share `fts_weight`."""
     has_tri, has_words = query.match_expr is not None, query.word_expr is not None
+    has_cjk = query.cjk_expr is not None
     if params.mode == "vector":
-        return Legs(True, False, False)
+        return Legs(True, False, False, False)
     if params.mode == "fts":
-        return Legs(False, has_tri, has_words)
+        return Legs(False, has_tri, has_words, has_cjk)
     text_on = params.fts_weight > 0
-    return Legs(params.vector_weight > 0, text_on and has_tri, text_on and has_words)
+    return Legs(params.vector_weight > 0, text_on and has_tri, text_on and has_words,
+                params.cjk_weight > 0 and has_cjk)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,12 +258,13 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
     # the ids either table's negative expression matches, so every leg excludes the same chunks.
     # Word-level negatives (2-letter words, stems) can match rows the trigram NOT keeps, so with
     # them the trigram leg drops those ids as well.
-    word_negatives = query.word_negative_expr is not None
-    needs_ids = legs.vector or legs.words or (legs.fts and word_negatives)
+    word_negatives = (query.word_negative_expr or query.cjk_negative_expr) is not None
+    needs_ids = legs.vector or legs.words or legs.cjk or (legs.fts and word_negatives)
     excluded = excluded_ids(store, query) if needs_ids else None
     fts_rows: list[int] = []
     word_rows: list[int] = []
-    if legs.fts or legs.words:
+    cjk_rows: list[int] = []
+    if legs.fts or legs.words or legs.cjk:
         start = time.perf_counter()
         if legs.fts:
             assert query.match_expr is not None
@@ -265,6 +274,10 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
             assert query.word_expr is not None
             word_rows = fts_leg(store, query.word_expr, params, pools.fts, row_filter,
                                 "fts_words", excluded)
+        if legs.cjk:
+            assert query.cjk_expr is not None
+            cjk_rows = fts_leg(store, query.cjk_expr, params, pools.fts, row_filter,
+                               "fts_cjk", excluded)
         timings["fts"] = _ms(start)
     vec_rows: list[int] = []
     if legs.vector:
@@ -282,6 +295,8 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
         ranked.append((params.fts_weight, fts_rows))
     if legs.words:
         ranked.append((params.fts_weight, word_rows))
+    if legs.cjk:
+        ranked.append((params.cjk_weight, cjk_rows))
     fused_all = weighted_rrf(ranked, params.rrf_k)
     fused = apply_min_score(fused_all, params.min_score)
     dropped = len(fused_all) - len(fused)
@@ -330,6 +345,7 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
     vec_rank = {cid: i + 1 for i, cid in enumerate(vec_rows)}
     fts_rank = {cid: i + 1 for i, cid in enumerate(fts_rows)}
     word_rank = {cid: i + 1 for i, cid in enumerate(word_rows)}
+    cjk_rank = {cid: i + 1 for i, cid in enumerate(cjk_rows)}
     hits = tuple(
         SearchHit(
             chunk=c.chunk,
@@ -340,6 +356,7 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
             explain=HitExplain(
                 fts_rank=fts_rank.get(c.chunk.chunk_id),
                 fts_word_rank=word_rank.get(c.chunk.chunk_id),
+                fts_cjk_rank=cjk_rank.get(c.chunk.chunk_id),
                 vec_rank=vec_rank.get(c.chunk.chunk_id),
                 fused_rank=c.fused_rank,
                 fused_raw=c.fused.raw,
@@ -353,8 +370,10 @@ def search(store: Store, query: CompiledQuery, params: SearchParams, *,
     )
     timings["total"] = _ms(total_start) + (embed_ms or 0.0)
     trace = SearchTrace(query.match_expr if legs.fts else None,
-                        query.word_expr if legs.words else None, pools.vec if legs.vector else 0,
-                        pools.fts if legs.fts or legs.words else 0, len(fused), dropped, timings)
+                        query.word_expr if legs.words else None,
+                        query.cjk_expr if legs.cjk else None, pools.vec if legs.vector else 0,
+                        pools.fts if legs.fts or legs.words or legs.cjk else 0, len(fused),
+                        dropped, timings)
     return SearchResult(hits, low_confidence([h.score for h in hits], params.min_confidence_ratio),
                         trace)
 
@@ -370,15 +389,17 @@ def _effective_filters(store: Store, spec: FilterSpec) -> FilterSpec:
 
 
 def excluded_ids(store: Store, query: CompiledQuery) -> set[int] | None:
-    """Chunks the query's exclusions match in either full-text table (dropped from the vector
-    leg so both halves agree on what was excluded); None without exclusions."""
-    if query.negative_expr is None and query.word_negative_expr is None:
+    """Chunks the query's exclusions match in any full-text table (dropped from the other legs
+    so every leg agrees on what was excluded); None without exclusions."""
+    if (query.negative_expr or query.word_negative_expr or query.cjk_negative_expr) is None:
         return None
     ids: set[int] = set()
     if query.negative_expr is not None:
         ids |= store.fts_match_ids(query.negative_expr)
     if query.word_negative_expr is not None:
         ids |= store.fts_match_ids(query.word_negative_expr, "fts_words")
+    if query.cjk_negative_expr is not None:
+        ids |= store.fts_match_ids(query.cjk_negative_expr, "fts_cjk")
     return ids
 
 
