@@ -549,17 +549,21 @@ def test_a_cjk_exclusion_filters_the_word_leg(cross: Store) -> None:
 
 def test_a_word_exclusion_filters_the_trigram_and_cjk_legs(cross: Store) -> None:
     # `-ab` is too short for a trigram negative but excludes the word "ab": every leg drops 4
-    query = '"再ランキング" -ab'  # quoted: the trigram leg runs the phrase, the CJK leg its tokens
+    query = '"再ランキング" -ab'  # quoted: exactly that text, on the trigram leg only
     compiled = compile_query(query)
     assert (compiled.match_expr, compiled.negative_expr) == ('"再ランキング"', None)
-    assert compiled.word_negative_expr == '"ab"'
+    assert (compiled.word_negative_expr, compiled.cjk_expr) == ('"ab"', None)
     assert cross.fts_match_ids('"ab"', "fts_words") == {4}
-    assert 4 in set(ids(run(cross, '"再ランキング"', SearchParams(mode="fts"), vector=None)))
+    assert set(ids(run(cross, '"再ランキング"', SearchParams(mode="fts"), vector=None))) == {
+        1, 4, 5}
     fts_only = run(cross, query, SearchParams(mode="fts"), vector=None)
-    assert 4 not in set(ids(fts_only)) and set(ids(fts_only)) == {1, 3, 5}
-    assert {h.explain.fts_rank is not None for h in fts_only.hits} == {True, False}  # 3: CJK only
+    assert set(ids(fts_only)) == {1, 5}
     hybrid = run(cross, query, SearchParams(limit=10), vector=(1.0, 0.0))
     assert set(ids(hybrid)) == {1, 2, 3, 5}
+    # unquoted, the CJK leg runs its tokens and drops 4 as well: 3 holds ランキング
+    cjk_only = run(cross, "ランキング -ab", SearchParams(mode="fts"), vector=None)
+    assert set(ids(cjk_only)) == {1, 3, 5}
+    assert all(h.explain.fts_cjk_rank is not None for h in cjk_only.hits)
 
 
 @pytest.mark.parametrize(("query", "held"), [

@@ -318,16 +318,18 @@ def _is_kana_unigram(token: str) -> bool:
 def _cjk_terms(segments: list[_Segment]) -> tuple[tuple[str, ...], bool]:
     """The CJK table's terms of a query that holds CJK text, and whether the cap cut any.
 
-    Every token of its plain and quoted text in order, repeats kept (BM25's query term
-    frequency), except single hiragana (particles and endings such as の, は, た): nearly every
-    chunk holds them, so they cost the most to score and add nothing their bigrams do not
-    (1,000 JSQuAD queries, fts: nDCG@10 0.946 with them, 0.947 without, at 1/6 of the time). A
-    query made only of them keeps them.
+    Every token of its plain text in order, repeats kept (BM25's query term frequency), except
+    single hiragana (particles and endings such as の, は, た): nearly every chunk holds them, so
+    they cost the most to score and add nothing their bigrams do not (1,000 JSQuAD queries, fts:
+    nDCG@10 0.946 with them, 0.947 without, at 1/6 of the time); a query made only of them
+    keeps them. A quoted phrase asks for exactly that text: of 3+ characters it stays on the
+    trigram table alone, of 1–2 CJK characters it is the one token that matches it here.
     """
-    text = " ".join(seg.content for seg in segments)
-    if not cjk.has_cjk(text):
+    if not any(cjk.has_cjk(seg.content) for seg in segments):
         return (), False
-    found = cjk.tokens(text)
+    found: list[str] = []
+    for seg in segments:
+        found.extend(cjk.tokens(seg.content) if seg.kind == "plain" else _short_token(seg.content))
     terms = [t for t in found if not _is_kana_unigram(t)] or found
     kept = terms[:MAX_CJK_TERMS]
     return tuple(kept), bool(set(terms[MAX_CJK_TERMS:]) - set(kept))
@@ -362,13 +364,14 @@ def compile_query(text: str) -> CompiledQuery:
     # quoted phrases stay on the trigram table, for an exact substring); an all-Latin query
     # sends its words to the word-level table only; other queries with a non-Latin phrase
     # (numbers, identifiers) keep every phrase on the trigram table.
+    has_cjk = any(cjk.has_cjk(seg.content) for seg in positive_segments)
     cjk_terms, cjk_capped = _cjk_terms(positive_segments)
     mixed = any(not is_latin_text(p) for p in phrases)
     positive: tuple[str, ...] = phrases if mixed else ()
-    if cjk_terms:
+    if has_cjk:
         positive = tuple(dict.fromkeys(s.content for s in positive_segments
                                        if s.kind == "quoted" and _quoted_phrase_ok(s.content)))
-    if not phrases and not cjk_terms:
+    if not phrases and not has_cjk:
         plain = "".join(s.content for s in positive_segments if s.kind == "plain").strip()
         if _quoted_phrase_ok(plain):
             positive = (plain,)
@@ -394,7 +397,7 @@ def compile_query(text: str) -> CompiledQuery:
         negatives=negatives,
         match_expr=match_expression(positive, negatives),
         negative_expr=negative_expr,
-        phrases_capped=(cjk_capped if cjk_terms else phrases_capped) or words_capped,
+        phrases_capped=(cjk_capped if has_cjk else phrases_capped) or words_capped,
         negatives_capped=negatives_capped or word_negatives_capped,
         word_terms=word_terms,
         word_expr=match_expression(word_terms, word_negatives),
