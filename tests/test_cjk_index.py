@@ -12,18 +12,8 @@ import yaml
 
 from groove_cli.retrieve.cjk import row_text
 from groove_cli.store import SCHEMA_VERSION
-from tests.onnx_builders import model_dir
-from tests.test_index import (
-    TINY_MODEL_TOML,
-    Groove,
-    chunk_ids,
-    make_groove,
-    meta,
-    rows,
-    tiny_embedder_onnx,
-    write_kb,
-)
-from tests.test_status_doctor import writable
+from tests.test_index import Groove, chunk_ids, make_groove, meta, rows, write_kb
+from tests.test_status_doctor import tiny_model, writable  # noqa: F401 (a fixture)
 
 JA_FILES = {
     "ja/eval.md": "# 評価\n\n再ランキングの評価方法について説明します。検索結果の順位を比べます。\n",
@@ -32,14 +22,8 @@ JA_FILES = {
 }
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny-model") / "embedder"
-    return model_dir(folder, tiny_embedder_onnx(), TINY_MODEL_TOML).resolve()
-
-
 @pytest.fixture
-def ja(tiny_model: Path, workdir: Path, tmp_path: Path) -> Groove:
+def ja(tiny_model: Path, workdir: Path, tmp_path: Path) -> Groove:  # noqa: F811 (fixture)
     groove = make_groove(workdir, tmp_path, tiny_model)
     write_kb(groove.kb, JA_FILES)
     result = groove.index()

@@ -21,8 +21,9 @@ from groove_cli.retrieve.words import ENGLISH_STOPWORDS, MAX_WORD_TERMS, MIN_WOR
 # MATCH) since issue #8: an all-Latin query goes to `fts_words` only; a query with a non-Latin
 # (e.g. number-only) phrase keeps every phrase on the trigram table, and the word leg joins it
 # from MIN_MIXED_WORD_TERMS (2) Latin terms on. Since issue #13 a query with CJK text goes to
-# `fts_cjk` instead of the trigram table, which keeps only its quoted phrases (CJK_PINNED). Word terms are plain words of >= 2
-# characters minus English stopwords (unless quoted, or unless nothing else is left), repeats kept.
+# `fts_cjk` instead of the trigram table, which keeps only its quoted phrases (CJK_PINNED below).
+# Word terms are plain words of >= 2 characters minus English stopwords (unless quoted, or unless
+# nothing else is left), repeats kept.
 PINNED: list[tuple[str, str | None, str | None]] = [
     ("再ランキングの評価について", None, None),
     ("retry budget の設定", None, '"retry" OR "budget"'),
@@ -406,3 +407,29 @@ def test_query_phrases_dedupes_and_caps() -> None:
 def test_positive_text_is_what_the_embedder_sees() -> None:
     assert compile_query("  retry -async budget  ").positive_text == "retry  budget"
     assert compile_query('"Foundry Local" の設定').positive_text == '"Foundry Local" の設定'
+
+
+# Issue #13: (query, trigram MATCH, CJK MATCH, CJK exclusion) for queries with CJK text.
+CJK_PINNED: list[tuple[str, str | None, str | None, str | None]] = [
+    # every character and pair, lone hiragana left out
+    ("再ランキングの評価", None,
+     '"再" OR "再ラ" OR "ラ" OR "ラン" OR "ン" OR "ンキ" OR "キ" OR "キン" OR "ン" OR "ング" OR '
+     '"グ" OR "グの" OR "の評" OR "評" OR "評価" OR "価"', None),
+    ("の", None, '"の"', None),  # nothing but a lone hiragana: kept
+    ("ＡＢＣ１２３のテスト", None,  # NFKC + case folding
+     '"abc123" OR "のテ" OR "テ" OR "テス" OR "ス" OR "スト" OR "ト"', None),
+    ('"再ランキング" 評価', '"再ランキング"', '"評" OR "評価" OR "価"', None),  # quoted: exact
+    ('"評価"', None, '"評価"', None),  # a quoted 2-character word is one token
+    ("評価 -再", None, '"評" OR "評価" OR "価"', '"再"'),  # 1-character exclusion
+    ('評価 -"方法"', None, '"評" OR "評価" OR "価"', '"方法"'),  # 2-character quoted exclusion
+    ("方法 -42", None, '"方" OR "方法" OR "法"', '"42"'),  # a short number: one token
+    ("方法 -ab", None, '"方" OR "方法" OR "法"', None),  # a Latin word: the word table's
+]
+
+
+@pytest.mark.parametrize(("query", "trigram", "cjk_expr", "cjk_negative"), CJK_PINNED)
+def test_cjk_pinned_expressions(query: str, trigram: str | None, cjk_expr: str | None,
+                                cjk_negative: str | None) -> None:
+    compiled = compile_query(query)
+    assert (compiled.match_expr, compiled.cjk_expr, compiled.cjk_negative_expr) == (
+        trigram, cjk_expr, cjk_negative)
