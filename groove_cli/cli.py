@@ -440,9 +440,11 @@ def search_cmd(
 ) -> None:
     """Search the index: full-text + vector legs fused with weighted RRF.
 
-    Japanese and other CJK text is matched by trigram phrases of 3+ characters; English
-    (Latin-script) words by a stemmed word index with stopwords dropped. Quote a phrase with
-    "…", exclude with -term or -"a phrase". --explain shows each hit's rank in every leg.
+    Japanese and other CJK text is matched by its characters and character pairs (so 2-character
+    words such as 評価 count); English (Latin-script) words by a stemmed word index with
+    stopwords dropped; numbers and identifiers by substring. Quote a phrase with "…" for exactly
+    that text, exclude with -term or -"a phrase" (any length). --explain shows each hit's rank in
+    every leg.
 
     Examples:
 
