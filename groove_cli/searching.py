@@ -11,7 +11,7 @@ from groove_cli.config import Settings
 from groove_cli.retrieve.filters import FilterSpec, compile_filters, filter_applied
 from groove_cli.retrieve.fuse import min_score_warning
 from groove_cli.retrieve.pipeline import MAX_LIMIT, SearchParams, SearchResult, legs_to_run, search
-from groove_cli.retrieve.query import CompiledQuery, compile_query
+from groove_cli.retrieve.query import MAX_CJK_TERMS, CompiledQuery, compile_query
 from groove_cli.session import open_session
 
 NOTHING_TO_SEARCH = ("the query has no full-text phrase of 3 or more characters nor a Latin word "
@@ -84,8 +84,13 @@ def settings_warnings(settings: Settings, params: SearchParams) -> None:
 
 def query_warnings(queries: Sequence[CompiledQuery]) -> None:
     """The phrase-cap warnings, once per run: for one search, or summed over eval's queries."""
-    phrases = sum(1 for q in queries if q.phrases_capped)
+    phrases = sum(1 for q in queries if q.phrases_capped and not q.cjk_terms)
+    tokens = sum(1 for q in queries if q.phrases_capped and q.cjk_terms)
     negatives = sum(1 for q in queries if q.negatives_capped)
+    if tokens:
+        which = "the query has" if len(queries) == 1 else f"{tokens} of {len(queries)} queries have"
+        messages.warning(f"{which} more than {MAX_CJK_TERMS} CJK tokens (or 32 words); only the "
+                         "first are searched")
     if len(queries) == 1:
         if phrases:
             messages.warning("the query has more than 32 distinct phrases; only the first 32 "

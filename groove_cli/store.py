@@ -125,6 +125,12 @@ def _check_table(table: str) -> None:
         raise ValueError(f"not an FTS table: {table!r}")
 
 
+def _groove_cjk(*args: Any) -> str:
+    """SQL `groove_cjk(text)`: the CJK table's column value for `text` (NULL gives '')."""
+    value = args[0]
+    return row_text(value if isinstance(value, str) else None)
+
+
 def _scalar_int(con: apsw.Connection, sql: str, args: tuple[object, ...] = ()) -> int:
     value = con.execute(sql, args).fetchall()[0][0]
     assert isinstance(value, int)
@@ -265,7 +271,7 @@ class Store:
     def _configure(con: apsw.Connection) -> None:
         _load_vec(con)
         # the CJK table's tokeniser, used by its writes and by migration 0003's backfill
-        con.create_scalar_function("groove_cjk", row_text, 1, deterministic=True)
+        con.create_scalar_function("groove_cjk", _groove_cjk, 1, deterministic=True)
         con.execute("PRAGMA foreign_keys=ON")
         con.execute("PRAGMA busy_timeout=30000")
 

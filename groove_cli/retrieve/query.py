@@ -34,7 +34,9 @@ MIN_PHRASE_CHARS = 3
 MIN_MIXED_WORD_TERMS = 2
 MAX_PHRASES = 32
 MAX_NEG_PHRASES = 32
-MAX_CJK_TERMS = 128
+MAX_CJK_TERMS = 256
+"""CJK-table tokens searched per query: about two per character, so a 130-character question
+fits (the longest of 1,000 JSQuAD questions has 98)."""
 FTS_QUERY_VERSION = 3  # 2: Latin words go to fts_words; 3: CJK text also goes to fts_cjk
 
 EMPTY_QUERY = "the query is empty"
