@@ -17,7 +17,7 @@ Measured per size, in process and warm, over 100 generated queries × `--reps` r
 - per-stage latency p50/p95 from `pipeline.search`'s trace timings, with the default `search`
   settings (limit 5, hybrid, quality threshold 0.3, spans on) and the query embedded by the real
   model each time (the `embed` stage);
-- the FTS stage (the trigram leg and, for Latin words, the word-level leg) ÷ the bare
+- the FTS stage (the trigram, word-level and CJK legs the query runs) ÷ the bare
   `SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}, 2, 1, 1) LIMIT ?` on
   each table the query searches, at the legs' own LIMIT (target ≤ 1.3);
 - the vector leg ÷ numpy brute force (one matrix product + top-k) over the same float32
@@ -218,8 +218,10 @@ BARE_FTS_SQL = {
 
 def fts_exprs(query: CompiledQuery) -> list[tuple[str, str]]:
     """(table, expression) of every full-text table the query searches: the trigram table for
-    CJK phrases, the word-level table for Latin words."""
-    found = [("fts_chunks", query.match_expr), ("fts_words", query.word_expr)]
+    numbers, identifiers and quoted phrases, the word-level table for Latin words, the CJK table
+    for CJK text."""
+    found = [("fts_chunks", query.match_expr), ("fts_words", query.word_expr),
+             ("fts_cjk", query.cjk_expr)]
     return [(table, expr) for table, expr in found if expr is not None]
 
 
