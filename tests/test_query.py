@@ -416,8 +416,16 @@ CJK_PINNED: list[tuple[str, str | None, str | None, str | None]] = [
      '"再" OR "再ラ" OR "ラ" OR "ラン" OR "ン" OR "ンキ" OR "キ" OR "キン" OR "ン" OR "ング" OR '
      '"グ" OR "グの" OR "の評" OR "評" OR "評価" OR "価"', None),
     ("の", None, '"の"', None),  # nothing but a lone hiragana: kept
-    ("ＡＢＣ１２３のテスト", None,  # NFKC + case folding
+    # NFKC + case folding in the CJK table; the identifier also stays on the trigram table
+    ("ＡＢＣ１２３のテスト", '"ＡＢＣ１２３"',
      '"abc123" OR "のテ" OR "テ" OR "テス" OR "ス" OR "スト" OR "ト"', None),
+    # identifiers and numbers: substrings on the trigram table, words in the CJK table
+    ("BK-1107 が起きた原因", '"BK-1107"',
+     '"bk" OR "1107" OR "が起" OR "起" OR "起き" OR "きた" OR "た原" OR "原" OR "原因" OR "因"',
+     None),
+    ("1945年に何が", '"1945"', '"1945" OR "年" OR "年に" OR "に何" OR "何" OR "何が"', None),
+    ("E-0382 の対処 -評価", '"E-0382"', '"e" OR "0382" OR "の対" OR "対" OR "対処" OR "処"',
+     '"評価"'),
     ('"再ランキング" 評価', '"再ランキング"', '"評" OR "評価" OR "価"', None),  # quoted: exact
     ('"評価"', None, '"評価"', None),  # a quoted 2-character word is one token
     ("評価 -再", None, '"評" OR "評価" OR "価"', '"再"'),  # 1-character exclusion
