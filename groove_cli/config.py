@@ -76,6 +76,10 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("search.retrieval.sparse_top_k", "int", None, 1, MAX_TOP_K),
     KeySpec("search.retrieval.vector_weight", "float", 1.0, 0.0, 1e6, finite=True),
     KeySpec("search.retrieval.fts_weight", "float", 1.0, 0.0, 1e6, finite=True),
+    # 6.0: the smallest of 1, 2, 3, 4, 6 at which JSQuAD's default hybrid is not below its
+    # full-text leg (issue #13, bench/results/quality.md); only queries with CJK text run it.
+    KeySpec("search.retrieval.cjk_weight", "float", 6.0, 0.0, 1e6, finite=True,
+            help="Weight of the CJK full-text leg (Japanese and other CJK queries) in fusion."),
     KeySpec("search.retrieval.min_score", "float", 0.0, 0.0, 1.0),
     KeySpec("search.fusion.rrf_k", "float", 60.0, 1.0, 1e6, finite=True),
     KeySpec("search.fusion.bm25_heading_weight", "float", 2.0, 0.0, 1e6, finite=True),
@@ -120,6 +124,7 @@ DEFAULT_BM25_WEIGHTS: tuple[float, float, float] = (
 )
 DEFAULT_LEG_WEIGHT = default_float("search.retrieval.vector_weight")
 DEFAULT_MIN_SCORE = default_float("search.retrieval.min_score")
+DEFAULT_CJK_WEIGHT = default_float("search.retrieval.cjk_weight")
 
 PRESET_VALUES: dict[str, dict[str, object]] = {
     "fast": {
