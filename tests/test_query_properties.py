@@ -101,21 +101,6 @@ def _cjk(connection: apsw.Connection, expr: str | None) -> list[int]:
 
 @PROPERTY_SETTINGS
 @given(queries)
-def test_cjk_expressions_are_valid_fts5(fts: apsw.Connection, query: str) -> None:
-    """The CJK table's expression and exclusion scan, for any query, against `fts_cjk`."""
-    try:
-        compiled = compile_query(query)
-    except UsageError:
-        return
-    assert (compiled.cjk_expr is None) == (compiled.cjk_terms == ())
-    if compiled.cjk_expr is not None:
-        _run(fts, compiled.cjk_expr, "fts_cjk")  # raises apsw.SQLError on invalid syntax
-    if compiled.cjk_negative_expr is not None:
-        _run(fts, compiled.cjk_negative_expr, "fts_cjk")
-
-
-@PROPERTY_SETTINGS
-@given(queries)
 def test_only_the_two_refusals(query: str) -> None:
     try:
         compile_query(query)
@@ -160,19 +145,23 @@ def test_expressions_are_valid_fts5(fts: apsw.Connection, query: str) -> None:
         _run(fts, compiled.negative_expr)
 
 
+@pytest.mark.parametrize("table", ["words", "cjk"])
 @PROPERTY_SETTINGS
-@given(queries)
-def test_word_expressions_are_valid_fts5(fts: apsw.Connection, query: str) -> None:
-    """The word-level expression and exclusion scan, for any query, against `fts_words`."""
+@given(query=queries)
+def test_table_expressions_are_valid_fts5(fts: apsw.Connection, table: str, query: str) -> None:
+    """The word-level and CJK expressions and exclusion scans, for any query, against their
+    tables (`fts_words`, `fts_cjk`)."""
     try:
         compiled = compile_query(query)
     except UsageError:
         return
-    assert (compiled.word_expr is None) == (compiled.word_terms == ())
-    if compiled.word_expr is not None:
-        _run(fts, compiled.word_expr, "fts_words")  # raises apsw.SQLError on invalid syntax
-    if compiled.word_negative_expr is not None:
-        _run(fts, compiled.word_negative_expr, "fts_words")
+    prefix = "word" if table == "words" else "cjk"
+    expr, negative = getattr(compiled, f"{prefix}_expr"), getattr(compiled, f"{prefix}_negative_expr")
+    assert (expr is None) == (getattr(compiled, f"{prefix}_terms") == ())
+    if expr is not None:
+        _run(fts, expr, f"fts_{table}")  # raises apsw.SQLError on invalid syntax
+    if negative is not None:
+        _run(fts, negative, f"fts_{table}")
 
 
 @PROPERTY_SETTINGS

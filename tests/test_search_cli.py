@@ -284,6 +284,31 @@ def test_a_file_value_beats_the_preset(warm: Warm, real_models_dir: Path, tmp_pa
                                          "min_score=0.3")
 
 
+def test_cjk_weight_flag_weighs_the_cjk_leg(warm: Warm, config_file: Path, workdir: Path) -> None:
+    """--cjk-weight sets the CJK leg's weight (explain line and fused sums); 0 turns it off;
+    a negative value is refused naming the flag."""
+    result = groove(config_file, warm.db, "バックアップ設定", "--explain", "--cjk-weight", "2.5",
+                    "--limit", "10")
+    doc = ok_json(result)
+    assert explain_lines(result)[0] == ("explain: mode=hybrid preset=- rrf_k=60.0 vector_weight=1.0 "
+                                        "fts_weight=1.0 cjk_weight=2.5 min_score=0.0")
+    assert any(h["explain"]["fts_cjk_rank"] is not None for h in doc["results"])
+    for hit in doc["results"]:
+        e = hit["explain"]
+        raw = 0.0  # leg order: vector, trigram, words, CJK
+        if e["vec_rank"] is not None:
+            raw += 1.0 / (60.0 + e["vec_rank"])
+        if e["fts_cjk_rank"] is not None:
+            raw += 2.5 / (60.0 + e["fts_cjk_rank"])
+        assert e["fts_rank"] is None and e["fts_word_rank"] is None
+        assert e["fused_raw"] == raw
+    off = groove(config_file, warm.db, "バックアップ設定", "--explain", "--cjk-weight", "0")
+    assert "explain: cjk skipped (cjk_weight 0)" in explain_lines(off)
+    assert all(h["explain"]["fts_cjk_rank"] is None for h in ok_json(off)["results"])
+    bad = groove(config_file, warm.db, "バックアップ設定", "--cjk-weight", "-1")
+    assert bad.exit_code == 2 and "--cjk-weight" in bad.stderr
+
+
 def test_min_score_warning_and_dropped_count(warm: Warm, config_file: Path, workdir: Path) -> None:
     everything = ok_json(groove(config_file, warm.db, "retry budget", "--limit", "1000"))
     below = [h for h in everything["results"] if h["score"] < 0.6]

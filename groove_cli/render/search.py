@@ -71,6 +71,9 @@ def explain_stderr(result: SearchResult, params: SearchParams) -> None:
         messages.always("explain: words skipped (no Latin word)")
     if trace.cjk_expr is not None:
         messages.always(f"explain: cjk MATCH {trace.cjk_expr}")
+    elif params.cjk_weight == 0 or params.mode == "vector":
+        messages.always("explain: cjk skipped (cjk_weight 0)" if params.mode != "vector"
+                        else "explain: cjk skipped (vector mode)")
     else:
         messages.always("explain: cjk skipped (no CJK text)")
     messages.always(f"explain: pool vec={trace.pool_vec} fts={trace.pool_fts} "
