@@ -17,7 +17,7 @@ Measured per size, in process and warm, over 100 generated queries × `--reps` r
 - per-stage latency p50/p95 from `pipeline.search`'s trace timings, with the default `search`
   settings (limit 5, hybrid, quality threshold 0.3, spans on) and the query embedded by the real
   model each time (the `embed` stage);
-- the FTS stage (the trigram leg and, for Latin words, the word-level leg) ÷ the bare
+- the FTS stage (the trigram, word-level and CJK legs the query runs) ÷ the bare
   `SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}, 2, 1, 1) LIMIT ?` on
   each table the query searches, at the legs' own LIMIT (target ≤ 1.3);
 - the vector leg ÷ numpy brute force (one matrix product + top-k) over the same float32
@@ -70,7 +70,7 @@ from groove_cli import config
 from groove_cli.chunk import chunker_fingerprint, parse_document
 from groove_cli.models import Embedder, default_models_dir, resolve_model
 from groove_cli.retrieve.filters import FilterSpec, compile_filters
-from groove_cli.retrieve.legs import fetch_size, vector_k, vector_leg
+from groove_cli.retrieve.legs import fetch_size, fts_exprs, vector_k, vector_leg
 from groove_cli.retrieve.params import SearchParams, build_params
 from groove_cli.retrieve.pipeline import pool_sizes, search
 from groove_cli.retrieve.query import CompiledQuery, compile_query
@@ -212,18 +212,13 @@ BARE_FTS_SQL = {
 }
 
 
-def fts_exprs(query: CompiledQuery) -> list[tuple[str, str]]:
-    """(table, expression) of every full-text table the query searches: the trigram table for
-    CJK phrases, the word-level table for Latin words."""
-    found = [("fts_chunks", query.match_expr), ("fts_words", query.word_expr)]
-    return [(table, expr) for table, expr in found if expr is not None]
-
-
 def bare_fts_ids(store: Store, query: CompiledQuery, n: int) -> int:
     """The reference for the FTS stage: the bare ranked-rowid query on each table it searches
     (no join, no row decoding); returns the number of ids."""
     count = 0
-    for table, expr in fts_exprs(query):
+    for table, expr in fts_exprs(query).items():
+        if expr is None:
+            continue
         count += len(store.con.execute(BARE_FTS_SQL[table], (expr, n)).fetchall())
     return count
 
@@ -317,7 +312,7 @@ def measure_query(session: Searcher, embedder: Embedder, matrix: Matrix,
                     value = result.trace.timings_ms.get(stage)
                     if value is not None:
                         out.stages[stage].append(value)
-            if fts_exprs(query):
+            if any(fts_exprs(query).values()):
                 legs.fts_leg.append(result.trace.timings_ms["fts"] or 0.0)
                 start = time.perf_counter()
                 bare_fts_ids(store, query, fts_n)
@@ -413,7 +408,7 @@ def in_process(db: Path, kb: Path, queries: Sequence[str], embedder: Embedder,
         "settings": settings_out,
         "recall_at_50": {"mean": float(np.mean(recalls)), "min": float(np.min(recalls))},
         "recall_met": float(np.min(recalls)) >= TARGETS["recall"],
-        "fts_queries": sum(1 for q in compiled if fts_exprs(q)),
+        "fts_queries": sum(1 for q in compiled if any(fts_exprs(q).values())),
         "trigram_queries": sum(1 for q in compiled if q.match_expr is not None),
         "word_queries": sum(1 for q in compiled if q.word_expr is not None),
     }

@@ -45,7 +45,9 @@ from _common import (
     verdict,
     write_results,
 )
-from fts_variants import eval_v1, peer_bm25s
+from fts_variants import char_bigrams, compile_v2, eval_v1, peer_bm25s
+
+from groove_cli.retrieve import cjk
 
 MODES = ("fts", "vector", "hybrid")
 METRICS = (("ndcg@10", "ndcg_at_k", "10"), ("recall@10", "recall_at_k", "10"), ("MRR", "mrr", None))
@@ -95,15 +97,17 @@ def recall_ceiling(golden: dict[str, Any], k: int = 10) -> float:
 
 
 def query_shapes(golden: dict[str, Any]) -> dict[str, int]:
-    """How the query compiler routes the queries: to the trigram table (CJK phrases), the
-    word-level table (Latin words), neither; and how many hit the 32-term cap."""
+    """How the query compiler routes the queries: to the trigram table (numbers, identifiers,
+    quoted CJK phrases), the word-level table (Latin words), the CJK table (CJK text), none;
+    and how many hit a term cap."""
     from groove_cli.retrieve.query import compile_query
 
     compiled = [compile_query(q["query"]) for q in golden["queries"]]
     return {"trigram": sum(1 for c in compiled if c.match_expr is not None),
             "word_level": sum(1 for c in compiled if c.word_expr is not None),
-            "no_fts_expression": sum(1 for c in compiled
-                                     if c.match_expr is None and c.word_expr is None),
+            "cjk": sum(1 for c in compiled if c.cjk_expr is not None),
+            "no_fts_expression": sum(1 for c in compiled if c.match_expr is None
+                                     and c.word_expr is None and c.cjk_expr is None),
             "term_cap_hit": sum(1 for c in compiled if c.phrases_capped)}
 
 
@@ -199,8 +203,67 @@ def evaluate(coll: Collection, cache_reps: int) -> dict[str, Any]:
     entry["fingerprint"] = reports["hybrid"]["fingerprint"]
     entry["corpus"] = reports["hybrid"]["corpus"]
     entry["hybrid_vs_legs"] = hybrid_vs_legs(reports)
-    entry["full_text"] = full_text_variants(coll, golden, doc, entry["modes"])
+    entry["cjk_leg"] = cjk_variants(coll, golden, doc, entry["modes"])
+    # issue #8's "after" is compiler v2: where v3 routes CJK text elsewhere, its own rows
+    v2_rows = {**entry["modes"], **entry["cjk_leg"].get("before", {})}
+    entry["full_text"] = full_text_variants(coll, golden, doc, v2_rows)
     return entry
+
+
+CJK_TARGETS = {"jsquad": {"fts": 0.925, "hybrid": 0.945}, "cisi": {"fts": 0.380, "hybrid": 0.431}}
+"""Issue #13's Done-when nDCG@10 floors per collection."""
+
+
+def cjk_variants(coll: Collection, golden: Path, doc: dict[str, Any],
+                 modes: dict[str, Any]) -> dict[str, Any]:
+    """Issue #13: compiler v2 (CJK text on the trigram table) against v3 (the CJK leg) where a
+    query has CJK text, bm25s over character n-grams as peers, and the Done-when checks."""
+    ndcg = {mode: modes[mode]["ndcg@10"]["value"] for mode in MODES}
+    targets = CJK_TARGETS[coll.name]
+    checks = {
+        "fts_target": ndcg["fts"] >= targets["fts"],
+        "hybrid_target": ndcg["hybrid"] >= targets["hybrid"],
+        "hybrid_not_below_a_leg": ndcg["hybrid"] >= max(ndcg["fts"], ndcg["vector"]),
+    }
+    out: dict[str, Any] = {"targets": targets, "ndcg@10": ndcg, "checks": checks}
+    if any(cjk.has_cjk(q["query"]) for q in doc["queries"]):
+        out["before"] = {mode: summarise(eval_v1(coll.kb, coll.db, golden, coll.config, mode,
+                                                 compiler=compile_v2))
+                         for mode in ("fts", "hybrid")}
+        out["peers"] = {
+            name: summarise({"aggregate": peer_bm25s(coll.kb, doc["queries"],
+                                                     tokeniser=tokeniser)})
+            for name, tokeniser in (("character bigrams", char_bigrams),
+                                    ("character unigrams + bigrams", cjk.tokens))}
+    return out
+
+
+def _cjk_lines(name: str, variants: dict[str, Any], modes: dict[str, Any]) -> list[str]:
+    lines = ["### CJK full-text leg and fusion weights (issue #13)", ""]
+    if "before" in variants:
+        rows = [("fts, before (CJK text on the trigram table, compiler v2)",
+                 variants["before"]["fts"]),
+                ("fts, after (CJK table, compiler v3)", modes["fts"]),
+                ("hybrid, before", variants["before"]["hybrid"]),
+                ("hybrid, after (cjk_weight 6)", modes["hybrid"]),
+                ("vector", modes["vector"])]
+        rows += [(f"peer: bm25s, {peer} (groove's CJK tokeniser)", row)
+                 for peer, row in variants["peers"].items()]
+        lines += ["| run | nDCG@10 [95% CI] | recall@10 [95% CI] | MRR [95% CI] |",
+                  "|---|---|---|---|"]
+        lines += [f"| {label} | {_cell(r['ndcg@10'])} | {_cell(r['recall@10'])} | "
+                  f"{_cell(r['MRR'])} |" for label, r in rows]
+        lines += ["", "The CJK leg's weight, swept: [`cjk_weights.md`](cjk_weights.md) (on the "
+                  "golden/ sample KB as well).", ""]
+    else:
+        lines += ["No query has CJK text: the CJK leg never runs and compiler v3 routes every "
+                  "query as v2 did, so every row above is unchanged by issue #13 on this index.",
+                  ""]
+    t, c = variants["targets"], variants["checks"]
+    lines += [f"nDCG@10 checks — fts ≥ {t['fts']:.3f}: {verdict(c['fts_target'])}; hybrid ≥ "
+              f"{t['hybrid']:.3f}: {verdict(c['hybrid_target'])}; hybrid ≥ each single leg: "
+              f"{verdict(c['hybrid_not_below_a_leg'])}.", ""]
+    return lines
 
 
 def full_text_variants(coll: Collection, golden: Path, doc: dict[str, Any],
@@ -313,14 +376,17 @@ def markdown(data: dict[str, Any]) -> str:
                   _shortfall_words(name, entry["hybrid_vs_legs"]), "",
                   f"Query compilation: {shapes['trigram']} of {entry['golden_queries']} queries "
                   f"search the trigram table, {shapes['word_level']} the word-level table, "
-                  f"{shapes['no_fts_expression']} neither; {shapes['term_cap_hit']} exceed the "
-                  "32-term cap (only their first 32 terms are searched).", ""]
+                  f"{shapes['cjk']} the CJK table, {shapes['no_fts_expression']} none; "
+                  f"{shapes['term_cap_hit']} exceed a term cap (only their first terms are "
+                  "searched).", ""]
         if "recall_at_10_ceiling" in entry:
             lines += [f"Best possible recall@10 with these judgments: "
                       f"{entry['recall_at_10_ceiling']:.3f} (mean of min(10, relevant) / "
                       "relevant).", ""]
         if "full_text" in entry:
             lines += _full_text_lines(name, entry["full_text"], entry["modes"]["vector"])
+        if "cjk_leg" in entry:
+            lines += _cjk_lines(name, entry["cjk_leg"], entry["modes"])
         if name in README_BASELINES:
             lines += [f"For comparison, {README_BASELINES[name]}.", ""]
         speed = entry.get("query_cache_speed")

@@ -11,12 +11,16 @@ Used by `bench/eval_datasets.py`, on the same index and golden file as its mode 
 - **peer** — bm25s (Lucene BM25) with its English stopwords and a Snowball English stemmer
   (PyStemmer) over the whole document text, scored by groove's own metric and bootstrap code.
   A dev dependency of this benchmark only (`pip install -e '.[bench]'`).
+
+Issue #13 adds compiler version 2 reconstructed from version 3 (`compile_v2`: CJK text back on
+the trigram table, no CJK leg) and two bm25s peers over character n-grams (`peer_bm25s` with a
+tokeniser): bigrams (the JSQuAD README's baseline) and unigrams + bigrams (groove's CJK tokens).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +29,41 @@ from groove_cli.evaluate import runner
 from groove_cli.evaluate.golden import Expected
 from groove_cli.evaluate.metrics import HitRecord, score_query
 from groove_cli.evaluate.report import aggregate
+from groove_cli.retrieve import cjk
 from groove_cli.retrieve import query as query_module
 from groove_cli.retrieve.words import match_expression
 
+Compiler = Callable[[str], query_module.CompiledQuery]
+Tokeniser = Callable[[str], list[str]]
+
 
 def compile_v1(text: str) -> query_module.CompiledQuery:
-    """The version-1 compilation of `text`: all phrases on the trigram table, no word leg."""
-    v2 = query_module.compile_query(text)
+    """The version-1 compilation of `text`: all phrases on the trigram table, no word leg (and
+    no CJK leg)."""
+    v2 = compile_v2(text)
     trigram = match_expression(v2.phrases, v2.negatives) if v2.phrases else v2.match_expr
     return dataclasses.replace(v2, match_expr=trigram, word_terms=(), word_expr=None,
                                word_negative_expr=None)
 
 
-def eval_v1(kb: Path, db: Path, golden: Path, config_path: Path, mode: str) -> dict[str, Any]:
-    """`groove eval --no-history --mode MODE` in-process with compiler version 1."""
+def compile_v2(text: str) -> query_module.CompiledQuery:
+    """The version-2 compilation of `text`: a query with CJK text keeps every phrase on the
+    trigram table (v2's rule for a query with a non-Latin phrase) and has no CJK leg."""
+    v3 = query_module.compile_query(text)
+    if not v3.cjk_terms:
+        return v3
+    trigram = match_expression(v3.phrases, v3.negatives) if v3.phrases else v3.match_expr
+    if not v3.phrases:  # v2's fallback: the plain text as one phrase
+        plain = v3.positive_text.strip()
+        trigram = match_expression((plain,), v3.negatives) if len(plain) >= 3 else None
+    return dataclasses.replace(v3, match_expr=trigram, cjk_terms=(), cjk_expr=None,
+                               cjk_negative_expr=None)
+
+
+def eval_v1(kb: Path, db: Path, golden: Path, config_path: Path, mode: str,
+            compiler: Compiler = compile_v1) -> dict[str, Any]:
+    """`groove eval --no-history --mode MODE` in-process with compiler version 1 (or the
+    `compiler` given)."""
     settings = config.load_settings(config_path, {"kb_path": str(kb),
                                                   "search.retrieval.mode": mode})
     k_values = runner.normalise_k([int(str(v)) for v in settings.list_("eval.k_values")])
@@ -47,19 +72,25 @@ def eval_v1(kb: Path, db: Path, golden: Path, config_path: Path, mode: str) -> d
                                  reranker=None, no_history=True)
     names = vars(runner)  # the runner compiles the golden queries through its module global
     original = names["compile_query"]
-    names["compile_query"] = compile_v1
+    names["compile_query"] = compiler
     try:
         return runner.run_eval(request).to_json()
     finally:
         names["compile_query"] = original
 
 
+def char_bigrams(text: str) -> list[str]:
+    """groove's CJK tokens without the CJK unigrams: character bigrams, words, numbers."""
+    return [t for t in cjk.tokens(text) if not (len(t) == 1 and cjk.is_cjk(t))]
+
+
 def peer_bm25s(docs: Path, queries: Sequence[dict[str, Any]], k_values: Sequence[int] = (1, 5, 10),
-               depth: int = 10) -> dict[str, Any]:
+               depth: int = 10, tokeniser: Tokeniser | None = None) -> dict[str, Any]:
     """The bm25s peer's aggregate (eval.md §4 metrics, §5 bootstrap) over `queries`.
 
     `queries` are golden entries `{"id", "query", "expected": [{"path"}]}`; documents are the
-    `<id>.md` files of `docs`, one unit per file.
+    `<id>.md` files of `docs`, one unit per file. `tokeniser` replaces bm25s's English
+    tokenizer (stopwords, stemmer) with token lists of its own.
     """
     import bm25s
     import Stemmer
@@ -69,12 +100,16 @@ def peer_bm25s(docs: Path, queries: Sequence[dict[str, Any]], k_values: Sequence
     stemmer = Stemmer.Stemmer("english")
     retriever = bm25s.BM25()
     corpus = [f.read_text(encoding="utf-8") for f in files]
-    retriever.index(bm25s.tokenize(corpus, stopwords="en", stemmer=stemmer, show_progress=False),
-                    show_progress=False)
+
+    def tokenise(texts: list[str]) -> Any:
+        if tokeniser is not None:
+            return [tokeniser(text) for text in texts]
+        return bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False)
+
+    retriever.index(tokenise(corpus), show_progress=False)
     metrics = []
     for entry in queries:
-        tokens = bm25s.tokenize([entry["query"]], stopwords="en", stemmer=stemmer,
-                                show_progress=False)
+        tokens = tokenise([entry["query"]])
         found, scores = retriever.retrieve(tokens, k=min(depth, len(paths)), show_progress=False)
         hits = [HitRecord(rank=i + 1, path=paths[int(d)], heading=None, score=float(s))
                 for i, (d, s) in enumerate(zip(found[0], scores[0], strict=True)) if s > 0]

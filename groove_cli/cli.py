@@ -252,9 +252,9 @@ def search_cmd(
 ) -> None:
     """Search the index: full-text + vector legs fused with weighted RRF.
 
-    Japanese and other CJK text is matched by trigram phrases of 3+ characters; English
-    (Latin-script) words by a stemmed word index with stopwords dropped. Quote a phrase with
-    "…", exclude with -term or -"a phrase". --explain shows each hit's rank in every leg.
+    Japanese (CJK) text is matched by its characters and character pairs, so 評価 counts; English
+    words by a stemmed word index without stopwords; numbers and identifiers by substring. "…"
+    asks for exactly that text; -term / -"a phrase" excludes (any length). --explain: ranks per leg.
 
     Examples:
 

@@ -189,8 +189,8 @@ def tune_cmd(
     model: ModelOpt = None,
     space: Annotated[str, typer.Option(
         "--space", help="Grid to sweep: fusion (rrf_k x bm25 weights) or retrieval "
-                        "(vector/fts weight ratio x min_score); calibration refits the "
-                        "relevance model on the golden set.")] = "fusion",
+                        "(vector/fts weight ratio x cjk_weight x min_score); calibration "
+                        "refits the relevance model on the golden set.")] = "fusion",
     k: Annotated[str | None, typer.Option(
         "--k", help="Comma list of cut-offs (0s dropped, 5 always added).")] = None,
     limit: Annotated[int | None, typer.Option(

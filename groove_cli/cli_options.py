@@ -247,6 +247,7 @@ class RetrievalFlags:
     sparse_top_k: int | None = None
     vector_weight: float | None = None
     fts_weight: float | None = None
+    cjk_weight: float | None = None
     min_score: float | None = None
     rrf_k: float | None = None
     mmr: str | None = None
@@ -268,6 +269,7 @@ class RetrievalFlags:
             ("--sparse-top-k", "search.retrieval.sparse_top_k", self.sparse_top_k),
             ("--vector-weight", "search.retrieval.vector_weight", self.vector_weight),
             ("--fts-weight", "search.retrieval.fts_weight", self.fts_weight),
+            ("--cjk-weight", "search.retrieval.cjk_weight", self.cjk_weight),
             ("--min-score", "search.retrieval.min_score", self.min_score),
             ("--rrf-k", "search.fusion.rrf_k", self.rrf_k),
             ("--mmr-lambda", "search.mmr.lambda", self.mmr_lambda),
@@ -289,7 +291,10 @@ RETRIEVAL_OPTIONS: dict[str, Any] = {
     "vector_weight": Annotated[float | None, typer.Option(
         "--vector-weight", help="Weight of the vector leg in fusion (0-1e6).")],
     "fts_weight": Annotated[float | None, typer.Option(
-        "--fts-weight", help="Weight of the full-text leg in fusion (0-1e6).")],
+        "--fts-weight", help="Weight of the trigram and word-level legs in fusion (0-1e6).")],
+    "cjk_weight": Annotated[float | None, typer.Option(
+        "--cjk-weight", help="Weight of the CJK leg (queries with Japanese text) in fusion "
+                             "(0-1e6; default 6.0).")],
     "min_score": Annotated[float | None, typer.Option(
         "--min-score", help="Floor on the normalised fused score (0-1), before the reranker.")],
     "rrf_k": Annotated[float | None, typer.Option("--rrf-k", help="RRF constant (1-1e6).")],

@@ -4,8 +4,10 @@ One retrieval engine serves all three: `Searcher.search` (what `groove search` r
 batch (`run_eval`: one embedding batch, one batched KNN, pinned readers; `search_many` is the
 same batch path on its own) and tune's lists fused in memory (`fuse_lists`, the vectorised RRF
 the sweep runs). Hypothesis draws the condition:
-rrf_k, both leg weights, the three bm25 column weights, the floor and the mode, over the sample
-KB whose queries use all three legs (trigram, word-level, vector).
+rrf_k, the three leg weights (vector, full-text, CJK), the three bm25 column weights, the floor
+and the mode, over the sample KB whose queries use all four legs (trigram, word-level, CJK,
+vector): its golden file plus a few Japanese queries with 1–2 character exclusions, which only
+the CJK table can hold.
 """
 
 from __future__ import annotations
@@ -30,6 +32,26 @@ from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.retrieve.searcher import Searcher
 
 LIMIT = 10
+JA_EXTRA = """
+  - id: parity-ja-one-char-exclusion
+    query: "バックアップ 設定 -失"
+    expected:
+      - path: operations/backups/バックアップ設定.md
+    tags: [ja, exclusion]
+
+  - id: parity-ja-two-char-exclusion
+    query: "障害の原因 -遅延"
+    expected:
+      - path: incidents/2025-02-e0382-connection-pool.md
+    tags: [ja, exclusion]
+
+  - id: parity-ja-quoted-exclusion
+    query: '評価 質問 -"再ラ"'
+    expected:
+      - path: search/relevance/評価セットの作り方.md
+    tags: [ja, exclusion]
+"""
+"""Japanese queries with exclusions too short for the trigram table (issue #13)."""
 Ranking = list[tuple[str, str | None, float]]
 
 
@@ -37,6 +59,7 @@ Ranking = list[tuple[str, str | None, float]]
 class Engine:
     kb: Path
     db: Path
+    golden: Path
     models_dir: Path
     searcher: Searcher
     queries: tuple[GoldenQuery, ...]
@@ -54,25 +77,34 @@ def engine(golden_index: tuple[Path, Path], real_models_dir: Path,
     copy = root / db.name
     for source in db.parent.glob(db.name + "*"):
         shutil.copy2(source, root / source.name)
+    golden_file = root / "parity-golden.yml"
+    golden_file.write_text((kb / ".groove-eval.yml").read_text(encoding="utf-8") + JA_EXTRA,
+                           encoding="utf-8")
     settings_ = config.resolve({}, {"models_dir": str(real_models_dir)})
-    golden = load_golden_set(settings_, kb, None)
+    golden = load_golden_set(settings_, kb, golden_file)
     searcher = Searcher.open(copy, kb, model=None, max_length=None, models_dir=real_models_dir,
                              offline=True)
     compiled = [compile_query(q.query) for q in golden.queries]
     pool = candidate_pool(LIMIT)
     vectors = searcher.query_vectors([q.positive_text for q in compiled])
-    engine = Engine(kb, copy, real_models_dir, searcher, golden.queries, compiled,
+    engine = Engine(kb, copy, golden_file, real_models_dir, searcher, golden.queries, compiled,
                     vector_lists(searcher, compiled, vectors, pool),
                     [ListFetcher(searcher.store, q, pool) for q in compiled])
     yield engine  # type: ignore[misc]
     searcher.close()
 
 
-def test_the_golden_queries_use_all_three_legs(engine: Engine) -> None:
-    assert any(q.match_expr and not q.word_expr for q in engine.compiled)  # Japanese only
+def test_the_golden_queries_use_all_four_legs(engine: Engine) -> None:
+    assert any(q.cjk_expr and not q.word_expr and not q.match_expr
+               for q in engine.compiled)  # Japanese only
+    assert any(q.cjk_expr and q.match_expr for q in engine.compiled)  # Japanese + an identifier
     assert any(q.word_expr and not q.match_expr for q in engine.compiled)  # English only
     assert any(q.negative_expr or q.word_negative_expr for q in engine.compiled)  # exclusions
+    assert any(q.cjk_negative_expr for q in engine.compiled)  # 1–2 character CJK exclusions
     assert all(engine.vector_lists)
+    # the CJK leg finds something for every query that has CJK text
+    assert all(f.fetch("fts_cjk", config.DEFAULT_BM25_WEIGHTS)
+               for f, q in zip(engine.fetchers, engine.compiled, strict=True) if q.cjk_expr)
 
 
 conditions = st.fixed_dictionaries({
@@ -81,6 +113,8 @@ conditions = st.fixed_dictionaries({
     | st.floats(1.0, 200.0, allow_nan=False),
     "search.retrieval.vector_weight": st.floats(0.1, 4.0, allow_nan=False),
     "search.retrieval.fts_weight": st.floats(0.1, 4.0, allow_nan=False),
+    "search.retrieval.cjk_weight": st.sampled_from([0.0, 6.0])
+    | st.floats(0.1, 12.0, allow_nan=False),
     "search.retrieval.min_score": st.sampled_from([0.0, 0.0, 0.2, 0.4]),
     "search.fusion.bm25_heading_weight": st.sampled_from([0.5, 1.0, 2.0, 4.0]),
     "search.fusion.bm25_context_weight": st.sampled_from([0.5, 1.0, 2.0, 4.0]),
@@ -98,8 +132,9 @@ def tune_ranking(engine: Engine, i: int, flags: dict[str, object]) -> list[tuple
         engine.vector_lists[i] if legs.vector else [],
         fetcher.fetch("fts_chunks", params.bm25_weights) if legs.fts else [],
         word_ids=fetcher.fetch("fts_words", params.bm25_weights) if legs.words else None,
+        cjk_ids=fetcher.fetch("fts_cjk", params.bm25_weights) if legs.cjk else None,
         limit=LIMIT, rrf_k=params.rrf_k, vector_weight=params.vector_weight,
-        fts_weight=params.fts_weight, min_score=params.min_score)
+        fts_weight=params.fts_weight, cjk_weight=params.cjk_weight, min_score=params.min_score)
     return fused
 
 
@@ -115,7 +150,7 @@ def test_search_eval_and_tune_rank_every_golden_query_identically(
     search_rankings: list[Ranking] = [[(h.chunk.path, h.chunk.heading, h.score) for h in r.hits]
                                       for r in searched]
 
-    outcome = run_eval(EvalRequest(settings=s, db=engine.db, kb=engine.kb, golden=None,
+    outcome = run_eval(EvalRequest(settings=s, db=engine.db, kb=engine.kb, golden=engine.golden,
                                    k_values=(1, 5, 10), limit=LIMIT, reranker=None,
                                    no_history=True))
     eval_rankings: list[Ranking] = [

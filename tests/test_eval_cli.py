@@ -425,8 +425,10 @@ def test_fail_on_regression_gate(sample: Sample) -> None:
     ]
     assert f"Aggregate (compared with run of {before['timestamp']})" in lines
     regressed = [line.split()[1] for line in lines if line.startswith("  ↓ ")]
-    assert regressed == ["backup-retention", "pitr", "backup-restore-current", "retry_budget",
-                         "overload-retries", "rb-0210"]
+    # backup-retention (a Japanese query) is no longer among them since the CJK leg (issue #13)
+    # ranks it: its deltas stay within 0.05
+    assert regressed == ["pitr", "backup-restore-current", "retry_budget", "overload-retries",
+                         "rb-0210"]
     pitr = next(line for line in lines if line.startswith("  ↓ pitr "))
     # Before, the expected chunk ranked r: its exact rank depends on the model's vectors (an RRF
     # tie with the 2023 note's "Restoring from a dump", which the stemmed word leg ranks 1st, can

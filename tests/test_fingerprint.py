@@ -31,6 +31,7 @@ DEFAULTS = FingerprintInputs(
     sparse_top_k=None,
     vector_weight=1.0,
     fts_weight=1.0,
+    cjk_weight=6.0,
     min_score=0.0,
     context_mode="off",
 )
@@ -42,7 +43,7 @@ MINIMAL = {
     "k_values": [1, 5, 10],
     "golden_hash": "ab" * 32,
     "metric_version": 1,
-    "fts_query_version": 2,  # 2: the word-level table (issue #8)
+    "fts_query_version": 3,  # 2: the word-level table (issue #8); 3: the CJK table (#13)
 }
 
 
@@ -85,6 +86,7 @@ def test_reranker_name_is_kept() -> None:
         ({"sparse_top_k": 40}, "retrieval", {"sparse_top_k": 40}),
         ({"vector_weight": 1.2}, "retrieval", {"vector_weight": 1.2}),
         ({"fts_weight": 0.8}, "retrieval", {"fts_weight": 0.8}),
+        ({"cjk_weight": 3.0}, "retrieval", {"cjk_weight": 3.0}),
         ({"min_score": 0.3}, "retrieval", {"min_score": 0.3}),
         ({"context_mode": "static"}, "context", {"mode": "static"}),
     ],
@@ -100,13 +102,13 @@ def test_all_optional_members_in_spec_order() -> None:
     fp = fingerprint(
         context_mode="static", min_score=0.1, fts_weight=0.8, vector_weight=1.2, sparse_top_k=30,
         dense_top_k=20, mode="fts", preset="balanced", rrf_k=10.0, parent_retriever=(50, 1000),
-        mmr=(0.5, 0.2), max_length_override=128,
+        mmr=(0.5, 0.2), max_length_override=128, cjk_weight=12.0,
     )
     assert list(fp) == [*MINIMAL, "max_length", "mmr", "parent_retriever", "fusion",
                         "retrieval", "context"]
     assert list(fp["retrieval"]) == [  # type: ignore[call-overload]
         "preset", "mode", "dense_top_k", "sparse_top_k", "vector_weight", "fts_weight",
-        "min_score",
+        "cjk_weight", "min_score",
     ]
 
 

@@ -9,7 +9,8 @@ formulas of search.md, not as copied outputs.
 Since issue #8 an all-Latin query (`zebra`, `gamma`, …) runs the word-level full-text leg
 (`fts_words`, reported as `fts_word_rank`) and not the trigram leg; CJK queries run the trigram
 leg (`fts_rank`), and a mixed query with 2+ Latin words runs both, fused as separate legs after
-the vector leg, each weighted `fts_weight`.
+the vector leg, each weighted `fts_weight`. Since issue #13 a query with CJK text runs the CJK
+leg (`fts_cjk`, `fts_cjk_rank`, weighted `cjk_weight`) instead of the trigram leg.
 """
 
 from __future__ import annotations
@@ -216,8 +217,9 @@ def test_min_score_count_in_explain_line(fusion: Store, capsys: pytest.CaptureFi
     params = SearchParams(min_score=0.6)
     explain_stderr(run(fusion, "zebra", params, vector=(1.0, 0.0)), params)
     lines = capsys.readouterr().err.splitlines()
-    assert lines[1:4] == ["explain: fts skipped (no phrase)",
+    assert lines[1:5] == ["explain: fts skipped (no phrase)",
                           'explain: words MATCH "zebra"',
+                          "explain: cjk skipped (no CJK text)",
                           "explain: pool vec=50 fts=50 fused=3 (dropped by min_score: 2)"]
 
 
@@ -258,21 +260,30 @@ def test_hybrid_with_a_zero_weight_runs_one_leg(fusion: Store) -> None:
 
 def test_legs_to_run() -> None:
     latin, cjk = compile_query("zebra"), compile_query("再ランキング")
-    mixed, nothing = compile_query("retry budget の設定"), compile_query("x")
+    mixed, nothing = compile_query("retry budget 404"), compile_query("x")
+    mixed_cjk, quoted = compile_query("retry budget の設定"), compile_query('"再ランキング" 評価')
     hybrid = SearchParams()
-    assert legs_to_run(latin, hybrid) == Legs(vector=True, fts=False, words=True)
-    assert legs_to_run(cjk, hybrid) == Legs(vector=True, fts=True, words=False)
-    assert legs_to_run(mixed, hybrid) == Legs(vector=True, fts=True, words=True)
-    assert legs_to_run(nothing, hybrid) == Legs(vector=True, fts=False, words=False)
-    for query in (latin, cjk, mixed):
-        assert legs_to_run(query, SearchParams(mode="vector")) == Legs(True, False, False)
-    assert legs_to_run(latin, SearchParams(mode="fts")) == Legs(False, False, True)
-    assert legs_to_run(mixed, SearchParams(mode="fts")) == Legs(False, True, True)
-    assert legs_to_run(nothing, SearchParams(mode="fts")) == Legs(False, False, False)
+    assert legs_to_run(latin, hybrid) == Legs(vector=True, fts=False, words=True, cjk=False)
+    assert legs_to_run(cjk, hybrid) == Legs(vector=True, fts=False, words=False, cjk=True)
+    assert legs_to_run(mixed, hybrid) == Legs(vector=True, fts=True, words=True, cjk=False)
+    assert legs_to_run(mixed_cjk, hybrid) == Legs(vector=True, fts=False, words=True, cjk=True)
+    assert legs_to_run(quoted, hybrid) == Legs(vector=True, fts=True, words=False, cjk=True)
+    assert legs_to_run(nothing, hybrid) == Legs(vector=True, fts=False, words=False, cjk=False)
+    for query in (latin, cjk, mixed, mixed_cjk):
+        assert legs_to_run(query, SearchParams(mode="vector")) == Legs(True, False, False, False)
+    assert legs_to_run(latin, SearchParams(mode="fts")) == Legs(False, False, True, False)
+    assert legs_to_run(mixed, SearchParams(mode="fts")) == Legs(False, True, True, False)
+    assert legs_to_run(mixed_cjk, SearchParams(mode="fts")) == Legs(False, False, True, True)
+    assert legs_to_run(nothing, SearchParams(mode="fts")) == Legs(False, False, False, False)
     assert not legs_to_run(nothing, SearchParams(mode="fts")).any
-    assert legs_to_run(mixed, SearchParams(vector_weight=0.0)) == Legs(False, True, True)
-    # fts_weight weighs both full-text legs: 0 turns both off
-    assert legs_to_run(mixed, SearchParams(fts_weight=0.0)) == Legs(True, False, False)
+    assert legs_to_run(mixed, SearchParams(vector_weight=0.0)) == Legs(False, True, True, False)
+    # fts_weight weighs the trigram and word legs: 0 turns both off; cjk_weight the CJK leg
+    assert legs_to_run(mixed, SearchParams(fts_weight=0.0)) == Legs(True, False, False, False)
+    assert legs_to_run(mixed_cjk, SearchParams(fts_weight=0.0)) == Legs(True, False, False, True)
+    assert legs_to_run(mixed_cjk, SearchParams(cjk_weight=0.0)) == Legs(True, False, True, False)
+    # cjk_weight 0 turns the CJK leg off in every mode (fusion refuses a weight-0 leg)
+    assert legs_to_run(mixed_cjk, SearchParams(mode="fts", cjk_weight=0.0)) == Legs(
+        False, False, True, False)
 
 
 def test_low_confidence_ratio_rule_without_the_vector_leg(fusion: Store) -> None:
@@ -324,21 +335,25 @@ def test_relevance_and_low_confidence_with_the_vector_leg(fusion: Store) -> None
 
 # --------------------------------------------------------------------------- two full-text legs
 
-# Query "retry budget の設定" (mixed: trigram `"retry" OR "budget" OR "の設定"`, words `"retry" OR
-# "budget"`), query vector (1, 0). Four filler chunks keep every idf unclamped (n ≤ 2 of N = 7).
+# Query "retry budget 404" (mixed: a number is not a Latin word, so trigram `"retry" OR "budget"
+# OR "404"`, words `"retry" OR "budget"`), query vector (1, 0). Four filler chunks keep every idf
+# unclamped (n ≤ 2 of N = 7).
 #   chunk  content            vector      vec rank  trigram rank             word rank
-#   1      の設定 の設定       (1, 0)      1         2 (の設定 only)          -
+#   1      404 404            (1, 0)      1         2 (404 only)             -
 #   2      retries retries    (0.8, 0.6)  2         - (no "retry" substring)  1 (stem retri, tf 2)
-#   3      retry の設定        (0.6, 0.8)  3         1 (two phrases)          2 (tf 1)
+#   3      retry 404          (0.6, 0.8)  3         1 (two phrases)          2 (tf 1)
 #   4–7    filler words       (0, 1)      4–7       -                        -
 MIXED = [
-    Note("a.md", [Chunk("の設定 の設定", (1.0, 0.0))]),
+    Note("a.md", [Chunk("404 404", (1.0, 0.0))]),
     Note("b.md", [Chunk("retries retries", (0.8, 0.6))]),
-    Note("c.md", [Chunk("retry の設定", (0.6, 0.8))]),
+    Note("c.md", [Chunk("retry 404", (0.6, 0.8))]),
     *(Note(f"f{i}.md", [Chunk(f"filler words {i}", (0.0, 1.0))]) for i in range(4, 8)),
+    # chunk 8: CJK text for the CJK leg (no word of the queries above)
+    Note("j.md", [Chunk("の設定 の設定", (0.0, 1.0))]),
+    Note("k.md", [Chunk("設定 です", (0.0, 1.0))]),
 ]
-MIXED_QUERY = "retry budget の設定"
-MIXED_VEC = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 7}
+MIXED_QUERY = "retry budget 404"
+MIXED_VEC = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9}
 MIXED_TRIGRAM = {3: 1, 1: 2}
 MIXED_WORDS = {2: 1, 3: 2}
 
@@ -361,7 +376,7 @@ def mixed_raw(cid: int, wv: float, wf: float, legs: str = "vtw") -> float:
 def test_a_mixed_query_fuses_three_legs(mixed: Store) -> None:
     params = SearchParams(limit=10, vector_weight=1.2, fts_weight=0.8)
     result = run(mixed, MIXED_QUERY, params, vector=(1.0, 0.0))
-    assert result.trace.fts_expr == '"retry" OR "budget" OR "の設定"'
+    assert result.trace.fts_expr == '"retry" OR "budget" OR "404"'
     assert result.trace.word_expr == '"retry" OR "budget"'
     for hit in result.hits:
         cid = hit.chunk.chunk_id
@@ -369,7 +384,7 @@ def test_a_mixed_query_fuses_three_legs(mixed: Store) -> None:
         assert hit.explain.fts_rank == MIXED_TRIGRAM.get(cid)
         assert hit.explain.fts_word_rank == MIXED_WORDS.get(cid)
     # 3: 1.2/63 + 0.8/61 + 0.8/62; 1: 1.2/61 + 0.8/62 > 2: 1.2/62 + 0.8/61; fillers by vector
-    assert ids(result) == [3, 1, 2, 4, 5, 6, 7]
+    assert ids(result)[:7] == [3, 1, 2, 4, 5, 6, 7]
     best = 0.0 + 1.2 / (K + 1) + 0.8 / (K + 1) + 0.8 / (K + 1)  # all three legs returned rows
     for hit in result.hits:
         raw = mixed_raw(hit.chunk.chunk_id, 1.2, 0.8)
@@ -394,13 +409,23 @@ def test_fts_mode_runs_both_full_text_legs(mixed: Store) -> None:
     assert result.trace.pool_vec == 0 and result.trace.pool_fts == 50
 
 
-def test_a_cjk_query_runs_the_trigram_leg_only(mixed: Store) -> None:
+def test_a_cjk_query_runs_the_cjk_leg_only(mixed: Store) -> None:
     result = run(mixed, "の設定", SearchParams(mode="fts"), vector=None)
-    assert (result.trace.fts_expr, result.trace.word_expr) == ('"の設定"', None)
-    # chunk 1 holds the phrase twice in a row of the same length as chunk 3's
-    assert ids(result) == [1, 3]
-    assert [(h.explain.fts_rank, h.explain.fts_word_rank) for h in result.hits] == [
-        (1, None), (2, None)]
+    # the lone の is dropped from the query: its bigram の設 carries it
+    assert (result.trace.fts_expr, result.trace.word_expr, result.trace.cjk_expr) == (
+        None, None, '"の設" OR "設" OR "設定" OR "定"')
+    # chunk 8 holds all four tokens twice, chunk 9 three of them (設 設定 定) once
+    assert ids(result) == [8, 9]
+    assert [(h.explain.fts_rank, h.explain.fts_word_rank, h.explain.fts_cjk_rank)
+            for h in result.hits] == [(None, None, 1), (None, None, 2)]
+    # hybrid: the CJK leg weighs cjk_weight (6 by default), the vector leg 1:
+    # 8: 6/61 + 1/(60 + vec rank of 8); the normaliser sums both legs' best
+    hybrid = run(mixed, "の設定", SearchParams(limit=2, cjk_weight=6.0), vector=(1.0, 0.0))
+    assert ids(hybrid) == [8, 9]
+    vec_rank_8 = 8  # (0, 1) ties chunks 4–9 at distance 1; ties go to the lower id
+    raw = 6.0 / (K + 1) + 1.0 / (K + vec_rank_8)
+    assert hybrid.hits[0].explain.fused_raw == raw
+    assert hybrid.hits[0].score == raw / (1.0 / (K + 1) + 6.0 / (K + 1))
 
 
 def test_a_latin_query_runs_the_word_leg_only(mixed: Store) -> None:
@@ -546,21 +571,44 @@ def test_a_cjk_exclusion_filters_the_word_leg(cross: Store) -> None:
     assert (hybrid.hits[0].explain.fts_word_rank, hybrid.hits[0].explain.vec_rank) == (1, 1)
 
 
-def test_a_word_exclusion_filters_the_trigram_leg(cross: Store) -> None:
+def test_a_word_exclusion_filters_the_trigram_and_cjk_legs(cross: Store) -> None:
     # `-ab` is too short for a trigram negative but excludes the word "ab": every leg drops 4
-    query = "再ランキング -ab"
+    query = '"再ランキング" -ab'  # quoted: exactly that text, on the trigram leg only
     compiled = compile_query(query)
-    assert (compiled.match_expr, compiled.negative_expr) == ('"再ランキング" OR "ランキング"', None)
-    assert compiled.word_negative_expr == '"ab"'
+    assert (compiled.match_expr, compiled.negative_expr) == ('"再ランキング"', None)
+    assert (compiled.word_negative_expr, compiled.cjk_expr) == ('"ab"', None)
     assert cross.fts_match_ids('"ab"', "fts_words") == {4}
-    assert 4 in set(ids(run(cross, "再ランキング", SearchParams(mode="fts"), vector=None)))
+    assert set(ids(run(cross, '"再ランキング"', SearchParams(mode="fts"), vector=None))) == {
+        1, 4, 5}
     fts_only = run(cross, query, SearchParams(mode="fts"), vector=None)
-    assert 4 not in set(ids(fts_only)) and set(ids(fts_only)) == {1, 3, 5}
+    assert set(ids(fts_only)) == {1, 5}
     hybrid = run(cross, query, SearchParams(limit=10), vector=(1.0, 0.0))
     assert set(ids(hybrid)) == {1, 2, 3, 5}
+    # unquoted, the CJK leg runs its tokens and drops 4 as well: 3 holds ランキング
+    cjk_only = run(cross, "ランキング -ab", SearchParams(mode="fts"), vector=None)
+    assert set(ids(cjk_only)) == {1, 3, 5}
+    assert all(h.explain.fts_cjk_rank is not None for h in cjk_only.hits)
 
 
-@pytest.mark.parametrize("query", ["python -再ランキング", "再ランキング -ab",
+@pytest.mark.parametrize(("query", "held"), [
+    ("python -再", {1, 4, 5}), ("python -再ラ", {1, 4, 5}), ("python -ン", {1, 3, 4, 5}),
+    ('python -"ラン"', {1, 3, 4, 5}), ("ランキング -再", {1, 4, 5}),
+])
+def test_one_and_two_character_cjk_exclusions_hold_on_every_leg(
+        cross: Store, query: str, held: set[int]) -> None:
+    """Issue #13: `-再` / `-再ラ` exclude every chunk holding that substring, whatever the leg
+    (too short for the trigram table: the CJK table's unigram / bigram tokens find them)."""
+    compiled = compile_query(query)
+    assert compiled.cjk_negative_expr is not None and compiled.negative_expr is None
+    for mode in ("fts", "hybrid", "vector"):
+        found = set(ids(run(cross, query, SearchParams(mode=mode, limit=10), vector=(1.0, 0.0))))
+        assert found and not found & held, (mode, found)
+        assert all(compiled.cjk_negative_expr.strip('"') not in run_text
+                   for run_text in (CROSS[i - 1].chunks[0].content for i in found))
+
+
+@pytest.mark.parametrize("query", ["python -再ランキング", "再ランキング -ab", '"ランキング" -ab',
+                                   "ランキング -再", "python -再ラ",
                                    "python ランキング tips -ab", "python -async", "python"])
 def test_tune_fetches_the_lists_the_search_legs_rank(cross: Store, query: str) -> None:
     """tune scores the lists it fetches itself: they must be the search's full-text legs,
@@ -575,10 +623,12 @@ def test_tune_fetches_the_lists_the_search_legs_rank(cross: Store, query: str) -
 
     trigram = leg([h.explain.fts_rank for h in result.hits])
     words = leg([h.explain.fts_word_rank for h in result.hits])
-    assert trigram or words
+    cjk = leg([h.explain.fts_cjk_rank for h in result.hits])
+    assert trigram or words or cjk
     fetcher = ListFetcher(cross, compiled, 50)
     assert fetcher.fetch("fts_chunks", BUILTIN_BM25) == trigram
     assert fetcher.fetch("fts_words", BUILTIN_BM25) == words
+    assert fetcher.fetch("fts_cjk", BUILTIN_BM25) == cjk
 
 
 # --------------------------------------------------------------------------- filters

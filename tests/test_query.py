@@ -18,31 +18,28 @@ from groove_cli.retrieve.query import (
 from groove_cli.retrieve.words import ENGLISH_STOPWORDS, MAX_WORD_TERMS, MIN_WORD_CHARS
 
 # search.md §2.6, every row that compiles to an expression, as (query, trigram MATCH, word-level
-# MATCH) since issue #8: an all-Latin query goes to `fts_words` only; a query with a CJK (or any
-# non-Latin, e.g. number-only) phrase keeps every phrase on the trigram table, and the word leg
-# joins it from MIN_MIXED_WORD_TERMS (2) Latin terms on. Word terms are plain words of >= 2
-# characters minus English stopwords (unless quoted, or unless nothing else is left), repeats kept.
+# MATCH) since issue #8: an all-Latin query goes to `fts_words` only; a query with a non-Latin
+# (e.g. number-only) phrase keeps every phrase on the trigram table, and the word leg joins it
+# from MIN_MIXED_WORD_TERMS (2) Latin terms on. Since issue #13 a query with CJK text goes to
+# `fts_cjk` instead of the trigram table, which keeps only its quoted phrases (CJK_PINNED below).
+# Word terms are plain words of >= 2 characters minus English stopwords (unless quoted, or unless
+# nothing else is left), repeats kept.
 PINNED: list[tuple[str, str | None, str | None]] = [
-    ("再ランキングの評価について", '"再ランキング" OR "ランキング" OR "の評価" OR "について"', None),
-    ("retry budget の設定", '"retry" OR "budget" OR "の設定"', '"retry" OR "budget"'),
-    # one Latin term (the quoted phrase) in a mixed query: the trigram match serves it
-    ('"Foundry Local" の設定', '"Foundry Local" OR "の設定"', None),
-    ("システム化", '"システム化" OR "システム"', None),
-    ("再ランキング化", '"再ランキング化" OR "再ランキング" OR "ランキング"', None),
-    ("の再ランキング", '"の再ランキング" OR "ランキング"', None),
-    ("の評価は", '"の評価は" OR "の評価"', None),
-    ("評価・分析", '"評価・分析" OR "評価・"', None),
-    ("再 ランキング", '"ランキング"', None),
+    ("再ランキングの評価について", None, None),
+    ("retry budget の設定", None, '"retry" OR "budget"'),
+    # one Latin term (the quoted phrase) in a mixed query: the word leg does not join; the quoted
+    # phrase stays on the trigram table as an exact substring
+    ('"Foundry Local" の設定', '"Foundry Local"', None),
     ("abc abc def", None, '"abc" OR "abc" OR "def"'),  # repeats kept: BM25 query term frequency
-    ('"ab" テスト', '"テスト"', None),
+    ('"ab" テスト', None, None),
     ("foo OR bar", None, '"foo" OR "bar"'),  # `or` is a stopword (and never an operator)
     ('foo "bar" AND', None, '"foo" OR "bar"'),  # `and` is a stopword
     ("heading:foo", None, '"heading" OR "foo"'),
     ('abc "def', None, '"abc" OR "def"'),
     ('"say ""hi"""', None, '"say ""hi"""'),
-    ("UI について", '"について"', None),
+    ("UI について", None, None),
     ("ML pipelines", None, '"ML" OR "pipelines"'),  # 2-letter words count in the word table
-    ("UI と ML", '"UI と ML"', '"UI" OR "ML"'),  # no trigram phrase: fallback; no CJK phrase
+    ("UI と ML", None, '"UI" OR "ML"'),
     ("!!! ??? 、。", '"!!! ??? 、。"', None),  # fallback
     ("---", '"---"', None),
     ("sqlite-vec", None, '"sqlite-vec"'),
@@ -66,8 +63,8 @@ PINNED: list[tuple[str, str | None, str | None]] = [
     ("Café crème", None, '"Café" OR "crème"'),  # accented letters are Latin
     ("ab", None, '"ab"'),
     ('"x"', None, '"x"'),  # a quoted Latin term has no minimum length
-    ("Python入門", '"Python入門" OR "Python"', None),  # one Latin word in a CJK query
-    ("Python と Rust の比較", '"Python" OR "Rust" OR "の比較"', '"Python" OR "Rust"'),
+    ("Python入門", None, None),  # one Latin word in a CJK query: served by the CJK table
+    ("Python と Rust の比較", None, '"Python" OR "Rust"'),
     # a number-only phrase is not Latin: it keeps the query's phrases on the trigram table
     ("error 404 page", '"error" OR "404" OR "page"', '"error" OR "page"'),
     ("2024", '"2024"', None),
@@ -78,7 +75,7 @@ PINNED: list[tuple[str, str | None, str | None]] = [
 
 
 def test_constants() -> None:
-    assert (MIN_PHRASE_CHARS, MAX_PHRASES, MAX_NEG_PHRASES, FTS_QUERY_VERSION) == (3, 32, 32, 2)
+    assert (MIN_PHRASE_CHARS, MAX_PHRASES, MAX_NEG_PHRASES, FTS_QUERY_VERSION) == (3, 32, 32, 3)
     assert (MIN_WORD_CHARS, MAX_WORD_TERMS, MIN_MIXED_WORD_TERMS) == (2, 32, 2)
     assert len(ENGLISH_STOPWORDS) == 179  # NLTK's English list
     assert {"the", "of", "and", "or", "not", "what", "don't", "should've"} <= ENGLISH_STOPWORDS
@@ -163,24 +160,30 @@ def test_full_compiled_record_mixed_script() -> None:
         positive_text="retry budget の設定",
         phrases=("retry", "budget", "の設定"),
         negatives=("再試行", "old"),
-        match_expr='("retry" OR "budget" OR "の設定") NOT ("再試行" OR "old")',
+        match_expr=None,  # CJK text: the CJK table instead of the trigram table (issue #13)
         negative_expr='"再試行" OR "old"',
         phrases_capped=False,
         negatives_capped=False,
         word_terms=("retry", "budget"),
         word_expr='("retry" OR "budget") NOT ("old")',
         word_negative_expr='"old"',
+        cjk_terms=("retry", "budget", "の設", "設", "設定", "定"),  # the lone の is dropped
+        cjk_expr='"retry" OR "budget" OR "の設" OR "設" OR "設定" OR "定"',
+        cjk_negative_expr=None,  # 再試行 and old are 3+ characters: the trigram NOT holds them
     )
 
 
 def test_fallback_keeps_phrases_empty() -> None:
-    compiled = compile_query("UI と ML")
+    compiled = compile_query("UI и ML")  # и: one Cyrillic letter, no phrase of 3
     assert compiled.phrases == ()
-    assert compiled.match_expr == '"UI と ML"'
+    assert compiled.match_expr == '"UI и ML"'
+    # with CJK text the CJK table serves such a query: no trigram fallback
+    cjk_query = compile_query("UI と ML")
+    assert (cjk_query.match_expr, cjk_query.cjk_expr) == (None, '"ui" OR "ml"')
 
 
 def test_fallback_with_negatives() -> None:
-    assert compile_query("UI と ML -async").match_expr == '("UI と ML") NOT ("async")'
+    assert compile_query("UI и ML -async").match_expr == '("UI и ML") NOT ("async")'
 
 
 def test_fallback_drops_quoted_segments() -> None:
@@ -198,8 +201,9 @@ def test_quoted_phrase_with_nul_is_dropped() -> None:
     compiled = compile_query('"abc\0def" xyz')
     assert compiled.phrases == ("xyz",)
     assert (compiled.match_expr, compiled.word_expr) == (None, '"xyz"')
-    assert compile_query('"abc\0def" テスト').match_expr == '"テスト"'
+    assert compile_query('"abc\0def" テスト').match_expr is None
     assert compile_query('"abc\0def" テスト').word_expr is None
+    assert compile_query('"abc\0def" テスト').cjk_terms[-5:] == ("テ", "テス", "ス", "スト", "ト")
 
 
 def test_quoted_short_word_not_rescued() -> None:
@@ -269,7 +273,7 @@ def test_quoted_exclusion_short_or_nul_dropped() -> None:
     assert compiled.word_negative_expr == '"ab"'
     assert compiled.positive_text == "python"
     mixed = compile_query('テスト -"ab" -"a\0bc"')
-    assert (mixed.match_expr, mixed.negative_expr) == ('"テスト"', None)
+    assert (mixed.match_expr, mixed.negative_expr) == (None, None)
     assert (mixed.word_expr, mixed.word_negative_expr) == (None, '"ab"')
 
 
@@ -278,7 +282,7 @@ def test_quoted_exclusion_with_doubled_quote() -> None:
     assert compiled.negatives == ('say "hi"',)
     assert compiled.match_expr is None
     assert compiled.word_expr == '("python") NOT ("say ""hi""")'
-    assert compile_query('テスト -"say ""hi"""').match_expr == '("テスト") NOT ("say ""hi""")'
+    assert compile_query('"テスト" -"say ""hi"""').match_expr == '("テスト") NOT ("say ""hi""")'
 
 
 def test_hyphen_inside_quotes_is_positive() -> None:
@@ -413,3 +417,37 @@ def test_a_query_that_is_not_utf8_is_a_usage_error() -> None:
     assert caught.value.exit_code == 2
     with pytest.raises(UsageError, match="U\\+D800 at character 1"):
         compile_query("\ud800abc")
+
+
+# Issue #13: (query, trigram MATCH, CJK MATCH, CJK exclusion) for queries with CJK text.
+CJK_PINNED: list[tuple[str, str | None, str | None, str | None]] = [
+    # every character and pair, lone hiragana left out
+    ("再ランキングの評価", None,
+     '"再" OR "再ラ" OR "ラ" OR "ラン" OR "ン" OR "ンキ" OR "キ" OR "キン" OR "ン" OR "ング" OR '
+     '"グ" OR "グの" OR "の評" OR "評" OR "評価" OR "価"', None),
+    ("の", None, '"の"', None),  # nothing but a lone hiragana: kept
+    # NFKC + case folding in the CJK table; the identifier also stays on the trigram table
+    ("ＡＢＣ１２３のテスト", '"ＡＢＣ１２３"',
+     '"abc123" OR "のテ" OR "テ" OR "テス" OR "ス" OR "スト" OR "ト"', None),
+    # identifiers and numbers: substrings on the trigram table, words in the CJK table
+    ("BK-1107 が起きた原因", '"BK-1107"',
+     '"bk" OR "1107" OR "が起" OR "起" OR "起き" OR "きた" OR "た原" OR "原" OR "原因" OR "因"',
+     None),
+    ("1945年に何が", '"1945"', '"1945" OR "年" OR "年に" OR "に何" OR "何" OR "何が"', None),
+    ("E-0382 の対処 -評価", '"E-0382"', '"e" OR "0382" OR "の対" OR "対" OR "対処" OR "処"',
+     '"評価"'),
+    ('"再ランキング" 評価', '"再ランキング"', '"評" OR "評価" OR "価"', None),  # quoted: exact
+    ('"評価"', None, '"評価"', None),  # a quoted 2-character word is one token
+    ("評価 -再", None, '"評" OR "評価" OR "価"', '"再"'),  # 1-character exclusion
+    ('評価 -"方法"', None, '"評" OR "評価" OR "価"', '"方法"'),  # 2-character quoted exclusion
+    ("方法 -42", None, '"方" OR "方法" OR "法"', '"42"'),  # a short number: one token
+    ("方法 -ab", None, '"方" OR "方法" OR "法"', None),  # a Latin word: the word table's
+]
+
+
+@pytest.mark.parametrize(("query", "trigram", "cjk_expr", "cjk_negative"), CJK_PINNED)
+def test_cjk_pinned_expressions(query: str, trigram: str | None, cjk_expr: str | None,
+                                cjk_negative: str | None) -> None:
+    compiled = compile_query(query)
+    assert (compiled.match_expr, compiled.cjk_expr, compiled.cjk_negative_expr) == (
+        trigram, cjk_expr, cjk_negative)

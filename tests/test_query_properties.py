@@ -8,13 +8,16 @@ or parser rejects fails here rather than in a search.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import apsw
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import groove_cli
 from groove_cli.errors import UsageError
+from groove_cli.retrieve.cjk import row_text
 from groove_cli.retrieve.query import MAX_NEG_PHRASES, MAX_PHRASES, compile_query
 from groove_cli.retrieve.words import ENGLISH_STOPWORDS, MAX_WORD_TERMS, is_latin_text
 
@@ -40,6 +43,7 @@ queries = st.one_of(
     ).map("".join),
 )
 
+MIGRATIONS = Path(groove_cli.__file__).parent / "migrations"
 PROPERTY_SETTINGS = settings(max_examples=300, deadline=None)
 
 ROWS = [
@@ -51,8 +55,14 @@ ROWS = [
 
 @pytest.fixture(scope="module")
 def fts() -> Iterator[apsw.Connection]:
-    """Both FTS tables, created with the migrations' statements, holding ROWS."""
+    """The three FTS tables, created with the migrations' statements, holding ROWS."""
     connection = apsw.Connection(":memory:")
+    connection.create_scalar_function("groove_cjk", row_text, 1, deterministic=True)
+    connection.execute("CREATE TABLE chunks(id INTEGER PRIMARY KEY, heading, context_text, "
+                       "content)")
+    connection.execute("CREATE TABLE index_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    connection.executemany("INSERT INTO chunks VALUES (?, ?, ?, ?)", ROWS)
+    connection.execute((MIGRATIONS / "0003_fts_cjk.sql").read_text(encoding="utf-8"))
     connection.execute(
         """CREATE VIRTUAL TABLE fts_chunks USING fts5(
              heading, context, content,
@@ -82,6 +92,11 @@ def _run(connection: apsw.Connection, expr: str, table: str = "fts_chunks") -> l
 def _words(connection: apsw.Connection, expr: str | None) -> list[int]:
     assert expr is not None
     return _run(connection, expr, "fts_words")
+
+
+def _cjk(connection: apsw.Connection, expr: str | None) -> list[int]:
+    assert expr is not None
+    return sorted(_run(connection, expr, "fts_cjk"))
 
 
 @PROPERTY_SETTINGS
@@ -130,19 +145,23 @@ def test_expressions_are_valid_fts5(fts: apsw.Connection, query: str) -> None:
         _run(fts, compiled.negative_expr)
 
 
+@pytest.mark.parametrize("table", ["words", "cjk"])
 @PROPERTY_SETTINGS
-@given(queries)
-def test_word_expressions_are_valid_fts5(fts: apsw.Connection, query: str) -> None:
-    """The word-level expression and exclusion scan, for any query, against `fts_words`."""
+@given(query=queries)
+def test_table_expressions_are_valid_fts5(fts: apsw.Connection, table: str, query: str) -> None:
+    """The word-level and CJK expressions and exclusion scans, for any query, against their
+    tables (`fts_words`, `fts_cjk`)."""
     try:
         compiled = compile_query(query)
     except UsageError:
         return
-    assert (compiled.word_expr is None) == (compiled.word_terms == ())
-    if compiled.word_expr is not None:
-        _run(fts, compiled.word_expr, "fts_words")  # raises apsw.SQLError on invalid syntax
-    if compiled.word_negative_expr is not None:
-        _run(fts, compiled.word_negative_expr, "fts_words")
+    prefix = "word" if table == "words" else "cjk"
+    expr, negative = getattr(compiled, f"{prefix}_expr"), getattr(compiled, f"{prefix}_negative_expr")
+    assert (expr is None) == (getattr(compiled, f"{prefix}_terms") == ())
+    if expr is not None:
+        _run(fts, expr, f"fts_{table}")  # raises apsw.SQLError on invalid syntax
+    if negative is not None:
+        _run(fts, negative, f"fts_{table}")
 
 
 @PROPERTY_SETTINGS
@@ -166,9 +185,16 @@ def test_word_terms_are_latin_text_of_the_positive_text(query: str) -> None:
 
 def test_pinned_expressions_find_rows(fts: apsw.Connection) -> None:
     # Not just valid: the compiled phrases match what a user would expect.
-    assert _run(fts, compile_query("再ランキングの評価について").match_expr or "") == [1]
+    assert _cjk(fts, compile_query("再ランキングの評価について").cjk_expr) == [1]
     assert _run(fts, compile_query("!!! ??? 、。").match_expr or "") == [3]
-    assert _run(fts, compile_query("データベース -再ランキング").match_expr or "") == [2]
+    assert _run(fts, compile_query("データベース -再ランキング").negative_expr or "") == [1]
+    # CJK text: every row sharing a character or pair with the query, best first
+    # (row 2 shares データ's 5 tokens, row 1 評価's 3)
+    assert _run(fts, compile_query("評価データ").cjk_expr or "", "fts_cjk") == [2, 1]
+    assert _cjk(fts, compile_query("ML と UI").cjk_expr) == [3]  # Latin words are tokens too
+    # exclusions of 1 and 2 CJK characters are exact CJK-table tokens
+    assert _cjk(fts, compile_query("データ -評価").cjk_negative_expr) == [1]
+    assert _cjk(fts, compile_query("データ -と").cjk_negative_expr) == [3]
     assert _run(fts, compile_query("python -async").negative_expr or "") == [1]
     # Latin queries: the word-level table
     assert compile_query("python -async").match_expr is None

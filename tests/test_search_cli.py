@@ -109,8 +109,8 @@ def explain_lines(result: Result) -> list[str]:
 
 HIT_KEYS = ["score", "relevance", "path", "abs_path", "line_start", "line_end", "title", "heading", "topic",
             "date", "tags", "content", "match_spans"]
-EXPLAIN_KEYS = ["fts_rank", "fts_word_rank", "vec_rank", "fused_rank", "fused_raw", "fused_score",
-                "rerank_rank", "rerank_score", "mmr_rank"]
+EXPLAIN_KEYS = ["fts_rank", "fts_word_rank", "fts_cjk_rank", "vec_rank", "fused_rank", "fused_raw",
+                "fused_score", "rerank_rank", "rerank_score", "mmr_rank"]
 
 
 # --------------------------------------------------------------------------- query cache
@@ -206,11 +206,13 @@ def test_english_query_finds_its_note_first(warm: Warm, config_file: Path, workd
 def test_japanese_query_finds_its_note_first(warm: Warm, config_file: Path, workdir: Path) -> None:
     doc = ok_json(groove(config_file, warm.db, JA_QUERY))
     top = doc["results"][0]
-    assert (top["path"], top["heading"]) == ("operations/oncall/障害対応手順.md", "アラートを受けたら")
+    # the CJK leg and the vector leg both rank the hand-over section first: it holds アラート
+    # twice and 最初 once (issue #13; the trigram leg ranked the section on alerts first)
+    assert (top["path"], top["heading"]) == ("operations/oncall/障害対応手順.md", "引き継ぎ")
     # the phrases are アラート, が鳴ったら, ったら, 最初にやること, にやること; only アラート occurs
-    start = top["content"].index("アラート")
-    assert top["content"].count("アラート") == 1
-    assert top["match_spans"] == [{"start": start, "end": start + len("アラート")}]
+    starts = [m.start() for m in re.finditer("アラート", top["content"])]
+    assert len(starts) == 2
+    assert top["match_spans"] == [{"start": s, "end": s + len("アラート")} for s in starts]
     assert list(top) == HIT_KEYS
 
 
@@ -251,8 +253,8 @@ def test_preset_balanced_weights(warm: Warm, config_file: Path, workdir: Path) -
     doc = ok_json(result)
     lines = explain_lines(result)
     assert lines[0] == ("explain: mode=hybrid preset=balanced rrf_k=60.0 vector_weight=1.2 "
-                        "fts_weight=0.8 min_score=0.3")
-    assert lines[3].startswith("explain: pool vec=40 fts=40 ")  # the preset's top-k, no reranker
+                        "fts_weight=0.8 cjk_weight=6.0 min_score=0.3")
+    assert lines[4].startswith("explain: pool vec=40 fts=40 ")  # the preset's top-k, no reranker
     assert "warning" not in result.stderr  # 0.3 is under 0.8 / 2.0
     assert doc["results"]
     for hit in doc["results"]:
@@ -276,10 +278,37 @@ def test_a_file_value_beats_the_preset(warm: Warm, real_models_dir: Path, tmp_pa
     result = groove(config, warm.db, "retry budget", "--explain")
     assert result.exit_code == 0, result.output
     assert explain_lines(result)[0] == ("explain: mode=hybrid preset=balanced rrf_k=60.0 "
-                                        "vector_weight=2.0 fts_weight=0.8 min_score=0.3")
+                                        "vector_weight=2.0 fts_weight=0.8 cjk_weight=6.0 "
+                                        "min_score=0.3")
     flagged = groove(config, warm.db, "retry budget", "--explain", "--vector-weight", "1.5")
     assert explain_lines(flagged)[0] == ("explain: mode=hybrid preset=balanced rrf_k=60.0 "
-                                         "vector_weight=1.5 fts_weight=0.8 min_score=0.3")
+                                         "vector_weight=1.5 fts_weight=0.8 cjk_weight=6.0 "
+                                         "min_score=0.3")
+
+
+def test_cjk_weight_flag_weighs_the_cjk_leg(warm: Warm, config_file: Path, workdir: Path) -> None:
+    """--cjk-weight sets the CJK leg's weight (explain line and fused sums); 0 turns it off;
+    a negative value is refused naming the flag."""
+    result = groove(config_file, warm.db, "バックアップ設定", "--explain", "--cjk-weight", "2.5",
+                    "--limit", "10")
+    doc = ok_json(result)
+    assert explain_lines(result)[0] == ("explain: mode=hybrid preset=- rrf_k=60.0 vector_weight=1.0 "
+                                        "fts_weight=1.0 cjk_weight=2.5 min_score=0.0")
+    assert any(h["explain"]["fts_cjk_rank"] is not None for h in doc["results"])
+    for hit in doc["results"]:
+        e = hit["explain"]
+        raw = 0.0  # leg order: vector, trigram, words, CJK
+        if e["vec_rank"] is not None:
+            raw += 1.0 / (60.0 + e["vec_rank"])
+        if e["fts_cjk_rank"] is not None:
+            raw += 2.5 / (60.0 + e["fts_cjk_rank"])
+        assert e["fts_rank"] is None and e["fts_word_rank"] is None
+        assert e["fused_raw"] == raw
+    off = groove(config_file, warm.db, "バックアップ設定", "--explain", "--cjk-weight", "0")
+    assert "explain: cjk skipped (cjk_weight 0)" in explain_lines(off)
+    assert all(h["explain"]["fts_cjk_rank"] is None for h in ok_json(off)["results"])
+    bad = groove(config_file, warm.db, "バックアップ設定", "--cjk-weight", "-1")
+    assert bad.exit_code == 2 and "--cjk-weight" in bad.stderr
 
 
 def test_min_score_warning_and_dropped_count(warm: Warm, config_file: Path, workdir: Path) -> None:
@@ -405,41 +434,44 @@ def test_json_explain_object(golden_index: tuple[Path, Path], config_file: Path,
     first = doc["results"][0]
     assert list(first) == [*HIT_KEYS, "expanded_from", "explain"]
     assert list(first["explain"]) == EXPLAIN_KEYS
-    assert first["explain"] == {"fts_rank": None, "fts_word_rank": 1, "vec_rank": None,
-                                "fused_rank": 1, "fused_raw": 1.0 / 61.0, "fused_score": 1.0,
-                                "rerank_rank": None, "rerank_score": None, "mmr_rank": None}
+    assert first["explain"] == {"fts_rank": None, "fts_word_rank": 1, "fts_cjk_rank": None,
+                                "vec_rank": None, "fused_rank": 1, "fused_raw": 1.0 / 61.0,
+                                "fused_score": 1.0, "rerank_rank": None, "rerank_score": None,
+                                "mmr_rank": None}
     assert [h["explain"]["fts_word_rank"] for h in doc["results"]] == [1, 2, 3, 4, 5]
     lines = explain_lines(result)
-    assert len(lines) == 5
+    assert len(lines) == 6
     assert lines[0] == ("explain: mode=fts preset=- rrf_k=60.0 vector_weight=1.0 fts_weight=1.0 "
-                        "min_score=0.0")
+                        "cjk_weight=6.0 min_score=0.0")
     assert lines[1] == "explain: fts skipped (no phrase)"
     assert lines[2] == 'explain: words MATCH "retry" OR "budget"'
-    assert lines[3] == "explain: pool vec=- fts=50 fused=5 (dropped by min_score: 0)"
+    assert lines[3] == "explain: cjk skipped (no CJK text)"
+    assert lines[4] == "explain: pool vec=- fts=50 fused=5 (dropped by min_score: 0)"
     assert re.fullmatch(r"explain: timings ms: embed=- vec=- fts=\d+\.\d fuse=\d+\.\d rerank=- "
-                        r"mmr=- parent=\d+\.\d spans=\d+\.\d total=\d+\.\d", lines[4]), lines[4]
+                        r"mmr=- parent=\d+\.\d spans=\d+\.\d total=\d+\.\d", lines[5]), lines[5]
 
 
 def test_explain_of_a_mixed_script_query(golden_index: tuple[Path, Path], config_file: Path,
                                          workdir: Path) -> None:
-    # a CJK phrase keeps every phrase on the trigram table; 2 Latin words add the word leg
+    # CJK text goes to the CJK table (issue #13); 2 Latin words add the word leg
     result = groove(config_file, golden_index[1], "retry budget の設定", "--mode", "fts",
                     "--explain", "--limit", "10")
     doc = ok_json(result)
-    assert explain_lines(result)[1:4] == [
-        'explain: fts MATCH "retry" OR "budget" OR "の設定"',
+    assert explain_lines(result)[1:5] == [
+        "explain: fts skipped (no phrase)",
         'explain: words MATCH "retry" OR "budget"',
+        'explain: cjk MATCH "retry" OR "budget" OR "の設" OR "設" OR "設定" OR "定"',
         "explain: pool vec=- fts=50 fused=10 (dropped by min_score: 0)"]
-    best = 1 / 61 + 1 / 61  # both full-text legs returned rows
-    assert any(h["explain"]["fts_rank"] is not None and h["explain"]["fts_word_rank"] is not None
-               for h in doc["results"])
+    best = 1 / 61 + 6 / 61  # both full-text legs returned rows; the CJK leg weighs 6
+    assert any(h["explain"]["fts_cjk_rank"] is not None
+               and h["explain"]["fts_word_rank"] is not None for h in doc["results"])
     for hit in doc["results"]:
         e = hit["explain"]
         raw = 0.0
-        for rank in (e["fts_rank"], e["fts_word_rank"]):  # trigram, then words
+        for rank, weight in ((e["fts_word_rank"], 1.0), (e["fts_cjk_rank"], 6.0)):  # leg order
             if rank is not None:
-                raw += 1.0 / (60.0 + rank)
-        assert e["vec_rank"] is None and e["fused_raw"] == raw
+                raw += weight / (60.0 + rank)
+        assert e["vec_rank"] is None and e["fts_rank"] is None and e["fused_raw"] == raw
         assert hit["score"] == raw / best
 
 
@@ -503,7 +535,7 @@ def test_text_format_without_low_confidence_and_with_explain(
         f"{os.path.relpath(golden_index[0])}/incidents/incident-review-process.md:1"
         "  § Blameless by default",
         "score: 1.0000",
-        "explain: fts=- words=#1 vec=- fused=#1 (1.0000) rerank=- mmr=-",
+        "explain: fts=- words=#1 cjk=- vec=- fused=#1 (1.0000) rerank=- mmr=-",
         "",
     ]
 
@@ -555,7 +587,7 @@ def test_files_format_prints_each_path_once(golden_index: tuple[Path, Path], con
     assert "groove: note: low confidence (max / mean ratio < 1.5)" in files.stderr.splitlines()
     per_hit = [line for line in files.stderr.splitlines() if ": explain: fts=" in line]
     assert len(per_hit) == len(paths)
-    assert per_hit[0] == (f"{paths[0]}: explain: fts=- words=#1 vec=- fused=#1 (1.0000) "
+    assert per_hit[0] == (f"{paths[0]}: explain: fts=- words=#1 cjk=- vec=- fused=#1 (1.0000) "
                           "rerank=- mmr=-")
 
 
@@ -592,7 +624,8 @@ def test_filters_and_filter_applied(golden_index: tuple[Path, Path], config_file
 ])
 def test_quality_threshold(golden_index: tuple[Path, Path], config_file: Path, workdir: Path,
                            flags: tuple[str, ...], found: bool) -> None:
-    doc = ok_json(groove(config_file, golden_index[1], "参加者", "--mode", "fts", *flags))
+    # quoted: exactly 参加者 (unquoted, the CJK leg also ranks every note sharing 参, 加 or 者)
+    doc = ok_json(groove(config_file, golden_index[1], '"参加者"', "--mode", "fts", *flags))
     paths = [h["path"] for h in doc["results"]]
     assert paths == (["team/meetings/2025-05-12-検索品質定例.md"] if found else [])
     assert doc["filter_applied"] == {}
@@ -603,7 +636,7 @@ def test_quality_filter_disabled_in_config(golden_index: tuple[Path, Path], real
     config = tmp_path / "groove.toml"
     config.write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n"
                       "[quality_filter]\nenabled = false\n", encoding="utf-8")
-    doc = ok_json(groove(config, golden_index[1], "参加者", "--mode", "fts"))
+    doc = ok_json(groove(config, golden_index[1], '"参加者"', "--mode", "fts"))
     assert [h["path"] for h in doc["results"]] == ["team/meetings/2025-05-12-検索品質定例.md"]
 
 
@@ -645,7 +678,7 @@ def test_limit_above_1000_is_clamped_with_a_note(golden_index: tuple[Path, Path]
                     "--explain")
     doc = ok_json(result)
     assert "groove: note: --limit 5000 clamped to 1000" in result.stderr.splitlines()
-    assert explain_lines(result)[3].startswith("explain: pool vec=- fts=5000 ")  # P = 1000 × 5
+    assert explain_lines(result)[4].startswith("explain: pool vec=- fts=5000 ")  # P = 1000 × 5
     assert 5 < len(doc["results"]) <= 1000
 
 

@@ -1,4 +1,4 @@
-"""Run-level warnings of searching.py: once per search, summed over eval's queries."""
+"""Run-level warnings of retrieve/params.py: once per search, summed over eval's queries."""
 
 from __future__ import annotations
 
@@ -37,3 +37,16 @@ def test_eval_warns_once_with_the_count(lines: list[str]) -> None:
 def test_no_warning_under_the_cap(lines: list[str]) -> None:
     query_warnings([compile_query("retry budget の設定")])
     assert lines == []
+
+
+def test_a_long_japanese_query_warns_about_cjk_tokens(lines: list[str]) -> None:
+    # 200 distinct kanji: 200 unigrams + 199 bigrams, over the 256-token cap
+    long_ja = "".join(chr(0x4E00 + i) for i in range(200))
+    assert len(compile_query(long_ja).cjk_terms) == 256
+    query_warnings([compile_query(long_ja)])
+    query_warnings([compile_query(long_ja), compile_query("評価")])
+    assert lines == [
+        "groove: warning: the query has more than 256 CJK tokens (or 32 words); only the first "
+        "are searched",
+        "groove: warning: 1 of 2 queries have more than 256 CJK tokens (or 32 words); only the "
+        "first are searched"]

@@ -420,7 +420,7 @@ def test_no_effective_query_exits_2_with_nothing_on_stdout(tune_kb: TuneKb, work
     assert config.read_text(encoding="utf-8") == before
 
 
-def test_retrieval_space_sweeps_20_conditions_and_keeps_min_score_0(
+def test_retrieval_space_sweeps_60_conditions_and_keeps_min_score_0(
         tune_kb: TuneKb, workdir: Path, real_models_dir: Path) -> None:
     write_config(workdir, real_models_dir)
     result = run_tune(tune_kb, tune_kb.win, "--space", "retrieval", "--format", "json",
@@ -429,19 +429,25 @@ def test_retrieval_space_sweeps_20_conditions_and_keeps_min_score_0(
     report = json.loads(result.stdout)
     assert report["space"] == "retrieval"
     assert [line for line in result.stderr.splitlines() if "sweeping" in line] == [
-        f"  [{i}/12] sweeping 20 conditions for {w}" for i, w in enumerate(TOPICS, start=1)]
+        f"  [{i}/12] sweeping 60 conditions for {w}" for i, w in enumerate(TOPICS, start=1)]
     grid = report["grid"]
-    assert list(grid) == ["weight_ratios", "min_scores", "ratio_sweep", "min_score_sweep"]
+    assert list(grid) == ["weight_ratios", "cjk_weights", "min_scores", "ratio_sweep",
+                          "min_score_sweep"]
     assert grid["weight_ratios"] == [0.5, 0.67, 1, 1.5, 2]
+    assert grid["cjk_weights"] == [3.0, 6.0, 12.0]
     assert grid["min_scores"] == [0, 0.2, 0.3, 0.4]
-    assert sorted(e["condition"]["vector_weight"] for e in grid["ratio_sweep"]) == \
-        [0.5, 0.67, 1.0, 1.5, 2.0]
+    # phase 1: the best 5 of the 15 (vector weight, CJK weight) pairs, at min_score 0
+    assert len(grid["ratio_sweep"]) == 5
+    for entry in grid["ratio_sweep"]:
+        condition = entry["condition"]
+        assert condition["vector_weight"] in (0.5, 0.67, 1.0, 1.5, 2.0)
+        assert condition["cjk_weight"] in (3.0, 6.0, 12.0) and condition["min_score"] == 0.0
     sweep = grid["min_score_sweep"]
     assert [e["condition"]["min_score"] for e in sweep] == [0.0, 0.2, 0.3, 0.4]
     # the floors remove nothing in the top 5 here, so they tie, and the tie keeps no floor
     assert len({e["ndcg"] for e in sweep}) == 1
     refit = report["loo"]["refit"]
-    assert list(refit) == ["vector_weight", "fts_weight", "min_score"]
+    assert list(refit) == ["vector_weight", "fts_weight", "cjk_weight", "min_score"]
     assert refit["min_score"] == 0.0 and refit["fts_weight"] == 1.0
     if report["verdict"]["decision"] == "adopt":
         assert report["verdict"]["toml_snippet"] == snippet("search.retrieval", refit)
@@ -454,7 +460,8 @@ def test_statements_per_query_do_not_depend_on_the_number_of_conditions(
         tune_kb: TuneKb, workdir: Path, real_models_dir: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """tune.md §5: fusion = 64 FTS searches + 1 count per query and full-text table the query
-    uses; retrieval = 3 + 1. All-Latin queries use `fts_words` only, the mixed one both."""
+    uses; retrieval = 3 + 1. All-Latin queries use `fts_words` only, the mixed one `fts_words`
+    and `fts_cjk` (its CJK text goes to the CJK table, issue #13)."""
     write_config(workdir, real_models_dir)
     log: list[tuple[str, tuple[object, ...]]] = []
 
@@ -473,7 +480,7 @@ def test_statements_per_query_do_not_depend_on_the_number_of_conditions(
     every_weight_set = set(itertools.product(WEIGHTS, repeat=3))
     probes = {(2.0, 1.0, 1.0), (4.0, 0.5, 0.5), (0.5, 0.5, 4.0)}
     for space, conditions, weight_sets in (("fusion", 384, every_weight_set),
-                                           ("retrieval", 20, probes)):
+                                           ("retrieval", 60, probes)):
         log.clear()
         result = run_tune(tune_kb, tune_kb.statements, "--space", space, "--format", "json",
                           "--verbose")
@@ -485,7 +492,7 @@ def test_statements_per_query_do_not_depend_on_the_number_of_conditions(
         scans: list[tuple[object, ...]] = []
         for sql, args in log:
             assert "vec_chunks WHERE embedding MATCH" not in sql  # vectors: numpy snapshot
-            tables = [t for t in ("fts_chunks", "fts_words") if f"{t} MATCH" in sql]
+            tables = [t for t in ("fts_chunks", "fts_words", "fts_cjk") if f"{t} MATCH" in sql]
             if not tables:
                 continue
             key = (tables[0], args[0])
@@ -499,7 +506,7 @@ def test_statements_per_query_do_not_depend_on_the_number_of_conditions(
         assert sorted(searches) == sorted([
             ("fts_words", '"ant"'), ("fts_words", '"owl"'),
             ("fts_words", '("ink") NOT ("qqqq")'),
-            ("fts_chunks", '"owl" OR "hoots" OR "の夜行性" OR "夜行性"'),
+            ("fts_cjk", '"owl" OR "hoots" OR "の夜" OR "夜" OR "夜行" OR "行" OR "行性" OR "性"'),
             ("fts_words", '"owl" OR "hoots"')])
         for key, weights in searches.items():
             assert len(weights) == len(weight_sets) and set(weights) == weight_sets, key

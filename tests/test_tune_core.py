@@ -106,13 +106,15 @@ def test_weight_sets_order() -> None:
 
 def test_retrieval_grid_layout_and_default() -> None:
     grid = T.retrieval_grid()
-    assert len(grid) == 20
-    c = grid[3 * 4 + 1]  # ratio index 3 (1.5), min_score index 1 (0.2)
-    assert T.label(c) == "vector_weight=1.5 fts_weight=1.0 min_score=0.2"
-    assert T.label(grid[1 * 4]) == "vector_weight=0.67 fts_weight=1.0 min_score=0.0"
+    assert len(grid) == 60 and T.CJK_WEIGHTS == (3.0, 6.0, 12.0)
+    c = grid[(3 * 3 + 1) * 4 + 1]  # ratio index 3 (1.5), CJK index 1 (6.0), min_score 1 (0.2)
+    assert T.label(c) == "vector_weight=1.5 fts_weight=1.0 cjk_weight=6.0 min_score=0.2"
+    assert T.label(grid[(1 * 3 + 2) * 4]) == (
+        "vector_weight=0.67 fts_weight=1.0 cjk_weight=12.0 min_score=0.0")
+    assert T.grid_indices("retrieval", (1 * 3 + 2) * 4 + 3) == (1, 2, 3)
     default = grid[T.DEFAULT_RETRIEVAL_INDEX]
-    assert T.DEFAULT_RETRIEVAL_INDEX == 2 * 4 + 0 == 8
-    assert T.label(default) == "vector_weight=1.0 fts_weight=1.0 min_score=0.0"
+    assert T.DEFAULT_RETRIEVAL_INDEX == (2 * 3 + 1) * 4 + 0 == 28
+    assert T.label(default) == "vector_weight=1.0 fts_weight=1.0 cjk_weight=6.0 min_score=0.0"
     assert (default.rrf_k, default.bm25_heading_weight) == (60.0, 2.0)
 
 
@@ -122,9 +124,10 @@ def test_toml_snippets_carry_decimal_points() -> None:
         "[search.fusion]\nrrf_k = 10.0\nbm25_heading_weight = 4.0\n"
         "bm25_context_weight = 1.0\nbm25_content_weight = 0.5"
     )
-    retrieval = T.retrieval_grid()[3 * 4]
+    retrieval = T.retrieval_grid()[(3 * 3 + 1) * 4]
     assert T.toml_snippet(retrieval) == (
-        "[search.retrieval]\nvector_weight = 1.5\nfts_weight = 1.0\nmin_score = 0.0"
+        "[search.retrieval]\nvector_weight = 1.5\nfts_weight = 1.0\ncjk_weight = 6.0\n"
+        "min_score = 0.0"
     )
 
 
@@ -313,7 +316,7 @@ def test_select_keeps_default_when_everything_ties() -> None:
 def test_select_default_on_empty_subset() -> None:
     scores = _fusion_scores({0 * 6 + 4: 0.9})
     assert T.select(scores, [], "fusion") == T.DEFAULT_FUSION_INDEX
-    assert T.select(np.zeros((20, 3)), [], "retrieval") == T.DEFAULT_RETRIEVAL_INDEX
+    assert T.select(np.zeros((60, 3)), [], "retrieval") == T.DEFAULT_RETRIEVAL_INDEX
 
 
 def test_select_centre_distance_then_lowest_index() -> None:
@@ -344,12 +347,14 @@ def test_select_uses_mean_over_subset_only() -> None:
 
 
 def test_select_retrieval_prefers_no_floor_and_centre_ratio() -> None:
-    scores = np.full((20, 1), 0.5)
+    scores = np.full((60, 1), 0.5)
     assert T.select(scores, [0], "retrieval") == T.DEFAULT_RETRIEVAL_INDEX
     scores[:] = 0.2
     for ratio_index in (1, 3):  # 0.67 and 1.5 tie, both 1 from the centre ratio index 2
-        scores[ratio_index * 4: ratio_index * 4 + 4, 0] = 0.6
-    assert T.select(scores, [0], "retrieval") == 1 * 4 + 0  # lowest index, no floor
+        for cjk_index in range(3):  # the default CJK weight (index 1) is the centre
+            start = (ratio_index * 3 + cjk_index) * 4
+            scores[start: start + 4, 0] = 0.6
+    assert T.select(scores, [0], "retrieval") == (1 * 3 + 1) * 4  # lowest index, no floor
 
 
 # --------------------------------------------------------------------------- statistics
@@ -377,18 +382,18 @@ def test_paired_se() -> None:
 
 
 def _retrieval_scores(better: list[float], default: float = 0.5) -> np.ndarray:
-    """Default condition 8 scores `default` on every query; condition 12 (ratio 1.5) `better`."""
-    scores = np.zeros((20, len(better)))
+    """Default condition 28 scores `default` on every query; condition 40 (ratio 1.5) `better`."""
+    scores = np.zeros((60, len(better)))
     scores[T.DEFAULT_RETRIEVAL_INDEX] = default
-    scores[12] = better
+    scores[40] = better
     return scores
 
 
 def test_loo_cv_all_folds_agree() -> None:
     loo = T.loo_cv(_retrieval_scores([0.9, 0.8, 0.5, 0.3]), [0, 1, 2, 3], "retrieval")
-    # refit: mean(12) = 2.5 / 4 = 0.625 > 0.5. Fold means of 12 without q0..q3:
-    # 1.6/3, 1.7/3, 2.0/3, 2.2/3, all > 0.5 ⇒ every fold picks 12.
-    assert loo.refit == 12 and loo.selections == (12, 12, 12, 12)
+    # refit: mean(40) = 2.5 / 4 = 0.625 > 0.5. Fold means of 40 without q0..q3:
+    # 1.6/3, 1.7/3, 2.0/3, 2.2/3, all > 0.5 ⇒ every fold picks 40.
+    assert loo.refit == 40 and loo.selections == (40, 40, 40, 40)
     assert loo.held_out_diffs == pytest.approx((0.4, 0.3, 0.0, -0.2))
     assert loo.mean_delta == pytest.approx(0.5 / 4)
     # deviations 0.275, 0.175, -0.125, -0.325 ⇒ SD = sqrt(0.2275 / 3)
@@ -401,11 +406,11 @@ def test_loo_cv_all_folds_agree() -> None:
 
 def test_loo_cv_unstable_fold() -> None:
     loo = T.loo_cv(_retrieval_scores([1.0, 0.6, 0.5, 0.2]), [0, 1, 2, 3], "retrieval")
-    # refit mean 2.3/4 = 0.575 ⇒ 12. Without q0: 1.3/3 = 0.433 < 0.5 ⇒ default, d0 = 0.
-    # without q1: 1.7/3 ⇒ 12, d1 = 0.6 − 0.5; without q2: 1.8/3 ⇒ 12, d2 = 0;
-    # without q3: 2.1/3 ⇒ 12, d3 = 0.2 − 0.5.
-    assert loo.refit == 12
-    assert loo.selections == (T.DEFAULT_RETRIEVAL_INDEX, 12, 12, 12)
+    # refit mean 2.3/4 = 0.575 ⇒ 40. Without q0: 1.3/3 = 0.433 < 0.5 ⇒ default, d0 = 0.
+    # without q1: 1.7/3 ⇒ 40, d1 = 0.6 − 0.5; without q2: 1.8/3 ⇒ 40, d2 = 0;
+    # without q3: 2.1/3 ⇒ 40, d3 = 0.2 − 0.5.
+    assert loo.refit == 40
+    assert loo.selections == (T.DEFAULT_RETRIEVAL_INDEX, 40, 40, 40)
     assert loo.held_out_diffs == pytest.approx((0.0, 0.1, 0.0, -0.3))
     assert loo.mean_delta == pytest.approx(-0.05)
     # deviations 0.05, 0.15, 0.05, −0.25 ⇒ Σ² = 0.09, SD = sqrt(0.03), SE = SD / 2
@@ -416,7 +421,7 @@ def test_loo_cv_unstable_fold() -> None:
 
 def test_loo_cv_single_query() -> None:
     loo = T.loo_cv(_retrieval_scores([0.9]), [0], "retrieval")
-    assert loo.refit == 12
+    assert loo.refit == 40
     assert loo.selections == (T.DEFAULT_RETRIEVAL_INDEX,)  # select(∅) is the default
     assert loo.held_out_diffs == (0.0,)
     assert loo.paired_se == math.inf and math.isnan(loo.sd)
@@ -426,7 +431,7 @@ def test_loo_cv_single_query() -> None:
 def test_loo_cv_only_uses_effective_queries() -> None:
     scores = _retrieval_scores([0.9, 0.9, 0.0])
     loo = T.loo_cv(scores, [0, 1], "retrieval")
-    assert loo.fold_queries == (0, 1) and loo.refit == 12
+    assert loo.fold_queries == (0, 1) and loo.refit == 40
     assert loo.held_out_diffs == pytest.approx((0.4, 0.4))
 
 
@@ -506,13 +511,13 @@ def _sweep(ndcg5: np.ndarray, recall10: np.ndarray, rr: np.ndarray) -> T.SweepSc
 
 def test_recall_and_mrr_drops_block_adoption() -> None:
     ndcg5 = _retrieval_scores([0.9] * 8, default=0.5)
-    recall10 = np.ones((20, 8))
-    recall10[12, :2] = 0.0  # the refit loses recall@10 on two of 8 queries: 1.0 → 0.75
-    rr = np.full((20, 8), 0.5)
-    rr[12] = [1.0, 1.0, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]  # MRR: 0.5 → 2.6 / 8 = 0.325
+    recall10 = np.ones((60, 8))
+    recall10[40, :2] = 0.0  # the refit loses recall@10 on two of 8 queries: 1.0 → 0.75
+    rr = np.full((60, 8), 0.5)
+    rr[40] = [1.0, 1.0, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]  # MRR: 0.5 → 2.6 / 8 = 0.325
     sweep = _sweep(ndcg5, recall10, rr)
     loo = T.loo_cv(sweep.ndcg5, range(8), "retrieval")
-    assert loo.refit == 12 and loo.mean_delta == pytest.approx(0.4)
+    assert loo.refit == 40 and loo.mean_delta == pytest.approx(0.4)
     v = T.verdict(sweep, loo)
     assert v.decision == "keep_default"
     assert v.reasons == (
@@ -526,9 +531,9 @@ def test_small_gain_and_noise_reasons() -> None:
     # gains alternate +0.03 / -0.01: mean 0.01 ≤ 0.02; SD ≈ 0.0214 ⇒ 3 × SE > mean
     gains = [0.53, 0.49] * 5
     ndcg5 = _retrieval_scores(gains, default=0.5)
-    sweep = _sweep(ndcg5, np.zeros((20, 10)), np.zeros((20, 10)))
+    sweep = _sweep(ndcg5, np.zeros((60, 10)), np.zeros((60, 10)))
     loo = T.loo_cv(sweep.ndcg5, range(10), "retrieval")
-    assert loo.refit == 12 and loo.stability == 1.0
+    assert loo.refit == 40 and loo.stability == 1.0
     sd = math.sqrt(10 * 0.02**2 / 9)  # every diff is 0.02 from the mean 0.01
     v = T.verdict(sweep, loo)
     assert v.reasons == (
@@ -540,12 +545,12 @@ def test_small_gain_and_noise_reasons() -> None:
 
 
 def test_stability_of_exactly_one_half_is_not_enough() -> None:
-    sweep = _sweep(_retrieval_scores([1.0, 1.0, 0.0, 0.45]), np.zeros((20, 4)),
-                   np.zeros((20, 4)))
+    sweep = _sweep(_retrieval_scores([1.0, 1.0, 0.0, 0.45]), np.zeros((60, 4)),
+                   np.zeros((60, 4)))
     loo = T.loo_cv(sweep.ndcg5, range(4), "retrieval")
-    # refit 2.45/4 > 0.5 ⇒ 12; without q0 or q1: 1.45/3 < 0.5 ⇒ default; without q2: 2.45/3,
-    # without q3: 2/3 ⇒ 12. Stability 2/4; diffs 0, 0, 0 − 0.5, 0.45 − 0.5.
-    assert loo.selections == (8, 8, 12, 12) and loo.stability == 0.5
+    # refit 2.45/4 > 0.5 ⇒ 40; without q0 or q1: 1.45/3 < 0.5 ⇒ default; without q2: 2.45/3,
+    # without q3: 2/3 ⇒ 40. Stability 2/4; diffs 0, 0, 0 − 0.5, 0.45 − 0.5.
+    assert loo.selections == (28, 28, 40, 40) and loo.stability == 0.5
     assert loo.mean_delta == pytest.approx(-0.55 / 4)
     sd = T.sample_sd([0.0, 0.0, -0.5, -0.05])
     assert T.verdict(sweep, loo).reasons == (
@@ -556,7 +561,7 @@ def test_stability_of_exactly_one_half_is_not_enough() -> None:
 
 
 def test_single_query_fails_criteria_two_to_four() -> None:
-    sweep = _sweep(_retrieval_scores([0.9]), np.zeros((20, 1)), np.zeros((20, 1)))
+    sweep = _sweep(_retrieval_scores([0.9]), np.zeros((60, 1)), np.zeros((60, 1)))
     v = T.verdict(sweep, T.loo_cv(sweep.ndcg5, [0], "retrieval"))
     assert v.reasons == (
         "held-out mean delta 0.0000 is not above 0.02",
@@ -713,10 +718,11 @@ def test_build_tune_json_retrieval_grid() -> None:
                                sweep=sweep, loo=loo, verdict=T.verdict(sweep, loo))
     grid = report["grid"]
     assert isinstance(grid, dict)
-    assert list(grid) == ["weight_ratios", "min_scores", "ratio_sweep", "min_score_sweep"]
+    assert list(grid) == ["weight_ratios", "cjk_weights", "min_scores", "ratio_sweep",
+                          "min_score_sweep"]
     assert len(grid["ratio_sweep"]) == 5 and len(grid["min_score_sweep"]) == 4
     assert list(grid["min_score_sweep"][0]["condition"]) == ["vector_weight", "fts_weight",
-                                                            "min_score"]
+                                                            "cjk_weight", "min_score"]
     with pytest.raises(ValueError, match="same queries"):
         T.build_tune_json(kb_path="/kb", golden_path="g", model="m", limit=10, chunk_total=9,
                           context_axis_noop=True, diagnostics=diags[:2], sweep=sweep, loo=loo,

@@ -82,13 +82,13 @@ measures the plain fusion stage)
   fused scores at the default condition.
 
 ## Grid (coordinate descent over 2 effective queries)
-  Phase 1: the 5 weight ratios at min_score 0.0 by mean nDCG@5
+  Phase 1: top 5 of the 15 (weight ratio, CJK weight) pairs at min_score 0.0 by mean nDCG@5
     vector_weight=1.5 fts_weight=1.0 min_score=0.0 nDCG@5 0.8000
     vector_weight=1.0 fts_weight=1.0 min_score=0.0 nDCG@5 0.7500
     vector_weight=2.0 fts_weight=1.0 min_score=0.0 nDCG@5 0.7500
     vector_weight=0.67 fts_weight=1.0 min_score=0.0 nDCG@5 0.7000
     vector_weight=0.5 fts_weight=1.0 min_score=0.0 nDCG@5 0.6000
-  Phase 2: every min_score at the phase-1 ratio (a floor can only cost here)
+  Phase 2: every min_score at the phase-1 weights (a floor can only cost here)
     vector_weight=1.5 fts_weight=1.0 min_score=0.0 nDCG@5 0.8000  ← refit
     vector_weight=1.5 fts_weight=1.0 min_score=0.2 nDCG@5 0.8000
     vector_weight=1.5 fts_weight=1.0 min_score=0.3 nDCG@5 0.7000
@@ -114,7 +114,7 @@ measures the plain fusion stage)
   improved: 1   degraded: 1   worst Δ nDCG@5: -0.1250 (tiny)
 
 ## Verdict
-  Recommendation: keep the built-in defaults (vector_weight=1.0 fts_weight=1.0 min_score=0.0).
+  Recommendation: keep the built-in defaults (vector_weight=1.0 fts_weight=1.0 cjk_weight=6.0 min_score=0.0).
     - held-out mean delta 0.0500 is not above 3.0 × paired SE (0.1500)
     - selection stability 0.50 is not above 0.5
     - recall@10 would drop from 1.000 to 0.875

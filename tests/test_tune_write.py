@@ -25,8 +25,8 @@ from groove_cli.evaluate.tune.write import (
 
 # h=4.0 ctx=1.0 content=0.5 k=10
 FUSION = T.fusion_grid()[((3 * 4 + 1) * 4 + 0) * 6 + 1]
-# vector_weight=1.5 fts_weight=1.0 min_score=0.2
-RETRIEVAL = T.retrieval_grid()[3 * 4 + 1]
+# vector_weight=1.5 fts_weight=1.0 cjk_weight=6.0 min_score=0.2
+RETRIEVAL = T.retrieval_grid()[(3 * 3 + 1) * 4 + 1]
 
 COMMENTED = """\
 # groove config for my notes
@@ -145,7 +145,7 @@ def test_inline_table_gains_missing_keys_in_its_own_style() -> None:
     text = '[search]\nretrieval = {mode = "hybrid", min_score = 0.3}  # x\n'
     assert edit_config_text(text, "retrieval", RETRIEVAL) == (
         '[search]\nretrieval = {mode = "hybrid", min_score = 0.2, vector_weight = 1.5, '
-        'fts_weight = 1.0}  # x\n'
+        'fts_weight = 1.0, cjk_weight = 6.0}  # x\n'
     )
     text = "search = { mmr = { enabled = true } }  # all inline\n"
     edited = edit_config_text(text, "fusion", FUSION)
@@ -161,7 +161,7 @@ def test_missing_key_is_added_to_the_existing_table() -> None:
             "\n[eval]\nk_values = [1]\n")
     assert edit_config_text(text, "retrieval", RETRIEVAL) == (
         '[search.retrieval]\nmode = "hybrid"   # legs\nvector_weight = 1.5\nfts_weight = 1.0\n'
-        "min_score = 0.2\n\n[eval]\nk_values = [1]\n"
+        "cjk_weight = 6.0\nmin_score = 0.2\n\n[eval]\nk_values = [1]\n"
     )
 
 
@@ -179,7 +179,7 @@ def test_missing_table_is_appended_at_the_end() -> None:
     # a file that already ends with a blank line gets no second one
     assert edit_config_text('kb_path = "n"\n\n', "retrieval", RETRIEVAL) == (
         'kb_path = "n"\n\n[search.retrieval]\nvector_weight = 1.5\nfts_weight = 1.0\n'
-        "min_score = 0.2\n"
+        "cjk_weight = 6.0\nmin_score = 0.2\n"
     )
 
 
@@ -202,12 +202,13 @@ def test_missing_file_is_created(tmp_path: Path) -> None:
     path = tmp_path / "groove.toml"
     written = write_recommendation(path, "retrieval", RETRIEVAL, validate=validate_text)
     assert path.read_text(encoding="utf-8") == (
-        "[search.retrieval]\nvector_weight = 1.5\nfts_weight = 1.0\nmin_score = 0.2\n"
+        "[search.retrieval]\nvector_weight = 1.5\nfts_weight = 1.0\ncjk_weight = 6.0\n"
+        "min_score = 0.2\n"
     )
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
-    assert written.keys == ("vector_weight", "fts_weight", "min_score")
+    assert written.keys == ("vector_weight", "fts_weight", "cjk_weight", "min_score")
     assert written.table == "search.retrieval"
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from groove_cli.config import (
     DEFAULT_BM25_WEIGHTS,
+    DEFAULT_CJK_WEIGHT,
     DEFAULT_LEG_WEIGHT,
     DEFAULT_MIN_SCORE,
     DEFAULT_RRF_K,
@@ -50,6 +51,7 @@ class FingerprintInputs:
     sparse_top_k: int | None
     vector_weight: float
     fts_weight: float
+    cjk_weight: float
     min_score: float
     context_mode: str
 
@@ -120,6 +122,8 @@ def _retrieval_member(inputs: FingerprintInputs) -> dict[str, object]:
         member["vector_weight"] = float(inputs.vector_weight)
     if inputs.fts_weight != DEFAULT_LEG_WEIGHT:
         member["fts_weight"] = float(inputs.fts_weight)
+    if inputs.cjk_weight != DEFAULT_CJK_WEIGHT:
+        member["cjk_weight"] = float(inputs.cjk_weight)
     if inputs.min_score != DEFAULT_MIN_SCORE:
         member["min_score"] = float(inputs.min_score)
     return member

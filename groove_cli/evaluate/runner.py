@@ -136,7 +136,8 @@ def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
         bm25_context_weight=params.bm25_weights[1], bm25_content_weight=params.bm25_weights[2],
         preset=params.preset, mode=params.mode, dense_top_k=params.dense_top_k,
         sparse_top_k=params.sparse_top_k, vector_weight=params.vector_weight,
-        fts_weight=params.fts_weight, min_score=params.min_score, context_mode=context_mode,
+        fts_weight=params.fts_weight, cjk_weight=params.cjk_weight, min_score=params.min_score,
+        context_mode=context_mode,
     )
 
 

@@ -37,7 +37,8 @@ def hit_json(hit: SearchHit, explain: bool, kb_root: str | Path | None = None) -
     if explain:
         e = hit.explain
         doc["explain"] = {
-            "fts_rank": e.fts_rank, "fts_word_rank": e.fts_word_rank, "vec_rank": e.vec_rank,
+            "fts_rank": e.fts_rank, "fts_word_rank": e.fts_word_rank,
+            "fts_cjk_rank": e.fts_cjk_rank, "vec_rank": e.vec_rank,
             "fused_rank": e.fused_rank,
             "fused_raw": e.fused_raw, "fused_score": e.fused_score, "rerank_rank": e.rerank_rank,
             "rerank_score": e.rerank_score, "mmr_rank": e.mmr_rank,
@@ -53,6 +54,7 @@ def explain_line(hit: SearchHit) -> str:
     e = hit.explain
     fused = f"{_rank(e.fused_rank)} ({e.fused_score:.4f})" if e.fused_score is not None else "-"
     return (f"explain: fts={_rank(e.fts_rank)} words={_rank(e.fts_word_rank)} "
+            f"cjk={_rank(e.fts_cjk_rank)} "
             f"vec={_rank(e.vec_rank)} fused={fused} "
             f"rerank={_rank(e.rerank_rank)} mmr={_rank(e.mmr_rank)}")
 
@@ -62,6 +64,7 @@ def explain_stderr(result: SearchResult, params: SearchParams) -> None:
     messages.always(
         f"explain: mode={params.mode} preset={params.preset or '-'} rrf_k={params.rrf_k} "
         f"vector_weight={params.vector_weight} fts_weight={params.fts_weight} "
+        f"cjk_weight={params.cjk_weight} "
         f"min_score={params.min_score}")
     trace = result.trace
     if trace.fts_expr is not None:
@@ -72,6 +75,14 @@ def explain_stderr(result: SearchResult, params: SearchParams) -> None:
         messages.always(f"explain: words MATCH {trace.word_expr}")
     else:
         messages.always("explain: words skipped (no Latin word)")
+    if trace.cjk_expr is not None:
+        messages.always(f"explain: cjk MATCH {trace.cjk_expr}")
+    elif params.cjk_weight == 0 or params.mode == "vector":
+        messages.always("explain: cjk skipped (cjk_weight 0)" if params.mode != "vector"
+                        else "explain: cjk skipped (vector mode)")
+    else:
+        messages.always("explain: cjk skipped (no CJK text)")
+
     def pool(size: int) -> str:  # a leg that did not run has no pool
         return str(size) if size else "-"
 

@@ -75,9 +75,10 @@ def _grid(r: Mapping[str, Any]) -> list[str]:
         lines.append("  Phase 2: every rrf_k at the phase-1 weights")
     else:
         phase1, phase2 = grid["ratio_sweep"], grid["min_score_sweep"]
-        lines.append("  Phase 1: the 5 weight ratios at min_score 0.0 by mean nDCG@5")
+        lines.append("  Phase 1: top 5 of the 15 (weight ratio, CJK weight) pairs at min_score 0.0 "
+                     "by mean nDCG@5")
         lines += [_grid_line(e) for e in phase1]
-        lines.append("  Phase 2: every min_score at the phase-1 ratio (a floor can only cost here)")
+        lines.append("  Phase 2: every min_score at the phase-1 weights (a floor can only cost here)")
     lines += [_grid_line(e, r["loo"]["refit"]) for e in phase2]
     return lines
 

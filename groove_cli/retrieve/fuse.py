@@ -18,7 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from groove_cli.config import DEFAULT_LEG_WEIGHT, DEFAULT_MIN_SCORE, DEFAULT_RRF_K
+from groove_cli.config import (
+    DEFAULT_CJK_WEIGHT,
+    DEFAULT_LEG_WEIGHT,
+    DEFAULT_MIN_SCORE,
+    DEFAULT_RRF_K,
+)
 
 if TYPE_CHECKING:  # numpy is imported only where many conditions are fused
 
@@ -103,12 +108,17 @@ def min_score_warning(
 
 @dataclass(frozen=True, slots=True)
 class FusionRows:
-    """Distinct fused orderings of a query: one per (leg weights, full-text list, rrf_k)."""
+    """Distinct fused orderings of a query: one per (leg weights, full-text list, rrf_k).
+
+    `fts_weight` weighs the trigram and word legs, `cjk_weight` the CJK leg; row r uses the
+    full-text lists of weight set `fts_list[r]`.
+    """
 
     vector_weight: FloatArray
     fts_weight: FloatArray
     fts_list: IntArray
     rrf_k: FloatArray
+    cjk_weight: FloatArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,20 +142,51 @@ def _ranks(universe: IntArray, ids: Sequence[int]) -> FloatArray:
     return ranks
 
 
+@dataclass(frozen=True, slots=True)
+class _Sums:
+    """The running fusion of many rows: raw sums, which columns any leg found, the best sum."""
+
+    raw: FloatArray
+    present: BoolArray
+    best: FloatArray
+
+
+def _add_leg(sums: _Sums, universe: IntArray, lists: Sequence[Sequence[int]],
+             weight: FloatArray, rows: FusionRows) -> _Sums:
+    """One full-text leg (one list per weight set) added to every row, in leg order.
+
+    A row whose weight is 0 runs no such leg (as `weighted_rrf` is never given it): it adds
+    nothing and finds nothing.
+    """
+    import numpy as np
+
+    if not lists:
+        return sums
+    rank = np.stack([_ranks(universe, ids) for ids in lists])[rows.fts_list]
+    lengths = np.array([len(ids) for ids in lists])[rows.fts_list]
+    runs = weight > 0
+    return _Sums(sums.raw + weight[:, None] / (rows.rrf_k[:, None] + rank),
+                 sums.present | (np.isfinite(rank) & runs[:, None]),
+                 np.where((lengths > 0) & runs, sums.best + weight / (rows.rrf_k + 1), sums.best))
+
+
 def fuse_rows(vector_ids: Sequence[int], fts_lists: Sequence[Sequence[int]],
-               word_lists: Sequence[Sequence[int]], rows: FusionRows, limit: int) -> FusedRows:
-    """Weighted RRF of search.md §5 for many rows at once, over up to three legs.
+              word_lists: Sequence[Sequence[int]], rows: FusionRows, limit: int,
+              cjk_lists: Sequence[Sequence[int]] = ()) -> FusedRows:
+    """Weighted RRF of search.md §5 for many rows at once, over up to four legs.
 
     Every candidate of the query (the union of all lists) is a column; a leg contributes
     `w / (k + rank)`, which is exactly 0.0 where the candidate is absent (rank +inf), so the
-    float64 sum vector + trigram + words is the reference's, term for term in leg order. A
-    stable sort on −raw over id-sorted columns then breaks ties by chunk id. Row r uses the
-    trigram and word lists of weight set `rows.fts_list[r]`.
+    float64 sum vector + trigram + words + CJK is the reference's, term for term in leg order.
+    A stable sort on −raw over id-sorted columns then breaks ties by chunk id. Row r uses the
+    trigram, word and CJK lists of weight set `rows.fts_list[r]`; word and CJK lists are empty
+    when the query has no such leg.
     """
     import numpy as np
 
     n_rows = rows.rrf_k.size
-    arrays = [np.asarray(ids, dtype=np.int64) for ids in (vector_ids, *fts_lists, *word_lists)]
+    arrays = [np.asarray(ids, dtype=np.int64)
+              for ids in (vector_ids, *fts_lists, *word_lists, *cjk_lists)]
     universe = np.unique(np.concatenate(arrays)) if arrays else np.empty(0, dtype=np.int64)
     k = rows.rrf_k[:, None]
     vec_rank = _ranks(universe, vector_ids)[None, :]
@@ -157,13 +198,9 @@ def fuse_rows(vector_ids: Sequence[int], fts_lists: Sequence[Sequence[int]],
         best = best + rows.vector_weight / (rows.rrf_k + 1)
     fts_lengths = np.array([len(ids) for ids in fts_lists])[rows.fts_list]
     best = np.where(fts_lengths > 0, best + rows.fts_weight / (rows.rrf_k + 1), best)
-    if word_lists:
-        word_rank = np.stack([_ranks(universe, ids) for ids in word_lists])[rows.fts_list]
-        raw = raw + rows.fts_weight[:, None] / (k + word_rank)
-        present |= np.isfinite(word_rank)
-        word_lengths = np.array([len(ids) for ids in word_lists])[rows.fts_list]
-        best = np.where(word_lengths > 0, best + rows.fts_weight / (rows.rrf_k + 1), best)
-    raw = np.where(present, raw, -np.inf)
+    sums = _add_leg(_Sums(raw, present, best), universe, word_lists, rows.fts_weight, rows)
+    sums = _add_leg(sums, universe, cjk_lists, rows.cjk_weight, rows)
+    raw, best = np.where(sums.present, sums.raw, -np.inf), sums.best
     order = np.argsort(-raw, axis=1, kind="stable")[:, :limit]
     top_raw = np.take_along_axis(raw, order, axis=1)
     valid = np.isfinite(top_raw)
@@ -176,16 +213,19 @@ def fuse_rows(vector_ids: Sequence[int], fts_lists: Sequence[Sequence[int]],
 def fuse_lists(vector_ids: Sequence[int], fts_ids: Sequence[int], *, limit: int,
                rrf_k: float = DEFAULT_RRF_K, vector_weight: float = DEFAULT_LEG_WEIGHT,
                fts_weight: float = DEFAULT_LEG_WEIGHT, min_score: float = DEFAULT_MIN_SCORE,
-               word_ids: Sequence[int] | None = None) -> list[tuple[int, float]]:
+               word_ids: Sequence[int] | None = None, cjk_ids: Sequence[int] | None = None,
+               cjk_weight: float = DEFAULT_CJK_WEIGHT) -> list[tuple[int, float]]:
     """One condition fused as search.md §5: `(chunk id, normalised score)` pairs, best first.
 
-    `word_ids` is the word-level full-text leg (None when it did not run).
+    `word_ids` / `cjk_ids` are the word-level and CJK full-text legs (None when they did not
+    run).
     """
     import numpy as np
 
     rows = FusionRows(np.array([vector_weight]), np.array([fts_weight]), np.array([0]),
-                 np.array([float(rrf_k)]))
-    fused = fuse_rows(vector_ids, [fts_ids], [] if word_ids is None else [word_ids], rows, limit)
+                      np.array([float(rrf_k)]), np.array([cjk_weight]))
+    fused = fuse_rows(vector_ids, [fts_ids], [] if word_ids is None else [word_ids], rows, limit,
+                      [] if cjk_ids is None else [cjk_ids])
     keep = fused.valid[0] & (fused.score[0] >= min_score)
     return [(int(i), float(s)) for i, s in zip(fused.ids[0][keep], fused.score[0][keep],
                                                 strict=True)]

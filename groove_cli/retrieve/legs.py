@@ -1,10 +1,11 @@
 """The retrieval legs (search.md §3–§5), once for every caller: search, eval, tune and bench.
 
 A leg turns a compiled query into a ranked list of chunk ids: the trigram full-text leg
-(`fts_chunks`), the word-level full-text leg (`fts_words`) and the vector leg (KNN over the
-chunk vectors). Which legs run is decided by `legs_to_run`; the ids the query's exclusions match
-are computed once (`leg_exclusions`) and every leg drops the same ones. A new leg (another
-full-text table) is one more function here and one more member of `Legs`.
+(`fts_chunks`), the word-level full-text leg (`fts_words`), the CJK full-text leg (`fts_cjk`)
+and the vector leg (KNN over the chunk vectors). Which legs run is decided by `legs_to_run`;
+the ids the query's exclusions match are computed once (`leg_exclusions`) and every leg drops
+the same ones. A new leg (another full-text table) is one more function here, one more member
+of `Legs` and of `FTS_LEGS`.
 """
 
 from __future__ import annotations
@@ -34,26 +35,30 @@ NO_FILTER: RowFilter = compile_filters(FilterSpec())
 
 
 class Legs(NamedTuple):
-    """Which legs run: the vector leg and the two full-text legs (trigram, word-level)."""
+    """Which legs run: the vector leg and the three full-text legs (trigram, word-level, CJK)."""
 
     vector: bool
     fts: bool
     words: bool
+    cjk: bool = False
 
     @property
     def any(self) -> bool:
-        return self.vector or self.fts or self.words
+        return self.vector or self.fts or self.words or self.cjk
 
 
 def legs_to_run(query: CompiledQuery, params: SearchParams) -> Legs:
-    """The legs a mode runs (search.md §5); a full-text leg needs its expression."""
+    """The legs a mode runs (search.md §5); a full-text leg needs its expression. The CJK leg
+    has its own weight (`cjk_weight`; 0 switches it off in every mode); the trigram and word
+    legs share `fts_weight`."""
     has_tri, has_words = query.match_expr is not None, query.word_expr is not None
+    cjk_on = params.cjk_weight > 0 and query.cjk_expr is not None
     if params.mode == "vector":
-        return Legs(True, False, False)
+        return Legs(True, False, False, False)
     if params.mode == "fts":
-        return Legs(False, has_tri, has_words)
+        return Legs(False, has_tri, has_words, cjk_on)
     text_on = params.fts_weight > 0
-    return Legs(params.vector_weight > 0, text_on and has_tri, text_on and has_words)
+    return Legs(params.vector_weight > 0, text_on and has_tri, text_on and has_words, cjk_on)
 
 
 def candidate_pool(limit: int) -> int:
@@ -67,8 +72,14 @@ def fetch_size(count: int, filtered: bool) -> int:
 
 
 def has_exclusions(query: CompiledQuery) -> bool:
-    """True when the query excludes something in either full-text table."""
-    return query.negative_expr is not None or query.word_negative_expr is not None
+    """True when the query excludes something in any full-text table."""
+    return (query.negative_expr or query.word_negative_expr or query.cjk_negative_expr) is not None
+
+
+def has_table_negatives(query: CompiledQuery) -> bool:
+    """True when the query has exclusions the trigram NOT cannot express (word-level or CJK
+    ones): the trigram leg then drops the excluded ids as well."""
+    return (query.word_negative_expr or query.cjk_negative_expr) is not None
 
 
 def vector_k(count: int, has_exclusions: bool = False) -> int:
@@ -78,8 +89,8 @@ def vector_k(count: int, has_exclusions: bool = False) -> int:
 
 
 def excluded_ids(store: IndexReader, query: CompiledQuery) -> set[int] | None:
-    """Chunks the query's exclusions match in either full-text table (dropped from the vector
-    leg so both halves agree on what was excluded); None without exclusions."""
+    """Chunks the query's exclusions match in any full-text table (dropped from the other legs
+    so every leg agrees on what was excluded); None without exclusions."""
     if not has_exclusions(query):
         return None
     ids: set[int] = set()
@@ -87,19 +98,20 @@ def excluded_ids(store: IndexReader, query: CompiledQuery) -> set[int] | None:
         ids |= store.fts_match_ids(query.negative_expr)
     if query.word_negative_expr is not None:
         ids |= store.fts_match_ids(query.word_negative_expr, "fts_words")
+    if query.cjk_negative_expr is not None:
+        ids |= store.fts_match_ids(query.cjk_negative_expr, "fts_cjk")
     return ids
 
 
 def leg_exclusions(store: IndexReader, query: CompiledQuery, legs: Legs) -> set[int] | None:
     """The excluded ids when a running leg needs them as a set, else None.
 
-    The trigram expression carries its own NOT; the word leg and the vector leg drop the ids
-    either table's negative expression matches, so every leg excludes the same chunks.
-    Word-level negatives (2-letter words, stems) can match rows the trigram NOT keeps, so with
-    them the trigram leg drops those ids as well.
+    The trigram expression carries its own NOT; the word, CJK and vector legs drop the ids any
+    table's negative expression matches, so every leg excludes the same chunks. Word-level
+    negatives (2-letter words, stems) and CJK ones (1–2 characters) can match rows the trigram
+    NOT keeps, so with them the trigram leg drops those ids as well.
     """
-    word_negatives = query.word_negative_expr is not None
-    if legs.vector or legs.words or (legs.fts and word_negatives):
+    if legs.vector or legs.words or legs.cjk or (legs.fts and has_table_negatives(query)):
         return excluded_ids(store, query)
     return None
 
@@ -146,11 +158,11 @@ def trigram_leg(store: IndexReader, query: CompiledQuery, weights: BM25Weights, 
     """The trigram full-text leg (`fts_chunks`); [] when the query has no trigram phrase.
 
     Its expression carries the trigram NOT itself; `excluded` is applied only when the query
-    has word-level negatives, which can match rows that NOT keeps.
+    has word-level or CJK negatives, which can match rows that NOT keeps.
     """
     if query.match_expr is None:
         return []
-    drop = excluded if query.word_negative_expr is not None else None
+    drop = excluded if has_table_negatives(query) else None
     return fts_leg(store, query.match_expr, weights, count, row_filter, "fts_chunks", drop)
 
 
@@ -163,6 +175,30 @@ def word_leg(store: IndexReader, query: CompiledQuery, weights: BM25Weights, cou
     if query.word_expr is None:
         return []
     return fts_leg(store, query.word_expr, weights, count, row_filter, "fts_words", excluded)
+
+
+def cjk_leg(store: IndexReader, query: CompiledQuery, weights: BM25Weights, count: int,
+            row_filter: RowFilter, excluded: set[int] | None) -> list[int]:
+    """The CJK full-text leg (`fts_cjk`, groove's unigram + bigram tokens); [] when the query
+    has no CJK text. Its expression holds no NOT, so it always drops `excluded`."""
+    if query.cjk_expr is None:
+        return []
+    return fts_leg(store, query.cjk_expr, weights, count, row_filter, "fts_cjk", excluded)
+
+
+FtsLeg = Callable[["IndexReader", CompiledQuery, BM25Weights, int, RowFilter, "set[int] | None"],
+                 list[int]]
+"""A full-text leg: (reader, query, bm25 weights, count, filter, excluded ids) → ranked ids."""
+
+FTS_LEGS: dict[str, FtsLeg] = {"fts_chunks": trigram_leg, "fts_words": word_leg,
+                               "fts_cjk": cjk_leg}
+"""Every full-text leg by its table, in fusion order (trigram, word-level, CJK)."""
+
+
+def fts_exprs(query: CompiledQuery) -> dict[str, str | None]:
+    """The query's MATCH expression per full-text table (None where that leg cannot run)."""
+    return {"fts_chunks": query.match_expr, "fts_words": query.word_expr,
+            "fts_cjk": query.cjk_expr}
 
 
 def vector_leg(knn: Knn, store: IndexReader, vector: npt.NDArray[np.float32], count: int,

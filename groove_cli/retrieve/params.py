@@ -15,7 +15,7 @@ from groove_cli import config, messages
 from groove_cli.config import MAX_LIMIT, Settings
 from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.fuse import min_score_warning
-from groove_cli.retrieve.query import CompiledQuery
+from groove_cli.retrieve.query import MAX_CJK_TERMS, CompiledQuery
 from groove_cli.retrieve.relevance import Calibration
 
 
@@ -36,6 +36,7 @@ class SearchParams:
     sparse_top_k_from_preset: bool = False
     vector_weight: float = _default("search.retrieval.vector_weight")
     fts_weight: float = _default("search.retrieval.fts_weight")
+    cjk_weight: float = config.DEFAULT_CJK_WEIGHT
     min_score: float = config.DEFAULT_MIN_SCORE
     rrf_k: float = config.DEFAULT_RRF_K
     bm25_weights: tuple[float, float, float] = config.DEFAULT_BM25_WEIGHTS
@@ -92,6 +93,7 @@ def build_params(settings: Settings, *, limit: int, rerank: bool, filters: Filte
         sparse_top_k_from_preset=s.source("search.retrieval.sparse_top_k") == "preset",
         vector_weight=s.float_("search.retrieval.vector_weight"),
         fts_weight=s.float_("search.retrieval.fts_weight"),
+        cjk_weight=s.float_("search.retrieval.cjk_weight"),
         min_score=s.float_("search.retrieval.min_score"),
         rrf_k=s.float_("search.fusion.rrf_k"),
         bm25_weights=(s.float_("search.fusion.bm25_heading_weight"),
@@ -156,8 +158,13 @@ def settings_warnings(settings: Settings, params: SearchParams) -> None:
 
 def query_warnings(queries: Sequence[CompiledQuery]) -> None:
     """The phrase-cap warnings, once per run: for one search, or summed over eval's queries."""
-    phrases = sum(1 for q in queries if q.phrases_capped)
+    phrases = sum(1 for q in queries if q.phrases_capped and not q.cjk_terms)
+    tokens = sum(1 for q in queries if q.phrases_capped and q.cjk_terms)
     negatives = sum(1 for q in queries if q.negatives_capped)
+    if tokens:
+        which = "the query has" if len(queries) == 1 else f"{tokens} of {len(queries)} queries have"
+        messages.warning(f"{which} more than {MAX_CJK_TERMS} CJK tokens (or 32 words); only the "
+                         "first are searched")
     if len(queries) == 1:
         if phrases:
             messages.warning("the query has more than 32 distinct phrases; only the first 32 "

@@ -24,6 +24,7 @@ from groove_cli.retrieve.fuse import Fused, apply_min_score, weighted_rrf
 from groove_cli.retrieve.legs import (
     Knn,
     candidate_pool,
+    cjk_leg,
     leg_exclusions,
     legs_to_run,
     trigram_leg,
@@ -50,6 +51,7 @@ class HitExplain:
 
     fts_rank: int | None
     fts_word_rank: int | None
+    fts_cjk_rank: int | None
     vec_rank: int | None
     fused_rank: int | None
     fused_raw: float | None
@@ -80,6 +82,7 @@ class SearchTrace:
 
     fts_expr: str | None
     word_expr: str | None
+    cjk_expr: str | None
     pool_vec: int
     pool_fts: int
     fused: int
@@ -154,7 +157,8 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     excluded = leg_exclusions(store, query, legs)
     fts_rows: list[int] = []
     word_rows: list[int] = []
-    if legs.fts or legs.words:
+    cjk_rows: list[int] = []
+    if legs.fts or legs.words or legs.cjk:
         start = time.perf_counter()
         if legs.fts:
             fts_rows = trigram_leg(store, query, params.bm25_weights, pools.fts, row_filter,
@@ -162,6 +166,8 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
         if legs.words:
             word_rows = word_leg(store, query, params.bm25_weights, pools.fts, row_filter,
                                  excluded)
+        if legs.cjk:
+            cjk_rows = cjk_leg(store, query, params.bm25_weights, pools.fts, row_filter, excluded)
         timings["fts"] = _ms(start)
     vec_rows: list[int] = []
     if legs.vector:
@@ -179,6 +185,8 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
         ranked.append((params.fts_weight, fts_rows))
     if legs.words:
         ranked.append((params.fts_weight, word_rows))
+    if legs.cjk:
+        ranked.append((params.cjk_weight, cjk_rows))
     fused_all = weighted_rrf(ranked, params.rrf_k)
     fused = apply_min_score(fused_all, params.min_score)
     dropped = len(fused_all) - len(fused)
@@ -226,9 +234,11 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     vec_rank = {cid: i + 1 for i, cid in enumerate(vec_rows)}
     fts_rank = {cid: i + 1 for i, cid in enumerate(fts_rows)}
     word_rank = {cid: i + 1 for i, cid in enumerate(word_rows)}
+    cjk_rank = {cid: i + 1 for i, cid in enumerate(cjk_rows)}
     cosines = _cosines(store, [c.chunk.chunk_id for c in candidates], vector, dim)
     evidence = [features(cosines.get(c.chunk.chunk_id), fts_rank.get(c.chunk.chunk_id),
-                         word_rank.get(c.chunk.chunk_id), vec_rank.get(c.chunk.chunk_id))
+                         word_rank.get(c.chunk.chunk_id), vec_rank.get(c.chunk.chunk_id),
+                         cjk_rank.get(c.chunk.chunk_id))
                 for c in candidates]
     calibration = params.calibration or FALLBACK
     hits = tuple(
@@ -241,6 +251,7 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
             explain=HitExplain(
                 fts_rank=fts_rank.get(c.chunk.chunk_id),
                 fts_word_rank=word_rank.get(c.chunk.chunk_id),
+                fts_cjk_rank=cjk_rank.get(c.chunk.chunk_id),
                 vec_rank=vec_rank.get(c.chunk.chunk_id),
                 fused_rank=c.fused_rank,
                 fused_raw=c.fused.raw,
@@ -260,8 +271,10 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
         weak_dropped, hits = bool(hits) and not kept, kept
     timings["total"] = _ms(total_start) + (embed_ms or 0.0)
     trace = SearchTrace(query.match_expr if legs.fts else None,
-                        query.word_expr if legs.words else None, pools.vec if legs.vector else 0,
-                        pools.fts if legs.fts or legs.words else 0, len(fused), dropped, timings)
+                        query.word_expr if legs.words else None,
+                        query.cjk_expr if legs.cjk else None, pools.vec if legs.vector else 0,
+                        pools.fts if legs.fts or legs.words or legs.cjk else 0, len(fused),
+                        dropped, timings)
     if vector is not None:  # search.md §12: the best hit's relevance
         weak = weak_dropped or weak_best([h.relevance or 0.0 for h in hits],
                                          params.low_confidence_below)

@@ -51,9 +51,10 @@ def default_calibration(model: str | None) -> Calibration:
 
 
 def features(cosine: float | None, fts_rank: int | None, word_rank: int | None,
-             vec_rank: int | None) -> tuple[float, ...]:
-    """A hit's evidence as the model's features (FEATURES order); absent evidence is 0."""
-    text_ranks = [r for r in (fts_rank, word_rank) if r is not None]
+             vec_rank: int | None, cjk_rank: int | None = None) -> tuple[float, ...]:
+    """A hit's evidence as the model's features (FEATURES order); absent evidence is 0. The
+    full-text evidence is the best rank any full-text leg (trigram, word-level, CJK) gave."""
+    text_ranks = [r for r in (fts_rank, word_rank, cjk_rank) if r is not None]
     best_text = min(text_ranks) if text_ranks else None
     return (
         cosine if cosine is not None else 0.0,

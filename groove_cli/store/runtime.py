@@ -10,10 +10,12 @@ import importlib.util
 import os
 from datetime import UTC, datetime
 from importlib import resources
+from typing import Any
 
 import apsw
 
 from groove_cli.errors import GrooveError
+from groove_cli.retrieve.cjk import row_text
 
 MIN_SQLITE = (3, 45, 0)
 MIN_SQLITE_VEC = (0, 1, 9)
@@ -73,6 +75,18 @@ def load_vec(con: apsw.Connection) -> str:
             f"sqlite-vec {version} is too old (groove needs >= 0.1.9)", hint="upgrade sqlite-vec"
         )
     return version
+
+
+def _groove_cjk(*args: Any) -> str:
+    """SQL `groove_cjk(text)`: the CJK table's column value for `text` (NULL gives '')."""
+    value = args[0]
+    return row_text(value if isinstance(value, str) else None)
+
+
+def register_functions(con: apsw.Connection) -> None:
+    """The SQL functions groove's writes use: the CJK table's tokeniser (its inserts and
+    migration 0003's backfill)."""
+    con.create_scalar_function("groove_cjk", _groove_cjk, 1, deterministic=True)
 
 
 def check_runtime() -> None:

@@ -21,9 +21,16 @@ import apsw
 from groove_cli.dbfile import damage_error
 from groove_cli.errors import GrooveError, IndexMissing
 from groove_cli.failures import check_index_file
+from groove_cli.retrieve.cjk import CJK_TOKENISER_VERSION
 from groove_cli.store.reads import SearchReads
-from groove_cli.store.rows import FTS_TABLES, f32_blob, scalar_int
-from groove_cli.store.runtime import SCHEMA_VERSION, load_vec, migrations, utc_now
+from groove_cli.store.rows import FTS_TABLES, FTS_VALUE, f32_blob, scalar_int
+from groove_cli.store.runtime import (
+    SCHEMA_VERSION,
+    load_vec,
+    migrations,
+    register_functions,
+    utc_now,
+)
 from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
 
 if TYPE_CHECKING:  # numpy is imported where vectors are read or written, not at start-up
@@ -164,6 +171,7 @@ class Store(SearchReads):
     @staticmethod
     def _configure(con: apsw.Connection) -> None:
         load_vec(con)
+        register_functions(con)
         con.execute("PRAGMA foreign_keys=ON")
         con.execute("PRAGMA busy_timeout=30000")
 
@@ -404,8 +412,10 @@ class Store(SearchReads):
     def _insert_fts(self, cid: int, heading: str | None, context: str | None, content: str,
                     tables: Sequence[str] = FTS_TABLES) -> None:
         for table in tables:
+            value = FTS_VALUE[table]
             self.con.execute(
-                f"INSERT INTO {table}(rowid, heading, context, content) VALUES (?, ?, ?, ?)",
+                f"INSERT INTO {table}(rowid, heading, context, content) "
+                f"VALUES (?, {value}, {value}, {value})",
                 (cid, heading or "", context or "", content),
             )
 
@@ -465,8 +475,13 @@ class Store(SearchReads):
         return {int(r[0]) for r in self.con.execute("SELECT chunk_id FROM vec_chunks")}
 
     def backfill_fts(self) -> int:
-        """Insert FTS rows for chunks that lack one in either table (a repair); returns how
-        many chunks were repaired."""
+        """Insert FTS rows for chunks that lack one in any table (a repair, and the re-tokenising
+        of the CJK table when its tokeniser version changed); returns how many chunks were
+        repaired."""
+        version = str(CJK_TOKENISER_VERSION)
+        if self.meta().get("cjk_tokeniser_version") != version:
+            self.con.execute("DELETE FROM fts_cjk")
+            self.set_meta({"cjk_tokeniser_version": version})
         have = {table: self._fts_rowids(table) for table in FTS_TABLES}
         repaired = 0
         rows: list[tuple[int, str | None, str | None, str]] = self.con.execute(

@@ -8,6 +8,7 @@ from typing import Literal
 
 from groove_cli.config import (
     DEFAULT_BM25_WEIGHTS,
+    DEFAULT_CJK_WEIGHT,
     DEFAULT_LEG_WEIGHT,
     DEFAULT_MIN_SCORE,
     DEFAULT_RRF_K,
@@ -44,10 +45,14 @@ RRF_K_VALUES: tuple[float, ...] = (5.0, 10.0, 20.0, 30.0, 60.0, 100.0)
 BM25_WEIGHT_VALUES: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
 WEIGHT_RATIOS: tuple[float, ...] = (0.5, 0.67, 1.0, 1.5, 2.0)
 MIN_SCORES: tuple[float, ...] = (0.0, 0.2, 0.3, 0.4)
+CJK_WEIGHTS: tuple[float, ...] = (0.5 * DEFAULT_CJK_WEIGHT, DEFAULT_CJK_WEIGHT,
+                                  2.0 * DEFAULT_CJK_WEIGHT)
+"""The CJK leg's weight (issue #13): half, equal to and twice the built-in value."""
 
 BUILTIN_RRF_K = DEFAULT_RRF_K
 BUILTIN_BM25_WEIGHTS: tuple[float, float, float] = DEFAULT_BM25_WEIGHTS
 BUILTIN_LEG_WEIGHT = DEFAULT_LEG_WEIGHT
+BUILTIN_CJK_WEIGHT = DEFAULT_CJK_WEIGHT
 BUILTIN_MIN_SCORE = DEFAULT_MIN_SCORE
 
 DEFAULT_K_INDEX = 4
@@ -56,14 +61,16 @@ DEFAULT_WEIGHT_INDEX = (2 * 4 + 1) * 4 + 1
 DEFAULT_FUSION_INDEX = DEFAULT_WEIGHT_INDEX * len(RRF_K_VALUES) + DEFAULT_K_INDEX
 """(2, 1, 1, 4) ⇒ 37 × 6 + 4 = 226."""
 DEFAULT_RATIO_INDEX = 2
-DEFAULT_RETRIEVAL_INDEX = DEFAULT_RATIO_INDEX * len(MIN_SCORES) + 0
-"""(ratio 1, min_score 0) = indices (2, 0) ⇒ 8."""
+DEFAULT_CJK_INDEX = 1
+DEFAULT_RETRIEVAL_INDEX = (DEFAULT_RATIO_INDEX * len(CJK_WEIGHTS) + DEFAULT_CJK_INDEX) * len(
+    MIN_SCORES)
+"""(ratio 1, cjk ×1, min_score 0) = indices (2, 1, 0) ⇒ (2 × 3 + 1) × 4 = 28."""
 
 BM25_PROBE_WEIGHT_INDICES: tuple[int, int] = ((3 * 4 + 0) * 4 + 0, (0 * 4 + 0) * 4 + 3)
 """Weight sets behind `bm25_sensitive`: (h=4, ctx=0.5, c=0.5) = 48, (h=0.5, ctx=0.5, c=4) = 3."""
 
 FUSION_KEYS = ("rrf_k", "bm25_heading_weight", "bm25_context_weight", "bm25_content_weight")
-RETRIEVAL_KEYS = ("vector_weight", "fts_weight", "min_score")
+RETRIEVAL_KEYS = ("vector_weight", "fts_weight", "cjk_weight", "min_score")
 TABLES: dict[Space, str] = {"fusion": "search.fusion", "retrieval": "search.retrieval"}
 
 
@@ -79,11 +86,12 @@ class Condition:
     bm25_content_weight: float = BUILTIN_BM25_WEIGHTS[2]
     vector_weight: float = BUILTIN_LEG_WEIGHT
     fts_weight: float = BUILTIN_LEG_WEIGHT
+    cjk_weight: float = BUILTIN_CJK_WEIGHT
     min_score: float = BUILTIN_MIN_SCORE
 
     @property
     def grid_indices(self) -> tuple[int, ...]:
-        """Fusion: (h, ctx, content, k) indices; retrieval: (ratio, min_score) indices."""
+        """Fusion: (h, ctx, content, k) indices; retrieval: (ratio, cjk, min_score) indices."""
         return grid_indices(self.space, self.index)
 
     @property
@@ -116,11 +124,12 @@ def fusion_grid() -> list[Condition]:
 
 
 def retrieval_grid() -> list[Condition]:
-    """The 20 retrieval conditions; index = ratio_index × 4 + min_score_index."""
+    """The 60 retrieval conditions; index = (ratio_index × 3 + cjk_index) × 4 + min_score_index."""
     return [
-        Condition("retrieval", r * len(MIN_SCORES) + m, vector_weight=ratio, fts_weight=1.0,
-                  min_score=floor)
-        for r, ratio in enumerate(WEIGHT_RATIOS) for m, floor in enumerate(MIN_SCORES)
+        Condition("retrieval", (r * len(CJK_WEIGHTS) + c) * len(MIN_SCORES) + m,
+                  vector_weight=ratio, fts_weight=1.0, cjk_weight=cjk, min_score=floor)
+        for r, ratio in enumerate(WEIGHT_RATIOS) for c, cjk in enumerate(CJK_WEIGHTS)
+        for m, floor in enumerate(MIN_SCORES)
     ]
 
 
@@ -146,7 +155,8 @@ def grid_indices(space: Space, index: int) -> tuple[int, ...]:
         h, rest = divmod(weight_index, 16)
         c, t = divmod(rest, 4)
         return (h, c, t, k_index)
-    return divmod(index, len(MIN_SCORES))
+    pair, m = divmod(index, len(MIN_SCORES))
+    return (*divmod(pair, len(CJK_WEIGHTS)), m)
 
 
 def _num(value: float) -> str:
@@ -163,8 +173,9 @@ def label_of(values: Mapping[str, float]) -> str:
     if "rrf_k" in values:
         return (f"h={_num(values['bm25_heading_weight'])} ctx={_num(values['bm25_context_weight'])}"
                 f" content={_num(values['bm25_content_weight'])} k={_rrf_k_text(values['rrf_k'])}")
+    cjk = f" cjk_weight={_num(values['cjk_weight'])}" if "cjk_weight" in values else ""
     return (f"vector_weight={_num(values['vector_weight'])} fts_weight={_num(values['fts_weight'])}"
-            f" min_score={_num(values['min_score'])}")
+            f"{cjk} min_score={_num(values['min_score'])}")
 
 
 def label(condition: Condition) -> str:

@@ -1,7 +1,8 @@
 """Tune's inputs (tune.md §5): every usable query's leg lists, each fetched once.
 
 The lists are the search's legs (retrieve/legs.py) run with tune's pool and no filter: the
-vector list over one batched KNN, and per bm25 weight set the trigram and word-level lists.
+vector list over one batched KNN, and per bm25 weight set the trigram, word-level and CJK
+lists.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from groove_cli.evaluate.golden import GoldenQuery
 from groove_cli.evaluate.tune.preflight import QueryDiagnostics, diagnostics
 from groove_cli.evaluate.tune.sweep import QueryLists
 from groove_cli.retrieve.legs import (
+    FTS_LEGS,
     NO_FILTER,
     Legs,
     excluded_ids,
+    fts_exprs,
     leg_exclusions,
     listed_knn,
-    trigram_leg,
     vector_leg,
-    word_leg,
 )
 from groove_cli.retrieve.query import CompiledQuery
 from groove_cli.retrieve.searcher import Searcher
@@ -57,8 +58,8 @@ class ListFetcher:
         self.store = store
         self.query = query
         self.pool = pool
-        self.exprs = {"fts_chunks": query.match_expr, "fts_words": query.word_expr}
-        legs = Legs(False, query.match_expr is not None, query.word_expr is not None)
+        self.exprs = fts_exprs(query)
+        legs = Legs(False, *(self.exprs[table] is not None for table in FTS_LEGS))
         self.excluded = leg_exclusions(store, query, legs)
         self.cache: dict[tuple[str, tuple[float, float, float]], tuple[int, ...]] = {}
 
@@ -66,15 +67,14 @@ class ListFetcher:
         """The table's leg at `weights`, exactly as a search at those weights runs it."""
         key = (table, weights)
         if key not in self.cache:
-            leg = trigram_leg if table == "fts_chunks" else word_leg
+            leg = FTS_LEGS[table]
             self.cache[key] = tuple(leg(self.store, self.query, weights, self.pool, NO_FILTER,
                                         self.excluded))
         return self.cache[key]
 
     def combined(self, weights: tuple[float, float, float]) -> list[int]:
-        """Both tables' candidates (trigram first), for the diagnostics."""
-        return list(dict.fromkeys((*self.fetch("fts_chunks", weights),
-                                   *self.fetch("fts_words", weights))))
+        """Every table's candidates (trigram first), for the diagnostics."""
+        return list(dict.fromkeys(cid for table in FTS_LEGS for cid in self.fetch(table, weights)))
 
     def lists(self, table: str, weight_sets: Sequence[tuple[float, float, float]]
               ) -> tuple[tuple[int, ...], ...]:
@@ -95,7 +95,7 @@ def query_lists(fetchers: Sequence[ListFetcher], usable: Sequence[GoldenQuery],
                 vector_lists: Sequence[Sequence[int]],
                 weight_sets: Sequence[tuple[float, float, float]]) -> list[QueryLists]:
     """Every usable query's lists for the sweep: the vector list and, per weight set, the
-    trigram list and (when the query has Latin words) the word-level list."""
+    trigram list, and the word-level and CJK lists when the query has Latin words / CJK text."""
     return [
         QueryLists(
             id=golden_query.id,
@@ -104,6 +104,8 @@ def query_lists(fetchers: Sequence[ListFetcher], usable: Sequence[GoldenQuery],
             fts_ids_by_weight=fetcher.lists("fts_chunks", weight_sets),
             word_ids_by_weight=(fetcher.lists("fts_words", weight_sets)
                                 if fetcher.exprs["fts_words"] else ()),
+            cjk_ids_by_weight=(fetcher.lists("fts_cjk", weight_sets)
+                               if fetcher.exprs["fts_cjk"] else ()),
         )
         for fetcher, golden_query, vec_ids in zip(fetchers, usable, vector_lists, strict=True)
     ]

@@ -10,6 +10,7 @@ from typing import Any
 
 from groove_cli.evaluate.tune.grid import (
     BM25_WEIGHT_VALUES,
+    CJK_WEIGHTS,
     PRIMARY_K,
     RRF_K_VALUES,
     candidate_pool,
@@ -65,6 +66,7 @@ def _grid_json(sweep: SweepScores, selection: Selection) -> dict[str, Any]:
         }
     return {
         "weight_ratios": [0.5, 0.67, 1, 1.5, 2],
+        "cjk_weights": list(CJK_WEIGHTS),
         "min_scores": [0, 0.2, 0.3, 0.4],
         "ratio_sweep": [entry(i) for i in top],
         "min_score_sweep": [entry(i) for i in selection.phase2],

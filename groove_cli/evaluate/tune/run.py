@@ -145,7 +145,8 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
             with _timed("fetch_meta", on_phase):
                 ids = {cid for ql in lists for cid in ql.vector_ids}
                 ids.update(cid for ql in lists
-                           for fts in (*ql.fts_ids_by_weight, *ql.word_ids_by_weight)
+                           for fts in (*ql.fts_ids_by_weight, *ql.word_ids_by_weight,
+                                       *ql.cjk_ids_by_weight)
                            for cid in fts)
                 meta = {cid: (c.path, c.heading) for cid, c in store.chunks_by_id(ids).items()}
         model_name = searcher.runtime.name

@@ -14,6 +14,7 @@ import numpy as np
 
 from groove_cli.arrays import FloatArray
 from groove_cli.evaluate.tune.grid import (
+    CJK_WEIGHTS,
     DEFAULT_K_INDEX,
     MIN_SCORES,
     PLATEAU_EPS,
@@ -41,21 +42,23 @@ class Selection:
 
 
 def phase1_conditions(space: Space) -> tuple[int, ...]:
-    """Fusion: the 64 weight sets at k = 60; retrieval: the 5 ratios at min_score 0."""
+    """Fusion: the 64 weight sets at k = 60; retrieval: the 15 (ratio, CJK weight) pairs at
+    min_score 0."""
     if space == "fusion":
         return tuple(w * len(RRF_K_VALUES) + DEFAULT_K_INDEX for w in range(len(weight_sets())))
-    return tuple(r * len(MIN_SCORES) for r in range(len(WEIGHT_RATIOS)))
+    return tuple(p * len(MIN_SCORES) for p in range(len(WEIGHT_RATIOS) * len(CJK_WEIGHTS)))
 
 
 def phase2_conditions(space: Space, phase1_choice: int) -> tuple[int, ...]:
-    """Fusion: the 6 k values at the chosen weights; retrieval: the 4 floors at the chosen ratio."""
+    """Fusion: the 6 k values at the chosen weights; retrieval: the 4 floors at the chosen
+    weights."""
     size = len(RRF_K_VALUES) if space == "fusion" else len(MIN_SCORES)
     base = phase1_choice - phase1_choice % size
     return tuple(base + i for i in range(size))
 
 
 def _centre_distance(space: Space, index: int) -> float:
-    centre = (1.5, 1.5, 1.5, 2.5) if space == "fusion" else (2.0, 0.0)
+    centre = (1.5, 1.5, 1.5, 2.5) if space == "fusion" else (2.0, 1.0, 0.0)
     return sum(abs(i - c) for i, c in zip(grid_indices(space, index), centre, strict=True))
 
 

@@ -15,7 +15,9 @@ import numpy as np
 from groove_cli.arrays import BoolArray, FloatArray, IntArray
 from groove_cli.evaluate.metrics import entry_matches, rank_metrics
 from groove_cli.evaluate.tune.grid import (
+    BUILTIN_CJK_WEIGHT,
     BUILTIN_RRF_K,
+    CJK_WEIGHTS,
     MIN_SCORES,
     PRIMARY_K,
     WEIGHT_RATIOS,
@@ -43,6 +45,8 @@ class QueryLists:
     word_ids_by_weight: tuple[tuple[int, ...], ...] = ()
     """The word-level table's lists, one per weight set like `fts_ids_by_weight`; empty when
     the query has no Latin word (the leg does not run)."""
+    cjk_ids_by_weight: tuple[tuple[int, ...], ...] = ()
+    """The CJK table's lists, likewise; empty when the query has no CJK text."""
 
 
 ChunkMeta = Mapping[int, tuple[str, str | None]]
@@ -58,11 +62,13 @@ def _space_rows(space: Space) -> tuple[FusionRows, IntArray, FloatArray]:
             np.ones(len(conditions)), np.ones(len(conditions)),
             np.array([c.weight_index for c in conditions], dtype=np.int64),
             np.array([c.rrf_k for c in conditions]),
+            np.full(len(conditions), BUILTIN_CJK_WEIGHT),
         )
         return rows, np.arange(len(conditions), dtype=np.int64), np.zeros(len(conditions))
-    rows = FusionRows(np.array(WEIGHT_RATIOS), np.ones(len(WEIGHT_RATIOS)),
-                 np.zeros(len(WEIGHT_RATIOS), dtype=np.int64),
-                 np.full(len(WEIGHT_RATIOS), BUILTIN_RRF_K))
+    pairs = [(ratio, cjk) for ratio in WEIGHT_RATIOS for cjk in CJK_WEIGHTS]
+    rows = FusionRows(np.array([p[0] for p in pairs]), np.ones(len(pairs)),
+                      np.zeros(len(pairs), dtype=np.int64), np.full(len(pairs), BUILTIN_RRF_K),
+                      np.array([p[1] for p in pairs]))
     conditions = retrieval_grid()
     row_of = np.array([c.index // len(MIN_SCORES) for c in conditions], dtype=np.int64)
     floors = np.array([c.min_score for c in conditions])
@@ -128,7 +134,7 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
             progress(progress_line(q + 1, len(queries), n_cond, query.id))
         _check_lists(query, n_lists)
         fused = fuse_rows(query.vector_ids, query.fts_ids_by_weight, query.word_ids_by_weight,
-                           rows, max(limit, 1))
+                          rows, max(limit, 1), query.cjk_ids_by_weight)
         valid = fused.valid[row_of] & (fused.score[row_of] >= floors[:, None])
         ids = fused.ids[row_of]
         rel = _relevance(query, chunk_meta, ids, valid)
@@ -141,10 +147,12 @@ def _check_lists(query: QueryLists, n_lists: int) -> None:
     if len(query.fts_ids_by_weight) != n_lists:
         raise ValueError(f"query {query.id!r}: expected {n_lists} FTS list(s), "
                          f"got {len(query.fts_ids_by_weight)}")
-    if query.word_ids_by_weight and len(query.word_ids_by_weight) != n_lists:
-        raise ValueError(f"query {query.id!r}: expected 0 or {n_lists} word list(s), "
-                         f"got {len(query.word_ids_by_weight)}")
-    for ids in (query.vector_ids, *query.fts_ids_by_weight, *query.word_ids_by_weight):
+    for name, lists in (("word", query.word_ids_by_weight), ("CJK", query.cjk_ids_by_weight)):
+        if lists and len(lists) != n_lists:
+            raise ValueError(f"query {query.id!r}: expected 0 or {n_lists} {name} list(s), "
+                             f"got {len(lists)}")
+    for ids in (query.vector_ids, *query.fts_ids_by_weight, *query.word_ids_by_weight,
+                *query.cjk_ids_by_weight):
         if len(set(ids)) != len(ids):
             raise ValueError(f"query {query.id!r}: a candidate list repeats a chunk id")
 

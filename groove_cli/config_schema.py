@@ -1,0 +1,140 @@
+"""The groove.toml schema: every key with its type, default and range, the presets, and the
+built-in defaults and caps derived from it. The single source of truth that validation,
+`config show`, flag range checks, search, eval, tune and the groove.toml.example test read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["path", "str", "int", "float", "bool", "list_str", "list_int", "list_float", "enum",
+               "enum_opt"]
+
+DEFAULT_MODEL = "multilingual-e5-small"
+DEFAULT_EXCLUDE_DIRS = (".obsidian", ".git", "node_modules", "target", ".vscode", ".idea")
+PARSER_IDS = ("md", "txt")
+MODES = ("hybrid", "vector", "fts")
+PRESETS = ("fast", "balanced", "accurate")
+MAX_TOP_K = 4096
+"""Cap on a leg's candidate count: `dense_top_k`, `sparse_top_k` and the vector leg's k."""
+MAX_LIMIT = 1000
+"""Cap on the hits of one search (`--limit`, eval's depth, tune's limit and every k)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeySpec:
+    """One config key: dotted name, kind, default (None = unset) and range."""
+
+    key: str
+    kind: Kind
+    default: object = None
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple[str, ...] = ()
+    finite: bool = False
+    help: str = ""
+
+    @property
+    def table(self) -> str:
+        return self.key.rpartition(".")[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.rpartition(".")[2]
+
+
+SCHEMA: tuple[KeySpec, ...] = (
+    KeySpec("kb_path", "path", help="Knowledge-base root (the folder of notes)."),
+    KeySpec("db_path", "path", help="Index file; default <kb>/.groove.db."),
+    KeySpec("model", "str", help="Embedding model: registry name or model directory."),
+    KeySpec("max_length", "int", lo=16, help="Embedding input cap in tokens."),
+    KeySpec("reranker", "str", "none", help="Reranker: registry name, directory or none."),
+    KeySpec("rerank_by_default", "bool", True, help="Use a configured reranker in search."),
+    KeySpec("models_dir", "path", help="Model cache folder."),
+    KeySpec("exclude_dirs", "list_str", list(DEFAULT_EXCLUDE_DIRS), help="Skipped folders."),
+    KeySpec("exclude_headings", "list_str", [], help="Drop h2/h3 sections containing these."),
+    KeySpec("parsers.enabled", "list_str", ["md"], help="File types: md, txt."),
+    KeySpec("quality_filter.enabled", "bool", True),
+    KeySpec("quality_filter.threshold", "float", 0.3, 0.0, 1.0),
+    KeySpec("search.min_confidence_ratio", "float", 1.5, 0.0, None, finite=True),
+    KeySpec("search.relevance.low_confidence_below", "float", 0.15, 0.0, 1.0,
+            help="low_confidence when the best hit's relevance is below this (0: never)."),
+    KeySpec("search.relevance.min_relevance", "float", 0.0, 0.0, 1.0, help="Drop hits below this relevance."),
+    KeySpec("search.relevance.calibration", "list_float", None,
+            help="Relevance model (unset: the model's shipped one; tune --space calibration fits it)."),
+    KeySpec("search.retrieval.mode", "enum", "hybrid", choices=MODES),
+    KeySpec("search.retrieval.preset", "enum_opt", None, choices=PRESETS),
+    KeySpec("search.retrieval.dense_top_k", "int", None, 1, MAX_TOP_K),
+    KeySpec("search.retrieval.sparse_top_k", "int", None, 1, MAX_TOP_K),
+    KeySpec("search.retrieval.vector_weight", "float", 1.0, 0.0, 1e6, finite=True),
+    KeySpec("search.retrieval.fts_weight", "float", 1.0, 0.0, 1e6, finite=True),
+    # 6.0: the smallest of 1, 2, 3, 4, 6 at which JSQuAD's default hybrid is not below its
+    # full-text leg (issue #13, bench/results/quality.md); only queries with CJK text run it.
+    KeySpec("search.retrieval.cjk_weight", "float", 6.0, 0.0, 1e6, finite=True,
+            help="Weight of the CJK full-text leg (Japanese and other CJK queries) in fusion."),
+    KeySpec("search.retrieval.min_score", "float", 0.0, 0.0, 1.0),
+    KeySpec("search.fusion.rrf_k", "float", 60.0, 1.0, 1e6, finite=True),
+    KeySpec("search.fusion.bm25_heading_weight", "float", 2.0, 0.0, 1e6, finite=True),
+    KeySpec("search.fusion.bm25_context_weight", "float", 1.0, 0.0, 1e6, finite=True),
+    KeySpec("search.fusion.bm25_content_weight", "float", 1.0, 0.0, 1e6, finite=True),
+    KeySpec("search.mmr.enabled", "bool", False),
+    KeySpec("search.mmr.lambda", "float", 0.7, 0.0, 1.0),
+    KeySpec("search.mmr.same_doc_penalty", "float", 0.0, 0.0, 1.0),
+    KeySpec("search.parent_retriever.enabled", "bool", False),
+    KeySpec("search.parent_retriever.whole_doc_threshold_tokens", "int", 100, 0, None),
+    KeySpec("search.parent_retriever.max_expanded_tokens", "int", 2000, None, 8192),
+    KeySpec("eval.golden", "path"),
+    KeySpec("eval.history_size", "int", 10, 1, 1000),
+    KeySpec("eval.k_values", "list_int", [1, 5, 10], 0, MAX_LIMIT),
+    KeySpec("eval.regression_threshold", "float", 0.05, 0.0, 1.0, finite=True),
+    KeySpec("contextual.enabled", "bool", False),
+)
+
+SPECS: dict[str, KeySpec] = {s.key: s for s in SCHEMA}
+TABLES: tuple[str, ...] = tuple(dict.fromkeys(s.table for s in SCHEMA if s.table))
+
+
+def default_float(key: str) -> float:
+    """The built-in default of a float key: the one place search, eval and tune take it from."""
+    value = SPECS[key].default
+    assert isinstance(value, (int, float))
+    return float(value)
+
+
+def default_int(key: str) -> int:
+    """The built-in default of an int key."""
+    value = SPECS[key].default
+    assert isinstance(value, int)
+    return value
+
+
+DEFAULT_RRF_K = default_float("search.fusion.rrf_k")
+DEFAULT_BM25_WEIGHTS: tuple[float, float, float] = (
+    default_float("search.fusion.bm25_heading_weight"),
+    default_float("search.fusion.bm25_context_weight"),
+    default_float("search.fusion.bm25_content_weight"),
+)
+DEFAULT_LEG_WEIGHT = default_float("search.retrieval.vector_weight")
+DEFAULT_MIN_SCORE = default_float("search.retrieval.min_score")
+DEFAULT_CJK_WEIGHT = default_float("search.retrieval.cjk_weight")
+
+PRESET_VALUES: dict[str, dict[str, object]] = {
+    "fast": {
+        "search.retrieval.dense_top_k": 20,
+        "search.retrieval.sparse_top_k": 20,
+        "search.retrieval.min_score": 0.4,
+    },
+    "balanced": {
+        "search.retrieval.dense_top_k": 40,
+        "search.retrieval.sparse_top_k": 40,
+        "search.retrieval.min_score": 0.3,
+        "search.retrieval.vector_weight": 1.2,
+        "search.retrieval.fts_weight": 0.8,
+    },
+    "accurate": {
+        "search.retrieval.dense_top_k": 80,
+        "search.retrieval.sparse_top_k": 80,
+        "search.retrieval.min_score": 0.2,
+    },
+}
