@@ -32,10 +32,10 @@ def ja(tiny_model: Path, workdir: Path, tmp_path: Path) -> Groove:  # noqa: F811
 
 
 def search_paths(groove: Groove, *args: str) -> list[str]:
-    result = groove.run("search", *args, "--format", "files", "--include-low-quality",
+    result = groove.run("search", *args, "--format", "json", "--include-low-quality",
                         "--kb-path", str(groove.kb))
     assert result.exit_code == 0, result.stderr
-    return result.stdout.splitlines()
+    return list(dict.fromkeys(hit["path"] for hit in json.loads(result.stdout)["results"]))
 
 
 def test_index_writes_the_cjk_rows_with_the_chunks(ja: Groove) -> None:
@@ -52,8 +52,10 @@ def test_index_writes_the_cjk_rows_with_the_chunks(ja: Groove) -> None:
 def test_migration_3_backfills_an_old_index_without_re_embedding(ja: Groove) -> None:
     db = ja.db
     vectors = rows(db, "SELECT chunk_id, embedding FROM vec_chunks ORDER BY chunk_id")
-    with writable(db) as con:  # what a schema-2 groove wrote: no fts_cjk, no tokeniser version
-        con.execute("DROP TABLE fts_cjk")
+    with writable(db) as con:  # what a schema-2 groove wrote: no fts_cjk, no tokeniser version,
+        con.execute("DROP TABLE fts_cjk")  # no chunk lines (migration 0004)
+        con.execute("ALTER TABLE chunks DROP COLUMN line_start")
+        con.execute("ALTER TABLE chunks DROP COLUMN line_end")
         con.execute("DELETE FROM index_meta WHERE key = 'cjk_tokeniser_version'")
         con.execute("PRAGMA user_version = 2")
     refused = ja.run("search", "評価", "--kb-path", str(ja.kb))
@@ -63,7 +65,7 @@ def test_migration_3_backfills_an_old_index_without_re_embedding(ja: Groove) -> 
     again = ja.index_ok()
     assert "Backfilled" not in again.stderr  # the migration itself filled the table
     assert "0 updated" in again.stderr.splitlines()[-1]
-    assert rows(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 3
+    assert rows(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 4
     assert rows(db, "SELECT chunk_id, embedding FROM vec_chunks ORDER BY chunk_id") == vectors
     chunks = {int(str(r[0])) for r in rows(db, "SELECT id FROM chunks")}
     assert {int(str(r[0])) for r in rows(db, "SELECT rowid FROM fts_cjk")} == chunks
