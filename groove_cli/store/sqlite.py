@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,20 +109,27 @@ class Store(SearchReads):
     # ------------------------------------------------------------------ opening
 
     @classmethod
+    def _connect(cls, path: Path, connect: Callable[[], apsw.Connection],
+                 verb: str) -> tuple[apsw.Connection, int]:
+        """A configured connection and its schema version; a damaged file is a DamagedIndex,
+        any other SQLite failure one clear GrooveError (`cannot {verb} the index at …`)."""
+        try:
+            con = connect()
+            cls._configure(con)
+            return con, cls._user_version(con)
+        except apsw.Error as exc:
+            damaged = damage_error(exc)
+            if damaged is not None:
+                raise damaged from None
+            raise GrooveError(f"cannot {verb} the index at {path}: {exc}") from None
+
+    @classmethod
     def open_for_index(cls, path: Path) -> Store:
         """Open or create the index for writing: WAL, then pending migrations."""
         check_index_file(path, allow_empty=True)
         path.parent.mkdir(parents=True, exist_ok=True)
         _writable_shm(path)
-        try:
-            con = apsw.Connection(str(path))
-            cls._configure(con)
-            version = cls._user_version(con)
-        except apsw.Error as exc:
-            damaged = damage_error(exc)
-            if damaged is not None:
-                raise damaged from None
-            raise GrooveError(f"cannot open the index at {path}: {exc}") from None
+        con, version = cls._connect(path, lambda: apsw.Connection(str(path)), "open")
         if version > SCHEMA_VERSION:
             raise GrooveError(
                 f"the index at {path} was written by a newer groove (schema version {version}; "
@@ -147,15 +154,7 @@ class Store(SearchReads):
             raise IndexMissing(
                 f"no index found at {path}. Run `groove index --kb-path {kb_hint}` first."
             )
-        try:
-            con = _read_only_connection(path)
-            cls._configure(con)
-            version = cls._user_version(con)
-        except apsw.Error as exc:
-            damaged = damage_error(exc)
-            if damaged is not None:
-                raise damaged from None
-            raise GrooveError(f"cannot read the index at {path}: {exc}") from None
+        con, version = cls._connect(path, lambda: _read_only_connection(path), "read")
         if version < SCHEMA_VERSION:
             raise GrooveError(
                 f"the index at {path} uses schema version {version}; run "
