@@ -17,10 +17,14 @@ _cli_env = e2e._cli_env
 
 def test_variants_switch_each_part_the_default_runs() -> None:
     names = [v.name for v in variants(SearchParams(), reranker=False)]
-    assert names == ["default", "no trigram leg", "no word leg", "no vector leg",
+    assert names == ["default", "no trigram leg", "no word leg", "no CJK leg", "no vector leg",
                      "no full-text legs", "MMR on"]
     fts = [v.name for v in variants(SearchParams(mode="fts", mmr=True), reranker=False)]
-    assert fts == ["default", "no trigram leg", "no word leg", "MMR off"]
+    assert fts == ["default", "no trigram leg", "no word leg", "no CJK leg", "MMR off"]
+    no_cjk = [v for v in variants(SearchParams(), reranker=False) if v.name == "no CJK leg"]
+    assert no_cjk[0].params.cjk_weight == 0.0
+    assert "no CJK leg" not in [v.name for v in variants(SearchParams(cjk_weight=0.0),
+                                                          reranker=False)]
     full = variants(SearchParams(min_score=0.3, rerank=True), reranker=True)
     assert [v.name for v in full][-2:] == ["min_score off", "reranker off"]
     assert full[-2].params.min_score == 0.0
@@ -35,8 +39,8 @@ def test_ablate_reports_deltas_latency_and_the_cheapest_configuration(warm: Samp
     report = json.loads(result.stdout)
     assert report["metric"] == "ndcg@10" and report["query_count"] == 33
     rows = {r["name"]: r for r in report["configurations"]}
-    assert list(rows) == ["default", "no trigram leg", "no word leg", "no vector leg",
-                          "no full-text legs", "MMR on"]
+    assert list(rows) == ["default", "no trigram leg", "no word leg", "no CJK leg",
+                          "no vector leg", "no full-text legs", "MMR on"]
     default = e2e.eval_json(warm, "--no-history")["aggregate"]["ndcg_at_k"]["10"]
     fts = e2e.eval_json(warm, "--no-history", "--mode", "fts")["aggregate"]["ndcg_at_k"]["10"]
     vector = e2e.eval_json(warm, "--no-history", "--mode", "vector")["aggregate"]["ndcg_at_k"]["10"]

@@ -78,6 +78,8 @@ def variants(params: SearchParams, *, reranker: bool) -> list[Variant]:
     if fts_on:
         found.append(Variant("no trigram leg", params, _no_trigram))
         found.append(Variant("no word leg", params, _no_words))
+        if params.cjk_weight > 0:  # weight 0 turns the CJK leg off in every mode
+            found.append(Variant("no CJK leg", dataclasses.replace(params, cjk_weight=0.0)))
     if fts_on and vector_on:
         found.append(Variant("no vector leg", dataclasses.replace(params, mode="fts")))
         found.append(Variant("no full-text legs", dataclasses.replace(params, mode="vector")))
