@@ -110,7 +110,7 @@ def parse_json(raw: bytes) -> object:
     except UnicodeDecodeError as exc:
         raise ValueError(f"not valid UTF-8: {exc.reason}") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc.msg} at line {exc.lineno}") from None
+        raise ValueError(f"invalid JSON: {exc.msg.removesuffix(' at')} at line {exc.lineno}") from None
 
 
 def _parse_runs(raw: bytes) -> list[Run]:
