@@ -233,4 +233,4 @@ def tune_cmd(
         with tune_progress() as bar:
             return run_tune(request, progress=bar)
 
-    output.print_tune(run_core(run), fmt)
+    output.print_tune(run_core(run), fmt, full=verbose_flag)

@@ -201,7 +201,8 @@ GoldenOpt = Annotated[Path | None, typer.Option(
     "--golden", help="Golden file (default [eval].golden, else KB/.groove-eval.yml).")]
 NoColorOpt = Annotated[bool, typer.Option("--no-color", help="Disable colour.")]
 VerboseOpt = Annotated[bool, typer.Option(
-    "--verbose", "-v", help="Also print informational notes (which config file was loaded, …).")]
+    "--verbose", "-v",
+    help="Also print informational notes (which config file was loaded, …); tune: the full report.")]
 
 
 def verbose(on: bool) -> None:

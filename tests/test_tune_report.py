@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 from groove_cli.evaluate import tune as T
-from groove_cli.render.tune_report import render_tune_text
+from groove_cli.render.tune_report import render_tune_summary, render_tune_text
 
 
 def _cond(ratio: float, floor: float) -> dict[str, float]:
@@ -125,6 +125,24 @@ def test_keep_default_report_full_text() -> None:
     assert render_tune_text(KEEP_REPORT) == KEEP_TEXT
 
 
+KEEP_SUMMARY = """\
+groove tune — /notes   space: retrieval   2 of 3 queries effective   metric: nDCG@5
+  best condition: vector_weight=1.5 fts_weight=1.0 min_score=0.0
+  held-out Δ nDCG@5: +0.0500 (paired SE 0.0500; adoption needs > 0.02 and > 3.0 × SE)   stability 0.50
+
+  Recommendation: keep the built-in defaults (vector_weight=1.0 fts_weight=1.0 cjk_weight=6.0 min_score=0.0).
+    - held-out mean delta 0.0500 is not above 3.0 × paired SE (0.1500)
+    - selection stability 0.50 is not above 0.5
+    - recall@10 would drop from 1.000 to 0.875
+
+  Full report (diagnostics, grid, CV, secondary metrics): groove tune --verbose
+"""
+
+
+def test_default_summary_is_the_verdict_and_its_evidence() -> None:
+    assert render_tune_summary(KEEP_REPORT) == KEEP_SUMMARY
+
+
 def test_infinite_se_and_fusion_default_label() -> None:
     report = dict(KEEP_REPORT, space="fusion")
     report["loo"] = dict(KEEP_REPORT["loo"], paired_se=None, mean_delta=0.0)
@@ -194,3 +212,13 @@ def test_adopt_report_sections_and_snippet() -> None:
         "\n"
         "  or run groove tune --write\n"
     )
+
+
+def test_adopt_summary_carries_the_snippet_and_no_report_sections() -> None:
+    report = _adopt_report()
+    summary = render_tune_summary(report)
+    assert not any(line.startswith("## ") for line in summary.splitlines())
+    assert "  best condition: h=4.0 ctx=1.0 content=0.5 k=20\n" in summary
+    assert report["verdict"]["toml_snippet"] in summary
+    assert "  or run groove tune --write\n" in summary
+    assert len(summary.splitlines()) < len(render_tune_text(report).splitlines()) // 2

@@ -81,9 +81,10 @@ def print_compare(report: dict[str, Any], fmt: str) -> None:
                          else render_compare_text(report))
 
 
-def print_tune(report: TuneReport, fmt: str) -> None:
+def print_tune(report: TuneReport, fmt: str, *, full: bool = False) -> None:
     """The tune report as JSON, or as text or Markdown rendered from the same document; the
-    Markdown also goes to $GITHUB_STEP_SUMMARY when set, whatever the format."""
+    Markdown also goes to $GITHUB_STEP_SUMMARY when set, whatever the format. Text is a short
+    summary unless `full` (`--verbose`) asks for the whole report."""
     from groove_cli.render.markdown import append_step_summary
     from groove_cli.render.tune_markdown import render_tune_markdown
 
@@ -93,9 +94,12 @@ def print_tune(report: TuneReport, fmt: str) -> None:
     if fmt == "json":
         print_json(document)
         return
-    from groove_cli.render.tune_report import render_tune_text
+    from groove_cli.render.tune_report import render_tune_summary, render_tune_text
 
-    sys.stdout.write(markdown if fmt == "markdown" else render_tune_text(document))
+    if fmt == "markdown":
+        sys.stdout.write(markdown)
+    else:
+        sys.stdout.write((render_tune_text if full else render_tune_summary)(document))
 
 
 def print_index_done(report: IndexReport) -> None:

@@ -145,6 +145,28 @@ def _verdict(r: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def render_tune_summary(report: Mapping[str, Any]) -> str:
+    """The default text output: what was tuned, the verdict and the evidence behind it, in a
+    dozen lines; the full §9 report is one `--verbose` away."""
+    loo = report["loo"]
+    se = loo["paired_se"]
+    lines = [
+        f"groove tune — {report['kb_path']}   space: {report['space']}   "
+        f"{report['effective_query_count']} of {report['query_count']} queries effective   "
+        f"metric: nDCG@{report['primary_k']}",
+        f"  best condition: {label_of(loo['refit'])}",
+        f"  held-out Δ nDCG@{report['primary_k']}: {_signed(loo['mean_delta'], 4)} "
+        f"(paired SE {_fmt(se, 4) if se is not None else 'inf'}; adoption needs > "
+        f"{ADOPT_MIN_MEAN_DELTA} and > {ADOPT_SE_MULTIPLIER} × SE)   "
+        f"stability {loo['selection_stability']:.2f}",
+        "",
+        *_verdict(report)[1:],
+        "",
+        "  Full report (diagnostics, grid, CV, secondary metrics): groove tune --verbose",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def render_tune_text(report: Mapping[str, Any]) -> str:
     """The §9 text report: header, then the sections in spec order, ending with a newline."""
     sections = [_header(report), _diagnostics(report["diagnostics"]), _grid(report),
