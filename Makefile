@@ -23,7 +23,10 @@ lint: $(STAMP)  ## ruff + mypy --strict
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict groove_cli
 
+# demo compiles groove's bytecode first, as an installed package has it (PYTHONDONTWRITEBYTECODE
+# would otherwise make every command compile ~30 modules from source).
 demo: $(STAMP)  ## resolve the default model, index the sample KB, run two searches
+	$(BIN)/python -m compileall -q groove_cli > /dev/null
 	$(GROOVE) models resolve multilingual-e5-small
 	$(GROOVE) index --kb-path $(DEMO_KB)
 	$(GROOVE) search --kb-path $(DEMO_KB) --format text --limit 3 "how do retry budgets stop retry storms?"

@@ -189,7 +189,8 @@ def reliability_png(path: Path, curves: dict[str, list[tuple[float, float, int]]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--source", type=Path, default=Path("/work/wt/baseline/bench/work"))
+    parser.add_argument("--source", type=Path, default=ROOT / "bench" / "work",
+                        help="where eval_datasets.py left the indexes and golden files")
     parser.add_argument("--reuse", action="store_true", help="reuse the collected features")
     parser.add_argument("--threshold", type=float, default=None)
     args = parser.parse_args()
