@@ -11,7 +11,6 @@ stores in `[search.relevance] calibration`.
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,40 +37,20 @@ def split_half(query_id: str) -> str:
 
 
 def fit_logistic(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64],
-                 l2: float = 1e-3, prior: Calibration | None = None) -> Calibration:
-    """Logistic regression by Newton-Raphson (IRLS).
-
-    Without `prior`, a small ridge (`l2`) keeps the fit finite when a feature separates the
-    labels. With `prior`, it is a MAP fit: the intercept is nearly free (it carries the KB's
-    base rate of relevant hits), the feature weights are pulled toward the prior's by a
-    Gaussian penalty of precision `l2`, so a small golden set moves them only as far as its
-    evidence supports."""
+                 l2: float = 1e-3) -> Calibration:
+    """Logistic regression by Newton-Raphson (IRLS); a small ridge keeps it finite when a
+    feature separates the labels."""
     import numpy as np
 
     design = np.hstack([np.ones((len(x), 1)), x])
-    size = design.shape[1]
-    centre = np.zeros(size) if prior is None else np.array(prior.as_list())
-    penalty = np.full(size, l2)
-    beta = centre.copy()
-    if prior is not None:
-        penalty[0] = 1e-3
-        rate = min(max(float(y.mean()), 1e-3), 1 - 1e-3)  # start at the KB's base rate
-        beta[0] += math.log(rate / (1 - rate)) - float(np.mean(design @ beta))
-
-    def objective(b: npt.NDArray[np.float64]) -> float:
-        z = design @ b
-        return float(np.sum(y * z - np.logaddexp(0.0, z)) - 0.5 * penalty @ (b - centre) ** 2)
-
+    beta = np.zeros(design.shape[1])
     for _ in range(100):
         p = 1.0 / (1.0 + np.exp(-design @ beta))
-        gradient = design.T @ (y - p) - penalty * (beta - centre)
-        hessian = design.T @ (design * (p * (1 - p))[:, None]) + np.diag(penalty)
+        gradient = design.T @ (y - p) - l2 * beta
+        hessian = design.T @ (design * (p * (1 - p))[:, None]) + l2 * np.eye(len(beta))
         step = np.linalg.solve(hessian, gradient)
-        before, scale = objective(beta), 1.0
-        while scale > 1e-6 and objective(beta + scale * step) < before:
-            scale /= 2  # step halving keeps every Newton step an ascent
-        beta += scale * step
-        if float(np.max(np.abs(scale * step))) < 1e-9:
+        beta += step
+        if float(np.max(np.abs(step))) < 1e-9:
             break
     return Calibration.from_list([round(float(b), 4) for b in beta])
 
