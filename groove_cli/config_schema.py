@@ -58,7 +58,7 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("quality_filter.enabled", "bool", True),
     KeySpec("quality_filter.threshold", "float", 0.3, 0.0, 1.0),
     KeySpec("search.min_confidence_ratio", "float", 1.5, 0.0, None, finite=True),
-    KeySpec("search.relevance.low_confidence_below", "float", 0.15, 0.0, 1.0,
+    KeySpec("search.relevance.low_confidence_below", "float", 0.35, 0.0, 1.0,
             help="low_confidence when the best hit's relevance is below this (0: never)."),
     KeySpec("search.relevance.min_relevance", "float", 0.0, 0.0, 1.0, help="Drop hits below this relevance."),
     KeySpec("search.relevance.calibration", "list_float", None,

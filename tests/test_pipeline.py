@@ -305,7 +305,7 @@ def test_relevance_and_low_confidence_with_the_vector_leg(fusion: Store) -> None
     from groove_cli.retrieve.relevance import Calibration
 
     # only the cosine counts: relevance = 1 / (1 + exp(-(-1 + 2 cos)))
-    cal = Calibration(-1.0, (2.0, 0.0, 0.0, 0.0))
+    cal = Calibration(-1.0, (2.0, 0.0, 0.0, 0.0, 0.0, 0.0))
     result = run(fusion, "zebra", SearchParams(limit=5, calibration=cal), vector=(1.0, 0.0))
     stored = fusion.vectors_by_id([h.chunk.chunk_id for h in result.hits], 2)
     for hit in result.hits:

@@ -35,27 +35,33 @@ def golden_private(golden_index: tuple[Path, Path], tmp_path_factory: pytest.Tem
 
 
 def test_features_from_the_legs_evidence() -> None:
-    assert features(0.9, 4, 2, 5) == (0.9, 1.0, 0.5, 0.2)  # best full-text rank: 2
-    assert features(0.8, None, None, 1) == (0.8, 0.0, 0.0, 1.0)
-    assert features(None, 3, None, None) == (0.0, 1.0, 1 / 3, 0.0)
+    # (cosine, text found, 1/best trigram-or-word rank, CJK found, 1/CJK rank, 1/vector rank)
+    assert features(0.9, 4, 2, 5) == (0.9, 1.0, 0.5, 0.0, 0.0, 0.2)  # best text rank: 2
+    assert features(0.8, None, None, 1) == (0.8, 0.0, 0.0, 0.0, 0.0, 1.0)
+    assert features(None, 3, None, None) == (0.0, 1.0, 1 / 3, 0.0, 0.0, 0.0)
+    # the CJK leg is evidence of its own, never the text evidence
+    assert features(0.7, None, None, None, 4) == (0.7, 0.0, 0.0, 1.0, 0.25, 0.0)
+    assert features(0.7, 8, None, 2, 1) == (0.7, 1.0, 0.125, 1.0, 1.0, 0.5)
 
 
 def test_relevance_is_the_logistic_of_the_linear_score() -> None:
-    cal = Calibration(-2.0, (4.0, 1.0, 0.0, 0.0))
+    cal = Calibration(-2.0, (4.0, 1.0, 0.0, -3.0, 2.0, 0.0))
     # z = -2 + 4 * 0.5 + 1 * 1 = 1
-    assert relevance(cal, (0.5, 1.0, 0.0, 0.0)) == pytest.approx(1 / (1 + math.exp(-1)))
-    assert relevance(cal, (0.0, 0.0, 0.0, 0.0)) == pytest.approx(1 / (1 + math.exp(2)))
-    assert relevance(Calibration(-1000.0, (0.0,) * 4), (0.0,) * 4) == 0.0  # no overflow
-    assert relevance(Calibration(1000.0, (0.0,) * 4), (0.0,) * 4) == 1.0
+    assert relevance(cal, (0.5, 1.0, 0.0, 0.0, 0.0, 0.0)) == pytest.approx(1 / (1 + math.exp(-1)))
+    # a CJK match at rank 2: z = -2 + 4 * 0.5 - 3 * 1 + 2 * 0.5 = -2
+    assert relevance(cal, (0.5, 0.0, 0.0, 1.0, 0.5, 0.0)) == pytest.approx(1 / (1 + math.exp(2)))
+    assert relevance(Calibration(-1000.0, (0.0,) * 6), (0.0,) * 6) == 0.0  # no overflow
+    assert relevance(Calibration(1000.0, (0.0,) * 6), (0.0,) * 6) == 1.0
 
 
 def test_calibration_lists_and_defaults() -> None:
-    cal = Calibration.from_list([-1, 2, 3, 4, 5])
-    assert cal == Calibration(-1.0, (2.0, 3.0, 4.0, 5.0)) and cal.as_list() == [-1, 2, 3, 4, 5]
-    with pytest.raises(ValueError, match="5 finite numbers"):
-        Calibration.from_list([1, 2])
+    cal = Calibration.from_list([-1, 2, 3, 4, 5, 6, 7])
+    assert cal == Calibration(-1.0, (2.0, 3.0, 4.0, 5.0, 6.0, 7.0))
+    assert cal.as_list() == [-1, 2, 3, 4, 5, 6, 7]
+    with pytest.raises(ValueError, match=r"7 finite numbers.*groove tune --space calibration"):
+        Calibration.from_list([-12.6, 7.4, 1.4, 3.7, 3.6])  # a calibration of the 4-feature model
     with pytest.raises(ValueError):
-        Calibration.from_list([1, 2, 3, 4, math.nan])
+        Calibration.from_list([1, 2, 3, 4, 5, 6, math.nan])
     assert default_calibration("no-such-model") == DEFAULT_CALIBRATIONS["multilingual-e5-small"]
 
 
@@ -74,10 +80,10 @@ def test_hybrid_hits_carry_relevance_and_nonsense_is_low_confidence(
     top = good["results"][0]
     assert top["path"] == "reliability/retry-budgets.md"
     assert all(0.0 <= h["relevance"] <= 1.0 for h in good["results"])
-    assert top["relevance"] > 0.15 > min(h["relevance"] for h in good["results"])
+    assert top["relevance"] > 0.35  # the default low_confidence_below
     nonsense = ok_json(groove(config_file, db, "zebra quantum banana"))
     assert nonsense["results"] and nonsense["low_confidence"] is True
-    assert max(h["relevance"] for h in nonsense["results"]) < 0.15
+    assert max(h["relevance"] for h in nonsense["results"]) < 0.35
     assert nonsense["results"][0]["score"] == 1.0  # the rank-based score is unchanged
 
 
@@ -85,9 +91,9 @@ def test_min_relevance_drops_weak_hits_and_may_leave_none(
         golden_private: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
     db = golden_private[1]
     every = ok_json(groove(config_file, db, "retry budget"))["results"]
-    kept = ok_json(groove(config_file, db, "retry budget", "--min-relevance", "0.15"))
+    kept = ok_json(groove(config_file, db, "retry budget", "--min-relevance", "0.5"))
     assert [h["path"] for h in kept["results"]] == [
-        h["path"] for h in every if h["relevance"] >= 0.15]
+        h["path"] for h in every if h["relevance"] >= 0.5]
     assert 0 < len(kept["results"]) < len(every)
     none = groove(config_file, db, "zebra quantum banana", "--min-relevance", "0.5",
                   "--format", "text")
@@ -108,10 +114,21 @@ def test_calibration_fit_and_ece_by_hand() -> None:
     assert bins == [(0.15, 0.0, 2), (0.85, 1.0, 2)]
     # a feature that raises the odds: the fitted weight on it is positive, the others ~0
     rng = np.random.default_rng(0)
-    x = np.column_stack([rng.uniform(0.7, 0.95, 400), np.zeros(400), np.zeros(400), np.zeros(400)])
+    x = np.column_stack([rng.uniform(0.7, 0.95, 400), *(np.zeros(400) for _ in range(5))])
     y = (rng.uniform(size=400) < 1 / (1 + np.exp(-(-20 + 25 * x[:, 0])))).astype(float)
     fitted = fit_logistic(x, y)
     assert 15 < fitted.weights[0] < 35 and abs(fitted.weights[1]) < 1e-3
+
+
+def test_cross_fitting_scores_each_half_by_the_other_halfs_model() -> None:
+    from groove_cli.evaluate.calibrate import LabelledHit, cross_fitted
+
+    blank = (0.0,) * 6  # no evidence: each half's model is its base rate
+    first = [LabelledHit("a", blank, r) for r in (True, False, False, False)]  # rate 1/4
+    second = [LabelledHit("b", blank, r) for r in (True, True, False, False)]  # rate 1/2
+    estimates, labels = cross_fitted(first, second)
+    assert estimates == pytest.approx([0.5] * 4 + [0.25] * 4, abs=1e-3)
+    assert labels == [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]
 
 
 def test_tune_space_calibration_refits_and_writes(
@@ -153,14 +170,14 @@ def test_write_calibration_follows_the_config_write_rules(tmp_path: Path) -> Non
     target = tmp_path / "groove.toml"
     target.write_text("# mine\nmax_length = 256\n", encoding="utf-8")
     os.chmod(target, 0o640)
-    calibration = Calibration(-1.5, (2.0, 0.25, 0.5, 0.75))
+    calibration = Calibration(-1.5, (2.0, 0.25, 0.5, -1.0, 1.0, 0.75))
     assert write_calibration(target, calibration) == target
     text = target.read_text(encoding="utf-8")
     assert text.startswith("# mine\nmax_length = 256\n")
-    assert "[search.relevance]\ncalibration = [-1.5, 2.0, 0.25, 0.5, 0.75]\n" in text
+    assert "[search.relevance]\ncalibration = [-1.5, 2.0, 0.25, 0.5, -1.0, 1.0, 0.75]\n" in text
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
 
     os.chmod(target, 0o440)
     with pytest.raises(GrooveError, match="it is read-only"):
-        write_calibration(target, Calibration(0.0, (1.0, 0.0, 0.0, 0.0)))
+        write_calibration(target, Calibration(0.0, (1.0, 0.0, 0.0, 0.0, 0.0, 0.0)))
     assert target.read_text(encoding="utf-8") == text

@@ -2,10 +2,14 @@
 
 The fused `score` is rank-based (1.0 for the first hit of any query), so it cannot say "nothing
 here is relevant". `relevance` is a logistic model over evidence the legs already have: the
-cosine similarity of the query and the chunk vectors, whether and how high a full-text leg
-ranked the chunk, and how high the vector leg ranked it. Its coefficients are a calibration,
-fitted per embedding model on labelled queries (bench/relevance.py; the default for
-multilingual-e5-small is below) and overridable in groove.toml (`[search.relevance]`).
+cosine similarity of the query and the chunk vectors, whether and how high the trigram or
+word-level leg ranked the chunk, the same for the CJK leg, and how high the vector leg ranked it.
+The CJK leg is its own evidence because it is cheap to satisfy: its unigrams and bigrams match
+some chunk for almost any Japanese text, nonsense included, so a CJK match says much less than
+a phrase or word match (fitted weights: CJK found −5.4, trigram/word found +0.6). Its
+coefficients are a calibration, fitted per embedding model on labelled queries
+(bench/relevance.py; the default for multilingual-e5-small is below) and overridable in
+groove.toml (`[search.relevance]`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-FEATURES = ("cosine", "fts_found", "fts_strength", "vec_strength")
+FEATURES = ("cosine", "text_found", "text_strength", "cjk_found", "cjk_strength", "vec_strength")
 """The fixed feature set, in the order of the coefficients after the intercept."""
 
 
@@ -27,10 +31,12 @@ class Calibration:
 
     @classmethod
     def from_list(cls, values: Sequence[float]) -> Calibration:
-        """`[intercept, w_cosine, w_fts_found, w_fts_strength, w_vec_strength]`."""
+        """`[intercept, w_cosine, w_text_found, w_text_strength, w_cjk_found, w_cjk_strength,
+        w_vec_strength]`."""
         if len(values) != len(FEATURES) + 1 or not all(math.isfinite(v) for v in values):
             raise ValueError(f"a calibration is {len(FEATURES) + 1} finite numbers: intercept, "
-                             + ", ".join(FEATURES))
+                             + ", ".join(FEATURES) + " (refit one with `groove tune --space "
+                             "calibration --write`)")
         return cls(float(values[0]), tuple(float(v) for v in values[1:]))
 
     def as_list(self) -> list[float]:
@@ -40,7 +46,8 @@ class Calibration:
 # Fitted by bench/relevance.py on half of the CISI and JSQuAD queries (top-10 hybrid hits);
 # measured on the other half in bench/results/relevance.md.
 DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
-    "multilingual-e5-small": Calibration(-12.6158, (7.388, 1.3908, 3.6713, 3.6137)),
+    "multilingual-e5-small": Calibration(-19.3803, (19.0692, 1.717, 0.5667, -5.442, 8.1379,
+                                                    2.5137)),
 }
 FALLBACK = DEFAULT_CALIBRATIONS["multilingual-e5-small"]
 
@@ -53,13 +60,16 @@ def default_calibration(model: str | None) -> Calibration:
 def features(cosine: float | None, fts_rank: int | None, word_rank: int | None,
              vec_rank: int | None, cjk_rank: int | None = None) -> tuple[float, ...]:
     """A hit's evidence as the model's features (FEATURES order); absent evidence is 0. The
-    full-text evidence is the best rank any full-text leg (trigram, word-level, CJK) gave."""
-    text_ranks = [r for r in (fts_rank, word_rank, cjk_rank) if r is not None]
+    text evidence is the better rank of the trigram and word-level legs; the CJK leg's rank is
+    kept apart (module doc)."""
+    text_ranks = [r for r in (fts_rank, word_rank) if r is not None]
     best_text = min(text_ranks) if text_ranks else None
     return (
         cosine if cosine is not None else 0.0,
         1.0 if best_text is not None else 0.0,
         1.0 / best_text if best_text is not None else 0.0,
+        1.0 if cjk_rank is not None else 0.0,
+        1.0 / cjk_rank if cjk_rank is not None else 0.0,
         1.0 / vec_rank if vec_rank is not None else 0.0,
     )
 
