@@ -75,7 +75,7 @@ PINNED: list[tuple[str, str | None, str | None]] = [
 
 
 def test_constants() -> None:
-    assert (MIN_PHRASE_CHARS, MAX_PHRASES, MAX_NEG_PHRASES, FTS_QUERY_VERSION) == (3, 32, 32, 3)
+    assert (MIN_PHRASE_CHARS, MAX_PHRASES, MAX_NEG_PHRASES, FTS_QUERY_VERSION) == (3, 32, 32, 4)
     assert (MIN_WORD_CHARS, MAX_WORD_TERMS, MIN_MIXED_WORD_TERMS) == (2, 32, 2)
     assert len(ENGLISH_STOPWORDS) == 179  # NLTK's English list
     assert {"the", "of", "and", "or", "not", "what", "don't", "should've"} <= ENGLISH_STOPWORDS
@@ -421,17 +421,22 @@ def test_a_query_that_is_not_utf8_is_a_usage_error() -> None:
 
 # Issue #13: (query, trigram MATCH, CJK MATCH, CJK exclusion) for queries with CJK text.
 CJK_PINNED: list[tuple[str, str | None, str | None, str | None]] = [
-    # every character and pair, lone hiragana left out
+    # every character and pair, hiragana-only tokens (の, が, きた) left out
     ("再ランキングの評価", None,
      '"再" OR "再ラ" OR "ラ" OR "ラン" OR "ン" OR "ンキ" OR "キ" OR "キン" OR "ン" OR "ング" OR '
      '"グ" OR "グの" OR "の評" OR "評" OR "評価" OR "価"', None),
     ("の", None, '"の"', None),  # nothing but a lone hiragana: kept
+    ("ありがとう", None, '"あ" OR "あり" OR "り" OR "りが" OR "が" OR "がと" OR "と" OR "とう" OR "う"',
+     None),  # nothing but hiragana: every token kept
+    ("障害が起きたときの連絡手順", None,
+     '"障" OR "障害" OR "害" OR "害が" OR "が起" OR "起" OR "起き" OR "の連" OR "連" OR "連絡" OR '
+     '"絡" OR "絡手" OR "手" OR "手順" OR "順"', None),  # not きた, たと, とき, きの
     # NFKC + case folding in the CJK table; the identifier also stays on the trigram table
     ("ＡＢＣ１２３のテスト", '"ＡＢＣ１２３"',
      '"abc123" OR "のテ" OR "テ" OR "テス" OR "ス" OR "スト" OR "ト"', None),
     # identifiers and numbers: substrings on the trigram table, words in the CJK table
     ("BK-1107 が起きた原因", '"BK-1107"',
-     '"bk" OR "1107" OR "が起" OR "起" OR "起き" OR "きた" OR "た原" OR "原" OR "原因" OR "因"',
+     '"bk" OR "1107" OR "が起" OR "起" OR "起き" OR "た原" OR "原" OR "原因" OR "因"',
      None),
     ("1945年に何が", '"1945"', '"1945" OR "年" OR "年に" OR "に何" OR "何" OR "何が"', None),
     ("E-0382 の対処 -評価", '"E-0382"', '"e" OR "0382" OR "の対" OR "対" OR "対処" OR "処"',

@@ -90,6 +90,21 @@ def test_snapshot_drops_the_zero_vector_and_sorts_ids(index: tuple[Path, Store])
     assert np.allclose(np.linalg.norm(snapshot.matrix, axis=1), 1.0, atol=1e-6)
 
 
+def test_rows_by_id_are_the_stored_vectors_normalised(index: tuple[Path, Store]) -> None:
+    """The pipeline's cosines read hits' vectors from the snapshot: the same directions as the
+    store's rows; ids the snapshot lacks (the zero vector, unknown ids) are left out."""
+    _, store = index
+    snapshot = VectorSnapshot.from_store(store, DIM)
+    wanted = [ROWS, 1, ZERO_ROW + 1, 5, 10**9, 5]
+    rows = snapshot.rows_by_id(wanted)
+    assert sorted(rows) == sorted({ROWS, 1, 5})
+    stored = store.vectors_by_id(sorted(rows), DIM)
+    for cid, row in rows.items():
+        raw = stored[cid].astype(np.float64)
+        assert np.allclose(row, raw / np.linalg.norm(raw), atol=1e-6)
+    assert snapshot.rows_by_id([]) == {}
+
+
 @pytest.mark.parametrize("k", KS)
 def test_snapshot_knn_equals_vec0_knn(index: tuple[Path, Store], k: int) -> None:
     _, store = index

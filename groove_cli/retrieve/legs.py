@@ -28,6 +28,10 @@ Knn = Callable[["npt.NDArray[np.float32]", int], list[tuple[int, float]]]
 """A KNN source: (query vector, k) → up to k (chunk id, distance) pairs, nearest first, ties by
 id, so a prefix of a longer answer is exactly the shorter answer."""
 
+VectorRows = Callable[[Sequence[int]], "dict[int, npt.NDArray[np.float32]]"]
+"""Stored vectors by chunk id from memory (the KNN snapshot's `rows_by_id`); ids it lacks are
+left out."""
+
 BM25Weights = tuple[float, float, float]
 
 NO_FILTER: RowFilter = compile_filters(FilterSpec())

@@ -23,6 +23,7 @@ from groove_cli.retrieve.filters import FilterSpec, compile_filters
 from groove_cli.retrieve.fuse import Fused, apply_min_score, weighted_rrf
 from groove_cli.retrieve.legs import (
     Knn,
+    VectorRows,
     candidate_pool,
     cjk_leg,
     leg_exclusions,
@@ -144,8 +145,10 @@ def _ms(start: float) -> float:
 
 def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
            vector: npt.NDArray[np.float32] | None, knn: Knn | None, reranker: Reranker | None = None,
-           dim: int | None = None, embed_ms: float | None = None) -> SearchResult:
-    """Run the pipeline for one compiled query (search.md §1–§12)."""
+           dim: int | None = None, embed_ms: float | None = None,
+           vectors: VectorRows | None = None) -> SearchResult:
+    """Run the pipeline for one compiled query (search.md §1–§12). `vectors` serves the hits'
+    stored vectors from memory (the KNN snapshot); without it they are read from the store."""
     total_start = time.perf_counter()
     timings: dict[str, float | None] = {k: None for k in (
         "embed", "vec", "fts", "fuse", "rerank", "mmr", "parent", "spans", "total")}
@@ -235,7 +238,7 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     fts_rank = {cid: i + 1 for i, cid in enumerate(fts_rows)}
     word_rank = {cid: i + 1 for i, cid in enumerate(word_rows)}
     cjk_rank = {cid: i + 1 for i, cid in enumerate(cjk_rows)}
-    cosines = _cosines(store, [c.chunk.chunk_id for c in candidates], vector, dim)
+    cosines = _cosines(store, [c.chunk.chunk_id for c in candidates], vector, dim, vectors)
     evidence = [features(cosines.get(c.chunk.chunk_id), fts_rank.get(c.chunk.chunk_id),
                          word_rank.get(c.chunk.chunk_id), vec_rank.get(c.chunk.chunk_id),
                          cjk_rank.get(c.chunk.chunk_id))
@@ -284,7 +287,7 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
 
 
 def _cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32] | None,
-             dim: int | None) -> dict[int, float]:
+             dim: int | None, vectors: VectorRows | None = None) -> dict[int, float]:
     """Cosine similarity of the query vector and each hit's stored vector (none without a
     query vector: the vector leg did not run)."""
     if vector is None or not ids or not dim:
@@ -294,7 +297,8 @@ def _cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32]
     q = np.asarray(vector, dtype=np.float64)
     q_norm = float(np.linalg.norm(q))
     found: dict[int, float] = {}
-    for cid, stored in store.vectors_by_id(ids, dim).items():
+    stored_vectors = vectors(ids) if vectors is not None else store.vectors_by_id(ids, dim)
+    for cid, stored in stored_vectors.items():
         v = np.asarray(stored, dtype=np.float64)
         norm = q_norm * float(np.linalg.norm(v))
         if norm > 0 and v.shape == q.shape:

@@ -26,7 +26,14 @@ from groove_cli import config, messages
 from groove_cli.config import Settings
 from groove_cli.errors import ModelError
 from groove_cli.retrieve.filters import FilterSpec, compile_filters, filter_applied
-from groove_cli.retrieve.legs import Knn, has_exclusions, legs_to_run, listed_knn, vector_k
+from groove_cli.retrieve.legs import (
+    Knn,
+    VectorRows,
+    has_exclusions,
+    legs_to_run,
+    listed_knn,
+    vector_k,
+)
 from groove_cli.retrieve.params import (
     SearchParams,
     build_params,
@@ -183,6 +190,10 @@ class Searcher:
             return self._snapshot.knn
         return vec0_knn(self.store)
 
+    def _vector_rows(self) -> VectorRows | None:
+        """The loaded snapshot's vectors by id, for the hits' cosines (None: read the store)."""
+        return self._snapshot.rows_by_id if self._snapshot is not None else None
+
     def snapshot(self) -> VectorSnapshot:
         """The snapshot for batch KNN (eval, tune), building it in memory when stale."""
         self.knn(batch=True)
@@ -235,7 +246,8 @@ class Searcher:
         reranker = self.reranker if params.rerank else None
         knn = self.knn() if legs.vector else None
         return search(self.store, query, params, vector=vector, knn=knn, reranker=reranker,
-                      dim=self.dim, embed_ms=self.embed_ms if legs.vector else None)
+                      dim=self.dim, embed_ms=self.embed_ms if legs.vector else None,
+                      vectors=self._vector_rows())
 
     def prepare(self, queries: Sequence[CompiledQuery], params: SearchParams) -> Batch:
         """A batch's query vectors (cache first, one embedding batch for the misses), the
@@ -266,16 +278,16 @@ class Searcher:
     def run_batch(self, batch: Batch) -> list[SearchResult]:
         """The prepared batch through the pipeline, on the pinned readers when inside
         `pinned` (else on the Searcher's connection), results in query order."""
-        return search_all(self._readers or (self.store,), batch, self.dim)
+        return search_all(self._readers or (self.store,), batch, self.dim, self._vector_rows())
 
     def search_prepared(self, batch: Batch, index: int) -> SearchResult:
         """One query of a prepared batch on the Searcher's connection, with its vector from the
         batch and the KNN source a single search uses (eval --ablate times these searches
         without the embedding)."""
         vector = batch.vectors.get(index)
-        return search(self.store, batch.queries[index], batch.params, vector=vector,
-                      knn=self.knn(batch=True) if vector is not None else None,
-                      reranker=batch.reranker, dim=self.dim)
+        knn = self.knn(batch=True) if vector is not None else None
+        return search(self.store, batch.queries[index], batch.params, vector=vector, knn=knn,
+                      reranker=batch.reranker, dim=self.dim, vectors=self._vector_rows())
 
     def search_many(self, queries: Sequence[CompiledQuery], params: SearchParams
                     ) -> list[SearchResult]:
@@ -308,7 +320,8 @@ def extra_readers(queries: int, rerank: bool) -> int:
     return 1
 
 
-def search_all(stores: Sequence[Store], batch: Batch, dim: int) -> list[SearchResult]:
+def search_all(stores: Sequence[Store], batch: Batch, dim: int,
+               vectors: VectorRows | None = None) -> list[SearchResult]:
     """Every query's result, in batch order; with several stores (one consistent state, see
     `Store.pinned_readers`) each thread takes the next query off a shared counter."""
     queries = batch.queries
@@ -323,7 +336,7 @@ def search_all(stores: Sequence[Store], batch: Batch, dim: int) -> list[SearchRe
                     return
                 knn: Knn = listed_knn(batch.neighbours.get(i, []))
                 results[i] = search(store, queries[i], batch.params, vector=batch.vectors.get(i),
-                                    knn=knn, reranker=batch.reranker, dim=dim)
+                                    knn=knn, reranker=batch.reranker, dim=dim, vectors=vectors)
         except BaseException as exc:  # Ctrl-C included: the other threads stop, then re-raised
             errors.append(exc)
 
