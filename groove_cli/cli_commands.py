@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from groove_cli import config
+from groove_cli import config, messages
 from groove_cli.cli_options import (
     FormatOpt,
     KbOpt,
@@ -64,8 +64,9 @@ def get_cmd(
 
 
 def calibrate_cmd(ctx: typer.Context, kb_path: Path | None, golden: Path | None, model: str | None,
-                  fmt: str, write: bool) -> None:
-    """`tune --space calibration`: refit the relevance model, print it, --write it."""
+                  fmt: str, write: bool, force: bool) -> None:
+    """`tune --space calibration`: refit the relevance model, print it, --write it (only a
+    refit that beats the calibration in use on held-out hits, unless --force)."""
     from groove_cli.evaluate.calibrate import calibrate, write_calibration
     from groove_cli.evaluate.tune.write import write_target
     from groove_cli.retrieve.params import configured_calibration
@@ -77,7 +78,10 @@ def calibrate_cmd(ctx: typer.Context, kb_path: Path | None, golden: Path | None,
         s = paths.settings
         current = configured_calibration(s) or default_calibration(s.str_("model"))
         report = calibrate(s, paths.db, paths.kb, golden, current)
-        if write:
+        if write and not (report.better or force):
+            messages.warning("--write refused: the refit is not better calibrated on held-out "
+                             "hits than the calibration in use (use --force to write it anyway)")
+        elif write:
             loaded = s.config.path if s.config else None
             target = write_calibration(write_target(loaded, Path.cwd()), report.fitted)
             report = dataclasses.replace(report, written=target)

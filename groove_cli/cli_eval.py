@@ -200,7 +200,8 @@ def tune_cmd(
     write: Annotated[bool, typer.Option(
         "--write", help="Apply an adopted recommendation to groove.toml in place.")] = False,
     force: Annotated[bool, typer.Option(
-        "--force", help="With --write: write even when the verdict is keep-defaults.")] = False,
+        "--force", help="With --write: write even when the verdict is keep-defaults (or, with "
+                        "--space calibration, when the refit is no better calibrated).")] = False,
     verbose_flag: VerboseOpt = False,
 ) -> None:
     """Sweep the fusion knobs with nested cross-validation; recommend only a real gain.
@@ -218,7 +219,7 @@ def tune_cmd(
     grid_space = choice("--space", space, ("fusion", "retrieval", "calibration"))
     verbose(verbose_flag)
     if grid_space == "calibration":
-        cli_commands.calibrate_cmd(ctx, kb_path, golden, model, fmt, write)
+        cli_commands.calibrate_cmd(ctx, kb_path, golden, model, fmt, write, force)
         return
 
     def run() -> TuneReport:

@@ -139,15 +139,25 @@ def test_tune_space_calibration_refits_and_writes(
 
     kb, db = golden_private
     target = workdir / "groove.toml"
-    target.write_text(config_file.read_text(encoding="utf-8") + "# keep me\n", encoding="utf-8")
-    result = CliRunner().invoke(app, ["--config", str(target), "--db", str(db), "tune",
-                                      "--kb-path", str(kb), "--space", "calibration",
-                                      "--format", "json", "--write"])
+    original = config_file.read_text(encoding="utf-8") + "# keep me\n"
+    target.write_text(original, encoding="utf-8")
+    args = ["--config", str(target), "--db", str(db), "tune", "--kb-path", str(kb), "--space",
+            "calibration", "--format", "json", "--write"]
+    # on golden/'s 33 queries the refit is no better on held-out hits than the shipped model:
+    # it is reported, not written, unless forced
+    refused = CliRunner().invoke(app, args)
+    assert refused.exit_code == 0, refused.output
+    report = json.loads(refused.stdout)
+    assert report["queries"] == 33 and report["hits"] == 330 and report["held_out"]["hits"] == 330
+    assert report["current"] == DEFAULT_CALIBRATIONS["multilingual-e5-small"].as_list()
+    assert report["held_out"]["ece_refit"] >= report["held_out"]["ece_current"] > 0
+    assert report["decision"] == "keep_current" and report["written"] is None
+    assert "--write refused: the refit is not better calibrated" in refused.stderr
+    assert target.read_text(encoding="utf-8") == original
+
+    result = CliRunner().invoke(app, [*args, "--force"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["queries"] == 33 and report["hits"] == 330
-    assert report["current"] == DEFAULT_CALIBRATIONS["multilingual-e5-small"].as_list()
-    assert 0 <= report["held_out"]["ece_refit"] < report["held_out"]["ece_current"]
     assert report["written"] == str(target)
     text = target.read_text(encoding="utf-8")
     assert "# keep me" in text and "[search.relevance]" in text

@@ -113,6 +113,12 @@ class CalibrationReport:
     held_out_hits: int
     written: Path | None = None
 
+    @property
+    def better(self) -> bool:
+        """Whether the refit is better calibrated on held-out hits than the one in use: only
+        then is it recommended (and written without --force)."""
+        return self.ece_refit < self.ece_current
+
     def to_json(self) -> dict[str, object]:
         return {
             "space": "calibration", "golden": self.golden, "queries": self.queries,
@@ -120,6 +126,7 @@ class CalibrationReport:
             "calibration": self.fitted.as_list(), "current": self.current.as_list(),
             "held_out": {"hits": self.held_out_hits, "ece_current": self.ece_current,
                          "ece_refit": self.ece_refit},
+            "decision": "refit" if self.better else "keep_current",
             "written": str(self.written) if self.written else None,
         }
 
@@ -135,6 +142,9 @@ class CalibrationReport:
         ]
         if self.written is not None:
             lines.append(f"  written to {self.written} ([search.relevance] calibration)")
+        elif not self.better:
+            lines.append("  Recommendation: keep the calibration in use (the refit is no better "
+                         "calibrated on held-out hits; more golden queries help)")
         else:
             lines.append("  apply with --write, or set [search.relevance] calibration = "
                          f"[{coefficients}]")
