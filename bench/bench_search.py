@@ -52,6 +52,7 @@ import numpy.typing as npt
 from _common import (
     BENCH,
     DEFAULT_MODEL,
+    RESULTS,
     WORK,
     clear_query_cache,
     empty_config,
@@ -549,6 +550,9 @@ def markdown(data: dict[str, Any]) -> str:
         if cold_runs:
             if "bytecode" in cold_runs:
                 lines.append(f"- Cold runs: groove's bytecode {cold_runs['bytecode']}.")
+            if "remeasured" in cold_runs:
+                lines.append("- Cold runs re-measured alone (`--cold-only`): "
+                             + machine_line(cold_runs["remeasured"]))
             for mode, label in (("fts", "`--mode fts`"),
                                 ("hybrid", "hybrid, query not cached")):
                 c = cold_runs[mode]
@@ -570,14 +574,32 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def remeasure_cold(queries: Sequence[str]) -> None:
+    """The cold runs again on the existing indexes; the rest of search.json is kept, and the
+    entry records the commit and load of this re-measurement."""
+    path = RESULTS / "search.json"
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    for size, entry in data["sizes"].items():
+        db = SEARCH_WORK / f"index{size}.db"
+        entry["cold"] = {**cold(db, queries), "remeasured": machine()}
+    write_results("search", data, markdown(data))
+    print(markdown(data))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated chunk counts")
     parser.add_argument("--reps", type=int, default=5, help="repetitions per query (default 5)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the benchmark indexes")
+    parser.add_argument("--cold-only", action="store_true",
+                        help="re-measure only the cold subprocess runs (e.g. on a quiet machine) "
+                             "into the existing bench/results/search.json")
     args = parser.parse_args()
     SEARCH_WORK.mkdir(parents=True, exist_ok=True)
     queries = queries_file().read_text(encoding="utf-8").splitlines()
+    if args.cold_only:
+        remeasure_cold(queries)
+        return
     model = resolve_model(DEFAULT_MODEL, default_models_dir(), offline=True)
     embedder = Embedder.load(model)
     data: dict[str, Any] = {"benchmark": "search", "machine": machine(), "reps": args.reps,
