@@ -243,7 +243,7 @@ def _cjk_lines(name: str, variants: dict[str, Any], modes: dict[str, Any]) -> li
     if "before" in variants:
         rows = [("fts, before (CJK text on the trigram table, compiler v2)",
                  variants["before"]["fts"]),
-                ("fts, after (CJK table, compiler v3)", modes["fts"]),
+                ("fts, after (CJK table, compiler v4)", modes["fts"]),
                 ("hybrid, before", variants["before"]["hybrid"]),
                 ("hybrid, after (cjk_weight 6)", modes["hybrid"]),
                 ("vector", modes["vector"])]
@@ -256,7 +256,7 @@ def _cjk_lines(name: str, variants: dict[str, Any], modes: dict[str, Any]) -> li
         lines += ["", "The CJK leg's weight, swept: [`cjk_weights.md`](cjk_weights.md) (on the "
                   "golden/ sample KB as well).", ""]
     else:
-        lines += ["No query has CJK text: the CJK leg never runs and compiler v3 routes every "
+        lines += ["No query has CJK text: the CJK leg never runs and compiler v4 routes every "
                   "query as v2 did, so every row above is unchanged by issue #13 on this index.",
                   ""]
     t, c = variants["targets"], variants["checks"]
