@@ -6,7 +6,7 @@ cosine similarity of the query and the chunk vectors, whether and how high the t
 word-level leg ranked the chunk, the same for the CJK leg, and how high the vector leg ranked it.
 The CJK leg is its own evidence because it is cheap to satisfy: its unigrams and bigrams match
 some chunk for almost any Japanese text, nonsense included, so a CJK match says much less than
-a phrase or word match (fitted weights: CJK found −5.4, trigram/word found +0.6). Its
+a phrase or word match (fitted weights: CJK found −5.4, trigram/word found +1.6). Its
 coefficients are a calibration, fitted per embedding model on labelled queries
 (bench/relevance.py; the default for multilingual-e5-small is below) and overridable in
 groove.toml (`[search.relevance]`).
@@ -46,8 +46,8 @@ class Calibration:
 # Fitted by bench/relevance.py on half of the CISI and JSQuAD queries (top-10 hybrid hits);
 # measured on the other half in bench/results/relevance.md.
 DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
-    "multilingual-e5-small": Calibration(-19.3803, (19.0692, 1.717, 0.5667, -5.442, 8.1379,
-                                                    2.5137)),
+    "multilingual-e5-small": Calibration(-19.3499, (19.1307, 1.6351, 0.5644, -5.4028, 7.961,
+                                                    2.5028)),
 }
 FALLBACK = DEFAULT_CALIBRATIONS["multilingual-e5-small"]
 
