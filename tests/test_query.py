@@ -443,6 +443,7 @@ CJK_PINNED: list[tuple[str, str | None, str | None, str | None]] = [
      '"評価"'),
     ('"再ランキング" 評価', '"再ランキング"', '"評" OR "評価" OR "価"', None),  # quoted: exact
     ('"評価"', None, '"評価"', None),  # a quoted 2-character word is one token
+    ('"とき" 障害', None, '"とき" OR "障" OR "障害" OR "害"', None),  # quoted hiragana: asked for
     ("評価 -再", None, '"評" OR "評価" OR "価"', '"再"'),  # 1-character exclusion
     ('評価 -"方法"', None, '"評" OR "評価" OR "価"', '"方法"'),  # 2-character quoted exclusion
     ("方法 -42", None, '"方" OR "方法" OR "法"', '"42"'),  # a short number: one token
