@@ -64,8 +64,10 @@ class PgStore(PgReads):
                                   hint="wait for it to finish (searches keep working meanwhile)")
             store = cls(con, target, kb, readonly=False)
             with store.transaction():
-                con.execute("INSERT INTO groove_meta(kb, key, value) VALUES (%s, 'index_id', %s) "
-                            "ON CONFLICT DO NOTHING", (kb, secrets.token_hex(16)))
+                for key, value in (("index_id", secrets.token_hex(16)),
+                                   ("cjk_tokeniser_version", str(CJK_TOKENISER_VERSION))):
+                    con.execute("INSERT INTO groove_meta(kb, key, value) VALUES (%s, %s, %s) "
+                                "ON CONFLICT DO NOTHING", (kb, key, value))
             return store
         except BaseException:
             con.close()
