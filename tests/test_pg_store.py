@@ -63,7 +63,7 @@ def _docs() -> list[tuple[DocumentRow, list[ChunkRow]]]:
     out = []
     for n, (path, chunks) in enumerate(DOCS):
         doc = DocumentRow(path, path.rsplit("/", 1)[-1], path.split("/")[0], path.split("/")[0],
-                          None, ("t1", "t2") if n % 2 else (), "2025-01-0%d" % (n + 1),
+                          None, ("t1", "t2") if n % 2 else (), f"2025-01-0{n + 1}",
                           f"hash{n}", 100 + n, "2025-01-01T00:00:00.000000Z")
         rows = [ChunkRow(i, h, 2 if h else None, ("Top", h or ""), body, ctx, 10 + i,
                          0.2 + 0.2 * i, 3 * i + 1, 3 * i + 2)
