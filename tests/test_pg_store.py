@@ -25,6 +25,7 @@ from tests.conftest import NO_HNSW_REASON, PG_HNSW_OK, PG_VECTOR_INDEX
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")
 
 from groove_cli.store.postgres import PgStore  # noqa: E402
+from groove_cli.store.postgres.reads import knn_sql  # noqa: E402
 
 DIM = 8
 WEIGHTS = (2.0, 1.0, 1.0)
@@ -323,6 +324,29 @@ def test_without_psycopg_a_url_asks_for_the_extra(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(GrooveError) as caught:
         PgStore.open_readonly(PgTarget("postgresql://h/db", "x"))
     assert caught.value.hint == "pip install 'groove[postgres]'"
+
+
+def test_the_hnsw_leg_can_use_the_kbs_own_index(pg_url: str, pg_kb: str) -> None:
+    """One 4-dim row (safe even for the AVX-512 build: no graph search, scalar distance):
+    the leg answers through SQL the planner can serve from the KB's partial HNSW index."""
+    store = PgStore.open_for_index(PgTarget(pg_url, pg_kb, vector_index="hnsw"))
+    try:
+        with store.transaction():
+            store.reset(4)
+        doc = DocumentRow("a.md", None, None, None, None, (), None, "h", 1, "t")
+        with store.transaction():
+            store.write_document(doc, [ChunkRow(0, None, None, (), "x", None, 1, 1.0)],
+                                 np.array([[1, 0, 0, 0]], dtype=np.float32), None)
+        found = store.vec_search(np.array([1, 1, 0, 0], dtype=np.float32), 5)
+        assert [c for c, _ in found] == [1] and found[0][1] == pytest.approx(1 - 2 ** -0.5)
+        assert store.vectors_by_id([1], 4)[1].tolist() == [1, 0, 0, 0]
+        assert store.file_problems() == [] and not store.exact_vectors()
+        store.con.execute("SET enable_sort = off")
+        plan = " ".join(str(r[0]) for r in store.con.execute(
+            "EXPLAIN " + knn_sql(4), ("[1,1,0,0]", store.kb, "[1,1,0,0]", 5), prepare=False))
+        assert f"Index Scan using groove_hnsw_kb{store.kb}" in plan
+    finally:
+        store.close()
 
 
 @pytest.mark.skipif(not PG_HNSW_OK, reason=NO_HNSW_REASON)

@@ -36,6 +36,14 @@ def vector_text(vector: npt.NDArray[np.float32]) -> str:
     return "[" + ",".join(repr(x) for x in np.asarray(vector, dtype=np.float32).tolist()) + "]"
 
 
+def knn_sql(dim: int) -> str:
+    """The vector leg's query (params: vector, kb, vector, k). kb is typed as the column's
+    integer: the KB's partial HNSW index (`WHERE kb = N`) is usable only when the planner can
+    prove that predicate from the query's."""
+    dist = f"(embedding::vector({int(dim)}) <=> %s::vector({int(dim)}))"
+    return f"SELECT id, {dist} FROM groove_chunks WHERE kb = %s::integer ORDER BY {dist} LIMIT %s"
+
+
 class PgReads:
     """Read-only queries of one KB (`kb`) on a connection (`con`)."""
 
@@ -115,14 +123,11 @@ class PgReads:
 
             return VectorSnapshot.from_store(self, dim).knn(query, k)  # type: ignore[arg-type]
         ef = min(max(self.ef_search, k), MAX_EF_SEARCH)
-        dist = f"(embedding::vector({int(dim)}) <=> %s::vector({int(dim)}))"
         with self.con.transaction():
             self.con.execute("SELECT set_config('hnsw.ef_search', %s, true), "
                              "set_config('hnsw.iterative_scan', 'strict_order', true)", (str(ef),))
-            found = self._rows(
-                f"SELECT id, {dist} FROM groove_chunks WHERE kb = %s AND embedding IS NOT NULL "
-                f"ORDER BY {dist} LIMIT %s",
-                (vector_text(query), self.kb, vector_text(query), k), prepare=False)
+            found = self._rows(knn_sql(dim), (vector_text(query), self.kb, vector_text(query), k),
+                               prepare=False)
         pairs = [(int(cid), float(d)) for cid, d in found if d is not None]
         return sorted(pairs, key=lambda item: (item[1], item[0]))
 
