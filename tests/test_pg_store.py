@@ -392,3 +392,37 @@ def test_kb_ids_derive_from_the_folder(tmp_path: Path) -> None:
     name = kb_name_for(tmp_path / "My Notes")
     assert name.startswith("my-notes-") and len(name) == len("my-notes-") + 8
     assert kb_name_for(tmp_path / "My Notes") == name and kb_name_for(None) == ""
+
+
+# ----------------------------------------------------------------------------- indexer
+
+
+def test_an_interrupted_index_run_leaves_whole_files_and_the_next_run_finishes(
+        pg_url: str, pg_kb: str, tmp_path: Path) -> None:
+    """Per-file transactions on Postgres: stopped between files, every written document has
+    all its chunks, vectors and postings; a second run writes the rest."""
+    from groove_cli.index import IndexOptions, index_kb
+    from tests.onnx_builders import model_dir
+    from tests.test_index import TINY_MODEL_TOML, tiny_embedder_onnx
+
+    model = model_dir(tmp_path / "model" / "embedder", tiny_embedder_onnx(), TINY_MODEL_TOML)
+    kb = tmp_path / "kb"
+    for i in range(40):
+        (kb / f"d{i % 4}").mkdir(parents=True, exist_ok=True)
+        (kb / f"d{i % 4}" / f"note-{i:02d}.md").write_text(
+            f"# Note {i}\n\nthe cat sat on the mat {i}\n\n## More\n\nthe mat {i} again\n",
+            encoding="utf-8")
+    target = _pg_target(pg_url, pg_kb)
+    options = IndexOptions(kb=kb, db=target, model=str(model.resolve()), max_length=None,
+                           models_dir=tmp_path / "models", quiet=True)
+    calls = iter(range(10_000))
+    first = index_kb(options, should_stop=lambda: next(calls) >= 45)
+    assert first.interrupted and 0 < first.documents < 40
+    reader = PgStore.open_readonly(target)
+    try:
+        assert reader.integrity().consistent and reader.file_problems() == []
+        assert reader.chunk_count() == reader.document_count()  # one chunk per note
+    finally:
+        reader.close()
+    second = index_kb(options)
+    assert not second.interrupted and (second.documents, second.chunks) == (40, 40)
