@@ -37,7 +37,7 @@ from groove_cli.cli_options import (
     with_filter_flags,
     with_retrieval_flags,
 )
-from groove_cli.errors import UsageError
+from groove_cli.errors import IndexMissing, UsageError
 from groove_cli.render import output
 
 if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays light
@@ -189,7 +189,13 @@ def status_cmd(
             hint = paths.kb if paths.kb else "<path>"
             messages.note(f"no index found at {paths.db}. Run `groove index --kb-path {hint}` first.")
             return None
-        return settings_status(paths.settings, paths.db, paths.kb)
+        try:
+            return settings_status(paths.settings, paths.db, paths.kb)
+        except IndexMissing as missing:
+            if isinstance(paths.db, Path):
+                raise
+            messages.note(missing.message)  # a Postgres store without this KB, as for a file
+            return None
 
     report = run_core(run)
     if report is not None:

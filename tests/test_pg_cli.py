@@ -93,3 +93,11 @@ def test_config_show_and_errors_never_print_the_password(tmp_path: Path) -> None
     assert failed.exit_code == 1
     assert "cannot connect to the Postgres store postgresql://ann:***@" in failed.stderr
     assert "hunter2" not in failed.stderr + failed.stdout
+
+
+def test_status_of_a_kb_the_database_lacks_is_a_note(pg_url: str, tmp_path: Path) -> None:
+    config = tmp_path / "groove.toml"
+    config.write_text('[store]\nkb = "never-indexed"\n', encoding="utf-8")
+    result = _run("--config", str(config), "--db", pg_url, "status")
+    assert "no index of KB never-indexed in the Postgres store" in result.stderr
+    assert result.stdout == ""
