@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from groove_cli.config import MAX_TOP_K
 from groove_cli.errors import IndexReadError
 from groove_cli.store.postgres import fts
-from groove_cli.store.rows import check_table, row_to_chunk
+from groove_cli.store.rows import CHUNK_COLUMNS, check_table, row_to_chunk
 from groove_cli.types import FilterMeta, IndexedChunk
 
 if TYPE_CHECKING:
@@ -21,9 +21,6 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import psycopg
 
-CHUNK_COLUMNS = """c.id, c.document_id, c.chunk_index, c.heading, c.level, c.ancestry, c.content,
-       c.context_text, c.token_count, c.quality_score, d.path, d.title, d.topic, d.category,
-       d.date, d.tags, c.line_start, c.line_end"""
 CHUNK_JOIN = "groove_chunks c JOIN groove_documents d ON d.kb = c.kb AND d.id = c.document_id"
 MAX_EF_SEARCH = 1000
 """pgvector's upper bound of hnsw.ef_search; a larger k is served by its iterative scan."""
