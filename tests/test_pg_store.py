@@ -271,7 +271,9 @@ def test_a_reader_of_a_missing_kb_says_how_to_create_it(pg_url: str, pg_kb: str)
 
 
 def _with_password(url: str, user: str, password: str) -> str:
-    return url.replace("postgres:@", f"{user}:{password}@", 1)
+    import re
+
+    return re.sub(r"//[^@/]*@", f"//{user}:{password}@", url, count=1)
 
 
 def test_a_wrong_password_fails_in_one_line_without_the_password(pg_url: str) -> None:
