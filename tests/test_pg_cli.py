@@ -101,3 +101,26 @@ def test_status_of_a_kb_the_database_lacks_is_a_note(pg_url: str, tmp_path: Path
     result = _run("--config", str(config), "--db", pg_url, "status")
     assert "no index of KB never-indexed in the Postgres store" in result.stderr
     assert result.stdout == ""
+
+
+def test_store_selection_precedence_is_flag_env_config_default(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from groove_cli import config as cfg
+    from groove_cli.dburl import PgTarget
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    file = tmp_path / "groove.toml"
+    file.write_text('[store]\nurl = "postgresql://cfg/db"\nef_search = 64\n', encoding="utf-8")
+    settings = cfg.load_settings(file, {})
+    monkeypatch.setenv("GROOVE_DB_URL", "postgres://env/db")
+    assert cfg.index_location(settings, "postgresql://flag/db", kb) == PgTarget(
+        "postgresql://flag/db", cfg.kb_name_for(kb), 64)
+    assert cfg.index_location(settings, str(tmp_path / "x.db"), kb) == tmp_path / "x.db"
+    assert isinstance(found := cfg.index_location(settings, None, kb), PgTarget)
+    assert found.url == "postgres://env/db"
+    monkeypatch.delenv("GROOVE_DB_URL")
+    assert isinstance(found := cfg.index_location(settings, None, kb), PgTarget)
+    assert found.url == "postgresql://cfg/db"
+    plain = cfg.resolve({}, {})
+    assert cfg.index_location(plain, None, kb) == kb / ".groove.db"
