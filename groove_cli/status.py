@@ -139,7 +139,7 @@ def index_status(db: IndexLocation, kb: Path | None, *, quality_threshold: float
         return StatusReport(
             index=str(store.path),
             kb_path=meta.get("kb_path"),
-            schema_version=SCHEMA_VERSION,
+            schema_version=SCHEMA_VERSION if isinstance(store, Store) else store.schema_version,
             documents=store.document_count(),
             chunks=store.chunk_count(),
             model_name=meta.get("embedding_model"),

