@@ -40,9 +40,18 @@ def _json(result: Result) -> Any:
 @pytest.fixture(scope="module")
 def pg_golden(pg_url: str, golden_index: tuple[Path, Path], real_models_dir: Path,
               tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, str]:
-    """The sample KB indexed into Postgres through the CLI once: (kb, sqlite db, config, url)."""
-    kb, db = golden_index
-    config = _config(tmp_path_factory.mktemp("pgcli"), real_models_dir, "golden-e2e")
+    """The sample KB indexed into Postgres through the CLI once: (kb, a private copy of its
+    SQLite index — searches write its query cache —, config, url)."""
+    import shutil
+
+    kb, shared = golden_index
+    folder = tmp_path_factory.mktemp("pgcli")
+    db = folder / shared.name
+    for suffix in ("", ".vectors.npy", ".vectors-ids.npy", ".vectors.json"):
+        source = shared.with_name(shared.name + suffix)
+        if source.exists():
+            shutil.copy2(source, db.with_name(db.name + suffix))
+    config = _config(folder, real_models_dir, "golden-e2e")
     _run("--config", str(config), "--db", pg_url, "index", "--kb-path", str(kb), "--quiet")
     return kb, db, config, pg_url
 
