@@ -50,7 +50,7 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("store.url", "str",
             help="postgresql://… URL of a Postgres store (GROOVE_DB_URL and --db override it)."),
     KeySpec("store.kb", "str", help="KB id in a Postgres store; default: from the KB folder."),
-    KeySpec("store.ef_search", "int", 200, 1, 1000,
+    KeySpec("store.ef_search", "int", 800, 1, 1000,
             help="pgvector HNSW ef_search (raised to the vector leg's k)."),
     KeySpec("store.vector_index", "enum", "hnsw", choices=("hnsw", "exact"),
             help="A new Postgres KB's vectors: hnsw (pgvector) or exact (KNN in groove)."),
