@@ -428,3 +428,24 @@ def test_an_interrupted_index_run_leaves_whole_files_and_the_next_run_finishes(
         reader.close()
     second = index_kb(options)
     assert not second.interrupted and (second.documents, second.chunks) == (40, 40)
+
+
+def test_pinned_readers_share_one_snapshot_while_the_indexer_commits(
+        pg_url: str, pg_kb: str) -> None:
+    """eval's extra readers import the first reader's snapshot: a file committed after the
+    snapshot was taken is invisible to all of them, visible to the next reader."""
+    target = _pg_target(pg_url, pg_kb)
+    writer = PgStore.open_for_index(target)
+    reader = PgStore.open_readonly(target)
+    try:
+        _fill(writer)
+        with reader.pinned_readers(2) as stores:
+            assert len(stores) == 3
+            with writer.transaction():
+                writer.delete_document(writer.documents()["ops/aaa.md"].id)
+            assert [s.document_count() for s in stores] == [5, 5, 5]
+            assert all(s.fts_match_ids('"bk-1107"') == {5} for s in stores)
+        assert reader.document_count() == 4 and reader.fts_match_ids('"bk-1107"') == set()
+    finally:
+        reader.close()
+        writer.close()
