@@ -449,3 +449,18 @@ def test_pinned_readers_share_one_snapshot_while_the_indexer_commits(
     finally:
         reader.close()
         writer.close()
+
+
+def test_every_stderr_line_is_masked() -> None:
+    """Log lines too: whatever a message holds, the sink never sees a URL's password."""
+    from groove_cli import messages
+
+    lines: list[str] = []
+    messages.set_sink(lines.append)
+    try:
+        messages.warning("retrying postgresql://deploy:t0ps3cret@db/groove")
+        messages.always("dsn host=db password=t0ps3cret")
+    finally:
+        messages.set_sink(None)
+    assert lines == ["groove: warning: retrying postgresql://deploy:***@db/groove",
+                     "dsn host=db password=***"]
