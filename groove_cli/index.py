@@ -353,6 +353,8 @@ class Indexer:
                                 "groove_version": __version__})
         if isinstance(store, Store) and isinstance(opt.db, Path):
             refresh_snapshot(store, opt.db)
+        elif not isinstance(store, Store) and not self.interrupted:
+            store.build_vector_index()  # Postgres: a new KB's HNSW index, built once at the end
 
     def _context_mode(self, store: Store | PgStore, meta: dict[str, str], desired: str) -> str:
         recorded = meta.get("context_mode", "off")

@@ -4,6 +4,7 @@ the sample KB: the same hits and the same eval numbers as the SQLite index of th
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from tests.conftest import PG_VECTOR_INDEX
 pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")
 
 runner = CliRunner()
+E2E_KB = "golden-e2e-" + os.urandom(3).hex()  # unique: GROOVE_TEST_PG_URL may name a kept server
 QUERIES = ("how do retry budgets stop retry storms?", "障害が起きたときの連絡手順",
            "backup restore -drill", "on-call rotation handover")
 
@@ -51,7 +53,7 @@ def pg_golden(pg_url: str, golden_index: tuple[Path, Path], real_models_dir: Pat
         source = shared.with_name(shared.name + suffix)
         if source.exists():
             shutil.copy2(source, db.with_name(db.name + suffix))
-    config = _config(folder, real_models_dir, "golden-e2e")
+    config = _config(folder, real_models_dir, E2E_KB)
     _run("--config", str(config), "--db", pg_url, "index", "--kb-path", str(kb), "--quiet")
     return kb, db, config, pg_url
 
@@ -84,7 +86,7 @@ def test_status_lists_the_kbs_and_doctor_checks_the_server(
     kb, _db, config, url = pg_golden
     status = _json(_run("--config", str(config), "--db", url, "status", "--format", "json"))
     assert status["documents"] == 27 and status["chunks"] > 0 and status["schema_version"] == 1
-    assert "golden-e2e" in [k["kb"] for k in status["knowledge_bases"]]
+    assert E2E_KB in [k["kb"] for k in status["knowledge_bases"]]
     doctor = _run("--config", str(config), "--db", url, "doctor", "--kb-path", str(kb)).stdout
     assert "Server: PostgreSQL 18" in doctor and "vector 0.8" in doctor
     assert "No issues found." in doctor

@@ -329,12 +329,15 @@ def test_without_psycopg_a_url_asks_for_the_extra(monkeypatch: pytest.MonkeyPatc
 
 
 def test_the_hnsw_leg_can_use_the_kbs_own_index(pg_url: str, pg_kb: str) -> None:
-    """One 4-dim row (safe even for the AVX-512 build: no graph search, scalar distance):
-    the leg answers through SQL the planner can serve from the KB's partial HNSW index."""
+    """One 4-dim row inserted into the KB's empty HNSW index (safe even for the AVX-512
+    build: no graph search, scalar distance): the leg answers through SQL the planner can
+    serve from the KB's partial HNSW index."""
     store = PgStore.open_for_index(PgTarget(pg_url, pg_kb, vector_index="hnsw"))
     try:
         with store.transaction():
             store.reset(4)
+        assert any("HNSW index" in p for p in store.file_problems())  # built at a run's end
+        store.build_vector_index()  # (empty here: the AVX-512 build cannot build over rows)
         doc = DocumentRow("a.md", None, None, None, None, (), None, "h", 1, "t")
         with store.transaction():
             store.write_document(doc, [ChunkRow(0, None, None, (), "x", None, 1, 1.0)],
@@ -367,6 +370,7 @@ def test_hnsw_recall_at_50_against_exact_search(pg_url: str, pg_kb: str) -> None
             rows = [ChunkRow(i, None, None, (), f"c{i}", None, 1, 1.0) for i in range(500)]
             with store.transaction():
                 store.write_document(doc, rows, matrix[start:start + 500], None)
+        store.build_vector_index()
         unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
         hits = 0
         for q in rng.standard_normal((20, 64)).astype(np.float32):
@@ -422,12 +426,16 @@ def test_an_interrupted_index_run_leaves_whole_files_and_the_next_run_finishes(
     assert first.interrupted and 0 < first.documents < 40
     reader = PgStore.open_readonly(target)
     try:
-        assert reader.integrity().consistent and reader.file_problems() == []
+        assert reader.integrity().consistent  # (in hnsw mode the index is built at the end)
+        assert all("HNSW index" in p for p in reader.file_problems())
         assert reader.chunk_count() == reader.document_count()  # one chunk per note
     finally:
         reader.close()
     second = index_kb(options)
     assert not second.interrupted and (second.documents, second.chunks) == (40, 40)
+    reader = PgStore.open_readonly(target)
+    assert reader.file_problems() == [] and reader.integrity().consistent
+    reader.close()
 
 
 def test_pinned_readers_share_one_snapshot_while_the_indexer_commits(

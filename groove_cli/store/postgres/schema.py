@@ -88,8 +88,9 @@ CREATE TABLE groove_postings (
   chunk_id bigint NOT NULL,
   tf_heading integer NOT NULL, tf_context integer NOT NULL, tf_content integer NOT NULL,
   len integer NOT NULL,                         -- the chunk's token count in this table
-  PRIMARY KEY (kb, tbl, term, chunk_id) INCLUDE (tf_heading, tf_context, tf_content, len),
-  FOREIGN KEY (kb, chunk_id) REFERENCES groove_chunks(kb, id) ON DELETE CASCADE);
+  PRIMARY KEY (kb, tbl, term, chunk_id) INCLUDE (tf_heading, tf_context, tf_content, len));
+-- no foreign key: a per-row check on the busiest insert; the store deletes a chunk's postings
+-- with the chunk (same transaction) and doctor reports postings without their chunk
 CREATE INDEX groove_postings_chunk ON groove_postings (kb, chunk_id);
 CREATE TABLE groove_query_cache (
   kb integer NOT NULL REFERENCES groove_kb(id) ON DELETE CASCADE,

@@ -62,6 +62,9 @@ class PgStore(PgReads):
             if not schema.try_indexer_lock(con, kb):
                 raise GrooveError(f"another groove index is running on {target}",
                                   hint="wait for it to finish (searches keep working meanwhile)")
+            # a server crash may lose the last few files' commits (never half a file): the
+            # next run re-indexes them, their hashes were never recorded
+            con.execute("SET synchronous_commit = off")
             store = cls(con, target, kb, readonly=False)
             with store.transaction():
                 for key, value in (("index_id", secrets.token_hex(16)),
@@ -163,17 +166,27 @@ class PgStore(PgReads):
                              (self.kb, key, value))
 
     def create_vec_table(self, dim: int) -> None:
-        """Set the KB's dimension and (re)build its HNSW index (a partial expression index:
-        several KBs of other dimensions share the table)."""
-        dim = int(dim)
+        """Set the KB's dimension and vector kind and drop its HNSW index: a new KB's index is
+        built once its vectors are in (`build_vector_index`), 3–4× faster than growing it row
+        by row; until then the leg is an exact scan (the same answers, slower)."""
         self.con.execute(f"DROP INDEX IF EXISTS {_hnsw_name(self.kb)}")
         self.con.execute("UPDATE groove_chunks SET embedding = NULL, embedding_f32 = NULL "
                          "WHERE kb = %s", (self.kb,))
         self.con.execute("UPDATE groove_kb SET dim = %s, vector_index = %s WHERE id = %s",
-                         (dim, self.target.vector_index, self.kb))
-        if self.target.vector_index == "hnsw":
+                         (int(dim), self.target.vector_index, self.kb))
+
+    def build_vector_index(self) -> None:
+        """The KB's HNSW index when it has none (end of an uninterrupted `index` run): a
+        partial expression index, so KBs of other dimensions share the table. Later runs
+        keep it up to date row by row."""
+        dim = self.vec_dim()
+        if dim is None or self.exact_vectors() or self._rows(
+                "SELECT 1 FROM pg_class WHERE relname = %s", (_hnsw_name(self.kb),)):
+            return
+        with self.transaction():
+            self.con.execute("SET LOCAL maintenance_work_mem = '512MB'")
             self.con.execute(f"CREATE INDEX {_hnsw_name(self.kb)} ON groove_chunks USING hnsw "
-                             f"((embedding::vector({dim})) vector_cosine_ops) "
+                             f"((embedding::vector({int(dim)})) vector_cosine_ops) "
                              f"WHERE kb = {int(self.kb)}")
 
     def bump_vectors_version(self) -> None:
@@ -250,8 +263,10 @@ class PgStore(PgReads):
 
     def _delete_chunks(self, document_id: int) -> None:
         gone = self._rows("DELETE FROM groove_chunks WHERE kb = %s AND document_id = %s "
-                          "RETURNING tri_len, word_len, cjk_len", (self.kb, document_id))
+                          "RETURNING tri_len, word_len, cjk_len, id", (self.kb, document_id))
         if gone:
+            self.con.execute("DELETE FROM groove_postings WHERE kb = %s AND chunk_id = ANY(%s)",
+                             (self.kb, [int(r[3]) for r in gone]))
             self._add_stats(-len(gone), -sum(r[0] for r in gone), -sum(r[1] for r in gone),
                             -sum(r[2] for r in gone))
 
@@ -350,6 +365,7 @@ class PgStore(PgReads):
     def reset(self, dim: int) -> None:
         """`index --force`: empty the KB (ids keep counting, as SQLite's AUTOINCREMENT does)."""
         self.con.execute("DELETE FROM groove_documents WHERE kb = %s", (self.kb,))
+        self.con.execute("DELETE FROM groove_postings WHERE kb = %s", (self.kb,))
         self.con.execute("DELETE FROM groove_query_cache WHERE kb = %s", (self.kb,))
         self.con.execute("UPDATE groove_kb SET chunks = 0, tri_tokens = 0, word_tokens = 0, "
                          "cjk_tokens = 0 WHERE id = %s", (self.kb,))
@@ -419,7 +435,9 @@ class PgStore(PgReads):
                      for ext in ("vector", "pg_trgm") if ext not in have]
         if self.vec_dim() is not None and not self.exact_vectors() and not self._rows(
                 "SELECT 1 FROM pg_class WHERE relname = %s", (_hnsw_name(self.kb),)):
-            problems.append(f"the HNSW index {_hnsw_name(self.kb)} of this KB is missing")
+            problems.append(f"the HNSW index {_hnsw_name(self.kb)} of this KB is missing (an "
+                            "interrupted first run; searches scan every vector meanwhile): "
+                            "`groove index` builds it")
         return problems[:limit]
 
     def server_facts(self) -> list[str]:
@@ -449,7 +467,10 @@ class PgStore(PgReads):
                 "p.kb = c.kb AND p.tbl = 1 AND p.chunk_id = c.id)) OR (c.cjk_len > 0 AND NOT "
                 "EXISTS (SELECT 1 FROM groove_postings p WHERE p.kb = c.kb AND p.tbl = 2 AND "
                 "p.chunk_id = c.id))) ORDER BY c.id", (self.kb,))],
-            orphan_fts_row=[],
+            orphan_fts_row=[int(r[0]) for r in self._rows(
+                "SELECT DISTINCT p.chunk_id FROM groove_postings p WHERE p.kb = %s AND NOT EXISTS "
+                "(SELECT 1 FROM groove_chunks c WHERE c.kb = p.kb AND c.id = p.chunk_id) "
+                "ORDER BY p.chunk_id", (self.kb,))],
             chunk_without_document=[],
             document_without_chunks=[str(r[0]) for r in self._rows(
                 "SELECT path FROM groove_documents d WHERE d.kb = %s AND NOT EXISTS (SELECT 1 "
