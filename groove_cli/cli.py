@@ -74,7 +74,7 @@ def main_callback(
         str | None,
         typer.Option("--db", help="The index: a file (default: config db_path, else "
                      "KB/.groove.db) or a postgresql:// URL (a shared Postgres server; "
-                     "needs pip install 'groove[postgres]')."),
+                     "needs pip install 'groove-cli[postgres]')."),
     ] = None,
     version: Annotated[
         bool,

@@ -325,7 +325,7 @@ def test_without_psycopg_a_url_asks_for_the_extra(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setitem(sys.modules, "psycopg", None)  # what an install without the extra sees
     with pytest.raises(GrooveError) as caught:
         PgStore.open_readonly(PgTarget("postgresql://h/db", "x"))
-    assert caught.value.hint == "pip install 'groove[postgres]'"
+    assert caught.value.hint == "pip install 'groove-cli[postgres]'"
 
 
 def test_the_hnsw_leg_can_use_the_kbs_own_index(pg_url: str, pg_kb: str) -> None:
