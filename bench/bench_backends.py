@@ -171,6 +171,15 @@ class PgServer:
             rows = con.execute("SELECT extname, extversion FROM pg_extension").fetchall()
         return {str(name): str(version) for name, version in rows}
 
+    def hnsw_indexes(self, url: str) -> list[str]:
+        """The definitions of the HNSW indexes in a database (their m and ef_construction)."""
+        import psycopg
+
+        with psycopg.connect(url) as con:
+            rows = con.execute("SELECT indexdef FROM pg_indexes "
+                               "WHERE indexdef ILIKE %s", ("%USING hnsw%",)).fetchall()
+        return [str(row[0]) for row in rows]
+
 
 def pg_packages() -> dict[str, str | None]:
     from importlib.metadata import PackageNotFoundError, version
@@ -239,11 +248,6 @@ def search_params() -> Any:
 # --------------------------------------------------------------------------- 1. quality
 
 
-def per_query_ndcg(report: dict[str, Any]) -> dict[str, float]:
-    return {q["id"]: q["metrics"]["ndcg_at_k"]["10"] for q in report["per_query"]
-            if q["expected"]}
-
-
 def eval_run(coll: Collection, golden: Path, target: Path | str, mode: str) -> Any:
     return run_groove(["eval", "--kb-path", str(coll.kb), "--golden", str(golden), "--format",
                        "json", "--no-history", "--mode", mode], config=coll.config, db=target)
@@ -256,18 +260,17 @@ def quality(coll: Collection, server: PgServer | None) -> dict[str, Any]:
     if server is not None:
         targets["postgres"] = server.database(f"bench_{coll.name}")
     entry: dict[str, Any] = {"golden_queries": len(doc["queries"]), "stores": {}}
-    ndcg: dict[str, dict[str, dict[str, float]]] = {}
+    reports: dict[str, dict[str, Any]] = {}
     for store, target in targets.items():
         indexed = coll.ensure_index(target)
         status = coll.status(target)
         eval_run(coll, golden, target, "hybrid")  # embeds the queries once: the mode walls compare
         modes: dict[str, Any] = {}
-        ndcg[store] = {}
+        reports[store] = {}
         for mode in MODES:
             run = eval_run(coll, golden, target, mode)
-            report = run.json()
-            modes[mode] = summarise(report) | {"wall_s": run.wall_s}
-            ndcg[store][mode] = per_query_ndcg(report)
+            reports[store][mode] = run.json()
+            modes[mode] = summarise(reports[store][mode]) | {"wall_s": run.wall_s}
         entry["stores"][store] = {
             "indexed_now_s": indexed.wall_s if indexed else None,
             "documents": status.get("documents"), "chunks": status.get("chunks"),
@@ -275,15 +278,18 @@ def quality(coll: Collection, server: PgServer | None) -> dict[str, Any]:
         }
     if server is None:
         return entry
+    from groove_cli.evaluate.paired import paired_delta, randomization_p
+
     diffs: dict[str, Any] = {}
     for mode in MODES:
         rows = {store: entry["stores"][store]["modes"][mode] for store in STORES}
         delta = {label: rows["postgres"][label]["value"] - rows["sqlite"][label]["value"]
                  for label in ("ndcg@10", "recall@10", "MRR")}
-        lite, pg = ndcg["sqlite"][mode], ndcg["postgres"][mode]
-        per_q = [pg[q] - lite[q] for q in lite if q in pg]
+        paired = paired_delta(reports["sqlite"][mode], reports["postgres"][mode], "ndcg@10")
+        per_q = paired.deltas
         diffs[mode] = {
             "delta": delta,
+            "ndcg@10_paired": paired.to_json() | {"p_value": randomization_p(per_q)},
             "met": abs(delta["ndcg@10"]) <= TARGETS["ndcg_diff"],
             "queries_differing": sum(1 for d in per_q if abs(d) > DIFFERS),
             "queries_pg_better": sum(1 for d in per_q if d > DIFFERS),
@@ -610,15 +616,18 @@ def quality_lines(quality_data: dict[str, Any], stores: Sequence[str]) -> list[s
         lines += [f"### {name} — {entry['golden_queries']} queries, "
                   f"{st['sqlite']['documents']} docs / {st['sqlite']['chunks']} chunks (SQLite), "
                   f"{st['postgres']['documents']} / {st['postgres']['chunks']} (Postgres)", "",
-                  "| mode | nDCG@10 SQLite | nDCG@10 Postgres | Δ nDCG@10 | Δ recall@10 | Δ MRR "
-                  "| queries differing (pg better / worse) | target |",
-                  "|---|---|---|---:|---:|---:|---|---|"]
+                  "| mode | nDCG@10 SQLite | nDCG@10 Postgres | Δ nDCG@10 [paired 95% CI] "
+                  "| p | Δ recall@10 | Δ MRR | queries differing (pg better / worse) | target |",
+                  "|---|---|---|---|---:|---:|---:|---|---|"]
         for mode in MODES:
             d = entry["differences"][mode]
+            pd = d["ndcg@10_paired"]
+            ci = (f" [{pd['ci95'][0]:+.4f}, {pd['ci95'][1]:+.4f}]" if pd["ci95"] else "")
             lines.append(
                 f"| {mode} | {_cell(st['sqlite']['modes'][mode]['ndcg@10'])} | "
                 f"{_cell(st['postgres']['modes'][mode]['ndcg@10'])} | "
-                f"{d['delta']['ndcg@10']:+.4f} | {d['delta']['recall@10']:+.4f} | "
+                f"{d['delta']['ndcg@10']:+.4f}{ci} | {pd['p_value']:.3f} | "
+                f"{d['delta']['recall@10']:+.4f} | "
                 f"{d['delta']['MRR']:+.4f} | {d['queries_differing']} "
                 f"({d['queries_pg_better']} / {d['queries_pg_worse']}) | {verdict(d['met'])} |")
         walls = " · ".join(f"{mode} {st['sqlite']['modes'][mode]['wall_s']:.1f} / "
@@ -721,6 +730,10 @@ def markdown(data: dict[str, Any]) -> str:
         f"Server settings: shared_buffers {pg.get('shared_buffers')}, work_mem "
         f"{pg.get('work_mem')}, maintenance_work_mem {pg.get('maintenance_work_mem')}.", "",
     ]
+    if pg.get("hnsw_indexes"):
+        lines += [f"HNSW index: `{pg['hnsw_indexes'][0]}`; groove's `ef_search` "
+                  f"{pg.get('groove_ef_search')} (pgvector's default {pg.get('hnsw.ef_search')}).",
+                  ""]
     if data.get("notes"):
         lines += [f"**Note:** {note}" for note in data["notes"]] + [""]
     if data.get("quality"):
@@ -753,6 +766,8 @@ def main() -> None:
     parser.add_argument("--stores", default=",".join(STORES),
                         help="stores to measure (default both; 'sqlite' needs no server)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the big indexes")
+    parser.add_argument("--build-only", action="store_true",
+                        help="only generate the big KB and write its indexes, then stop")
     parser.add_argument("--note", action="append", default=[],
                         help="a sentence for the summary (e.g. why a size was scaled down)")
     parser.add_argument("--smoke", action="store_true",
@@ -779,9 +794,15 @@ def main() -> None:
             print(f"quality {name}: done", file=sys.stderr)
     if not args.skip_scale:
         scale = build_scale(server, args.chunks, args.rebuild)
+        if args.build_only:
+            print(json.dumps(scale.builds))
+            return
         if server is not None:
             data["postgres"]["extensions"] = server.installed_extensions(
                 scale.targets["postgres"])
+            data["postgres"]["hnsw_indexes"] = server.hnsw_indexes(scale.targets["postgres"])
+            data["postgres"]["groove_ef_search"] = getattr(
+                location(scale.targets["postgres"], scale.kb), "ef_search", None)
         texts = queries(args.queries)
         sc: dict[str, Any] = {"chunks": args.chunks, "queries": len(texts), "reps": args.reps,
                               "builds": scale.builds, "load_before": load_average()}
