@@ -148,7 +148,7 @@ class PgServer:
 
         with psycopg.connect(self.url) as con:
             out: dict[str, Any] = {
-                "server_version": con.execute("SHOW server_version").fetchone()[0],  # type: ignore[index]
+                "server_version": con.execute("SHOW server_version").fetchone()[0],
             }
             for name in ("vector", "pg_trgm"):
                 row = con.execute("SELECT default_version FROM pg_available_extensions "
@@ -207,7 +207,7 @@ def location(target: str, kb: Path) -> Any:
     the Postgres database with groove's default KB id and ef_search."""
     if not is_url(target):
         return Path(target)
-    from groove_cli.dburl import PgTarget, kb_name_for  # type: ignore[import-not-found]
+    from groove_cli.dburl import PgTarget, kb_name_for
 
     return PgTarget(target, kb_name_for(kb))
 
@@ -223,7 +223,7 @@ def open_searcher(target: str, kb: Path) -> Any:
 
 def build_pg_index(server: PgServer, kb: Path, database: str) -> tuple[str, dict[str, Any]]:
     """A fresh database holding `kb` written like bench_search.build_index (same vectors)."""
-    from groove_cli.store import open_writer  # type: ignore[attr-defined]
+    from groove_cli.store import open_writer
 
     url = server.database(database, fresh=True)
     started = time.perf_counter()
