@@ -126,12 +126,12 @@ RECORDED_PACKAGES = ("apsw", "sqlite-vec", "numpy", "onnxruntime", "tokenizers",
                      "click", "rich")
 
 
-def package_versions() -> dict[str, str | None]:
-    """Installed version of each of RECORDED_PACKAGES (None when not installed)."""
+def package_versions(names: Sequence[str] = RECORDED_PACKAGES) -> dict[str, str | None]:
+    """Installed version of each package of `names` (None when not installed)."""
     from importlib.metadata import PackageNotFoundError, version
 
     found: dict[str, str | None] = {}
-    for name in RECORDED_PACKAGES:
+    for name in names:
         try:
             found[name] = version(name)
         except PackageNotFoundError:

