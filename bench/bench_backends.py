@@ -677,11 +677,12 @@ def scale_lines(data: dict[str, Any]) -> list[str]:
     sc = data["scale"]
     builds = sc["builds"]
     stores = data["stores"]
-    built = ", ".join(f"{store} {builds[store]['build_s']:.0f} s"
+    built = ", ".join(f"{store} {builds[store]['build_s']:.0f} s = "
+                      f"{builds[store]['chunks'] / builds[store]['build_s']:.0f} chunks/s"
                       f"{' (reused)' if builds[store].get('reused') else ''}" for store in stores)
     lines = [f"## At {sc['chunks']:,} chunks (synthetic KB, random unit vectors)", "",
              "Both indexes written through the stores' writers with the same seeded vectors "
-             f"(build time: {built}). `search` defaults "
+             f"(build time without embedding: {built}). `search` defaults "
              f"(limit {SEARCH_LIMIT}, hybrid, quality threshold {QUALITY_THRESHOLD}); "
              f"{sc['queries']} queries × {sc['reps']} warm passes, stores interleaved.", ""]
     if sc.get("measured"):
