@@ -639,7 +639,10 @@ def quality_lines(quality_data: dict[str, Any], stores: Sequence[str]) -> list[s
     lines = ["## Quality: `groove eval` on both stores", "",
              "`groove eval --format json --no-history`, built-in defaults (multilingual-e5-small, "
              "limit 10, no reranker); 95 % bootstrap CIs over queries. Δ = Postgres − SQLite "
-             f"(target |Δ nDCG@10| ≤ {TARGETS['ndcg_diff']}).", ""]
+             f"(target |Δ nDCG@10| ≤ {TARGETS['ndcg_diff']}); the paired CI and the "
+             "randomization-test p come from groove's own `evaluate.paired`. The vector leg is "
+             "exact on SQLite (the numpy snapshot) and pgvector's HNSW index on Postgres (one "
+             "index scan per query).", ""]
     for name, entry in quality_data.items():
         st = entry["stores"]
         if "differences" not in entry:
@@ -838,10 +841,18 @@ def main() -> None:
                         help="only generate the big KB and write its indexes, then stop")
     parser.add_argument("--note", action="append", default=[],
                         help="a sentence for the summary (e.g. why a size was scaled down)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="rewrite backends.md from backends.json (with any --note added)")
     parser.add_argument("--smoke", action="store_true",
                         help="small sizes, no quality part, results under bench/work/backends/")
     args = parser.parse_args()
     argv = " ".join(sys.argv[1:])
+    if args.report_only:
+        data = json.loads((RESULTS / "backends.json").read_text(encoding="utf-8"))
+        data["notes"] = list(dict.fromkeys([*data.get("notes", []), *args.note]))
+        write_results("backends", data, markdown(data))
+        print(markdown(data))
+        return
     if args.smoke:
         args.chunks, args.searchers, args.queries = 500, 4, 10
         args.reps, args.index_chunks, args.baseline_s = 1, 10, 2.0
