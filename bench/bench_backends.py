@@ -259,7 +259,18 @@ def build_pg_index(server: PgServer, kb: Path, database: str) -> tuple[str, dict
         files, chunks = write_index(store, kb)
     finally:
         store.close()
-    return url, {"files": files, "chunks": chunks, "build_s": time.perf_counter() - started}
+    build_s = time.perf_counter() - started
+    analyze(url)
+    return url, {"files": files, "chunks": chunks, "build_s": build_s}
+
+
+def analyze(url: str) -> None:
+    """ANALYZE the database, as `groove index` does after a large run: the planner needs the
+    statistics of a freshly loaded table to pick the KB's partial HNSW index."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as con:
+        con.execute("ANALYZE")
 
 
 def search_params() -> Any:
@@ -396,6 +407,7 @@ def build_scale(server: PgServer | None, chunks: int, rebuild: bool) -> Scale:
                 info["postgres"] = build_pg_index(server, kb, database)[1]
                 stamp.write_text(json.dumps(info))
             targets["postgres"] = server.database(database)
+            analyze(targets["postgres"])
         if had_batches:  # the batches' rows go: a groove index that only deletes
             cfg = empty_config(BACKENDS)
             for target in targets.values():
