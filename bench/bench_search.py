@@ -145,10 +145,12 @@ def build_index(kb: Path, db: Path, *, seed: int = 0) -> dict[str, Any]:
             "build_s": time.perf_counter() - started}
 
 
-def write_index(store: Any, kb: Path, *, seed: int = 0) -> tuple[int, int]:
+def write_index(store: Any, kb: Path, *, seed: int = 0,
+                files_per_transaction: int = 500) -> tuple[int, int]:
     """Write every file of `kb` into an open index-writing store (SQLite's `Store` or another
     store with the same writer methods): meta, documents, chunks, FTS rows and seeded random
-    vectors. Returns (files, chunks); the same `seed` gives every store the same vectors."""
+    vectors, `files_per_transaction` files per transaction. Returns (files, chunks); the same
+    `seed` gives every store the same vectors."""
     from tokenizers import Tokenizer
 
     model = resolve_model(DEFAULT_MODEL, default_models_dir(), offline=True)
@@ -167,9 +169,9 @@ def write_index(store: Any, kb: Path, *, seed: int = 0) -> tuple[int, int]:
             "context_mode": "off",
             "groove_version": groove_cli.__version__,
         })
-    for start in range(0, len(files), 500):
+    for start in range(0, len(files), files_per_transaction):
         with store.transaction():
-            for path in files[start : start + 500]:
+            for path in files[start : start + files_per_transaction]:
                 chunk_total += _write_file(store, kb, path, tokenizer, rng)
     with store.transaction():
         store.set_meta({"chunker_fingerprint": chunker_fingerprint(()),
