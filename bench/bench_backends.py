@@ -304,6 +304,8 @@ def quality(coll: Collection, server: PgServer | None) -> dict[str, Any]:
     reports: dict[str, dict[str, Any]] = {}
     for store, target in targets.items():
         indexed = coll.ensure_index(target)
+        if is_url(target):
+            analyze(str(target))
         status = coll.status(target)
         eval_run(coll, golden, target, "hybrid")  # embeds the queries once: the mode walls compare
         modes: dict[str, Any] = {}
