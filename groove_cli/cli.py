@@ -37,7 +37,7 @@ from groove_cli.cli_options import (
     with_filter_flags,
     with_retrieval_flags,
 )
-from groove_cli.errors import UsageError
+from groove_cli.errors import IndexMissing, UsageError
 from groove_cli.render import output
 
 if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays light
@@ -71,8 +71,10 @@ def main_callback(
         typer.Option("--config", help="Use this groove.toml instead of discovering one."),
     ] = None,
     db: Annotated[
-        Path | None,
-        typer.Option("--db", help="The index file (default: config db_path, else KB/.groove.db)."),
+        str | None,
+        typer.Option("--db", help="The index: a file (default: config db_path, else "
+                     "KB/.groove.db) or a postgresql:// URL (a shared Postgres server; "
+                     "needs pip install 'groove[postgres]')."),
     ] = None,
     version: Annotated[
         bool,
@@ -183,11 +185,17 @@ def status_cmd(
     def run() -> StatusReport | None:
         # with --db, status and doctor need no KB path (cli.md §1)
         paths = resolve_paths(ctx, kb_flags(kb_path), kb_required=False)
-        if not paths.db.exists():
+        if isinstance(paths.db, Path) and not paths.db.exists():
             hint = paths.kb if paths.kb else "<path>"
             messages.note(f"no index found at {paths.db}. Run `groove index --kb-path {hint}` first.")
             return None
-        return settings_status(paths.settings, paths.db, paths.kb)
+        try:
+            return settings_status(paths.settings, paths.db, paths.kb)
+        except IndexMissing as missing:
+            if isinstance(paths.db, Path):
+                raise
+            messages.note(missing.message)  # a Postgres store without this KB, as for a file
+            return None
 
     report = run_core(run)
     if report is not None:

@@ -23,6 +23,7 @@ from typer.core import TyperGroup
 from groove_cli import config, failures, messages
 from groove_cli.config import Settings, load_settings
 from groove_cli.dbfile import refuse_linked_index
+from groove_cli.dburl import IndexLocation
 from groove_cli.errors import UsageError
 
 T = TypeVar("T")
@@ -32,7 +33,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 class GlobalOptions:
     """Options of the top-level callback, shared by every command."""
 
-    def __init__(self, config: Path | None, db: Path | None) -> None:
+    def __init__(self, config: Path | None, db: str | None) -> None:
         self.config = config
         self.db = db
 
@@ -126,7 +127,7 @@ def sub_app(help_text: str) -> typer.Typer:
 class Paths:
     settings: Settings
     kb: Path | None
-    db: Path
+    db: IndexLocation
 
 
 def resolve_paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: bool,
@@ -135,14 +136,15 @@ def resolve_paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: 
     runtime is known to be usable."""
     from groove_cli.store import check_runtime
 
-    check_runtime()
     settings = settings_for(ctx, flags, announce=announce)
     db_flag = global_options(ctx).db
     kb = config.kb_path(settings, required=kb_required and db_flag is None)
     if kb_required and kb is None:
         kb = config.kb_path(settings, required=True)
-    db = config.db_path(settings, db_flag, kb)
-    refuse_linked_index(db, explicit=db_flag is not None)
+    db = config.index_location(settings, db_flag, kb)
+    if isinstance(db, Path):
+        check_runtime()
+        refuse_linked_index(db, explicit=db_flag is not None)
     return Paths(settings, kb, db)
 
 

@@ -40,6 +40,15 @@ from groove_cli.config_schema import (
     default_float,
     default_int,
 )
+from groove_cli.dburl import (
+    DEFAULT_EF_SEARCH,
+    ENV_URL,
+    IndexLocation,
+    PgTarget,
+    is_db_url,
+    kb_name_for,
+    mask,
+)
 from groove_cli.errors import ConfigError, UsageError
 
 # The schema lives in config_schema.py; callers keep importing it from here.
@@ -498,6 +507,34 @@ def db_path(settings: Settings, flag: Path | None, kb: Path | None) -> Path:
             "--kb-path is required (pass it on the command line or set kb_path in groove.toml)"
         )
     return kb / ".groove.db"
+
+
+def index_location(settings: Settings, flag: str | None, kb: Path | None) -> IndexLocation:
+    """Where the index is: a Postgres KB when `--db` is a URL, else (without `--db`) when
+    GROOVE_DB_URL or `[store] url` is set; otherwise the SQLite file of `db_path`.
+    Precedence: flag > environment > config > the SQLite default."""
+    url = None
+    if flag is not None:
+        if not is_db_url(flag):
+            return db_path(settings, Path(flag), kb)
+        url = flag.strip()
+    else:
+        env = os.environ.get(ENV_URL, "").strip()
+        configured = settings.str_("store.url")
+        if env:
+            url = env
+        elif configured:
+            url = configured.strip()
+    if url is None:
+        return db_path(settings, None, kb)
+    if not is_db_url(url):
+        raise UsageError(f"{mask(url)} is not a Postgres URL",
+                         hint="use postgresql://user@host:5432/database")
+    named = settings.str_("store.kb")
+    ef = settings.int_("store.ef_search")
+    return PgTarget(url, named or kb_name_for(kb), ef if ef is not None else DEFAULT_EF_SEARCH,
+                    kb_explicit=bool(named), vector_index=settings.str_("store.vector_index")
+                    or "hnsw")
 
 
 def offline_mode() -> bool:

@@ -47,6 +47,13 @@ class KeySpec:
 SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("kb_path", "path", help="Knowledge-base root (the folder of notes)."),
     KeySpec("db_path", "path", help="Index file; default <kb>/.groove.db."),
+    KeySpec("store.url", "str",
+            help="postgresql://… URL of a Postgres store (GROOVE_DB_URL and --db override it)."),
+    KeySpec("store.kb", "str", help="KB id in a Postgres store; default: from the KB folder."),
+    KeySpec("store.ef_search", "int", 800, 1, 1000,
+            help="pgvector HNSW ef_search (raised to the vector leg's k)."),
+    KeySpec("store.vector_index", "enum", "hnsw", choices=("hnsw", "exact"),
+            help="A new Postgres KB's vectors: hnsw (pgvector) or exact (KNN in groove)."),
     KeySpec("model", "str", help="Embedding model: registry name or model directory."),
     KeySpec("max_length", "int", lo=16, help="Embedding input cap in tokens."),
     KeySpec("reranker", "str", "none", help="Reranker: registry name, directory or none."),

@@ -107,7 +107,18 @@ def translate(exc: BaseException) -> GrooveError | None:
         return _os_error(exc)
     if type(exc).__module__ == "apsw" and isinstance(exc, Exception):
         return _sqlite_error(exc)
+    if type(exc).__module__.startswith("psycopg") and isinstance(exc, Exception):
+        return _postgres_error(exc)
     return None
+
+
+def _postgres_error(exc: Exception) -> GrooveError:
+    """A Postgres store failure as one line (the server's first line, passwords masked)."""
+    from groove_cli.dburl import mask
+
+    lines = str(exc).strip().splitlines()
+    return GrooveError(f"the Postgres store failed: {mask(lines[0]) if lines else type(exc).__name__}",
+                       hint="groove doctor checks the store; the server log has the details")
 
 
 class ClosedStream:

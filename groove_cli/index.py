@@ -23,6 +23,7 @@ from groove_cli import __version__, config, messages
 from groove_cli.chunk import ChunkDraft, ParsedDocument, chunker_fingerprint, parse_document
 from groove_cli.config import Settings
 from groove_cli.dbfile import damaged, quarantine, remove_snapshot_leftovers
+from groove_cli.dburl import IndexLocation
 from groove_cli.errors import GrooveError, IndexMismatch
 from groove_cli.failures import check_index_file
 from groove_cli.integrity import damage_of
@@ -36,13 +37,14 @@ from groove_cli.scan import (
     decode_source,
     read_source,
 )
-from groove_cli.store import Store, utc_now
+from groove_cli.store import Store, open_writer, utc_now
 from groove_cli.text import printable
 from groove_cli.types import ChunkRow, DocumentRow, NullProgress, ProgressSink, StoredDocument
 from groove_cli.vectors import refresh_snapshot
 
 if TYPE_CHECKING:
     from groove_cli.models import Embedder
+    from groove_cli.store.postgres import PgStore
 
 # Files are embedded together until their chunks fill this many model batches, so batches stay
 # full even when notes are short; each file is still written in its own transaction. The group
@@ -74,7 +76,7 @@ class IndexOptions:
     """Everything `index` needs, resolved by the CLI from flags and groove.toml."""
 
     kb: Path
-    db: Path
+    db: IndexLocation
     model: str | None
     """The model from --model or config; None means the index's recorded model, else default."""
     max_length: int | None
@@ -89,7 +91,7 @@ class IndexOptions:
     offline: bool = False
 
     @classmethod
-    def from_settings(cls, settings: Settings, kb: Path, db: Path, *, force: bool = False,
+    def from_settings(cls, settings: Settings, kb: Path, db: IndexLocation, *, force: bool = False,
                       verbose: bool = False, quiet: bool = False) -> IndexOptions:
         """The options of resolved settings (flag > file > default)."""
         s = settings
@@ -121,10 +123,14 @@ class IndexReport:
 
 
 @contextmanager
-def indexer_lock(db: Path, *, force: bool = False) -> Iterator[None]:
+def indexer_lock(db: IndexLocation, *, force: bool = False) -> Iterator[None]:
     """Exclusive lock on `{db}.lock`: one indexer per index; searches are never blocked.
     A file that cannot be an index is refused first, unless `force` (which sets a damaged
-    file aside under the lock)."""
+    file aside under the lock). A Postgres KB is locked by the store itself (an advisory
+    lock held by the writer's connection)."""
+    if not isinstance(db, Path):
+        yield
+        return
     check_index_file(db, allow_empty=True, damaged_ok=force)
     db.parent.mkdir(parents=True, exist_ok=True)
     lock_path = db.with_name(db.name + ".lock")
@@ -146,7 +152,7 @@ def indexer_lock(db: Path, *, force: bool = False) -> Iterator[None]:
         os.close(fd)
 
 
-def kb_mismatch_text(db: Path, recorded: str, kb: Path) -> str:
+def kb_mismatch_text(db: IndexLocation, recorded: str, kb: Path) -> str:
     return (
         f"the index at {db} was built from {recorded}, not {kb}.\n"
         f"  If the knowledge base moved, run `groove index --kb-path {kb} --force` to rebuild the "
@@ -241,11 +247,12 @@ class Indexer:
         started = time.monotonic()
         opt = self.opt
         with indexer_lock(opt.db, force=opt.force):
-            if remove_snapshot_leftovers(opt.db):
-                self._verbose("  removed the temporary files of an interrupted snapshot write")
-            if opt.force:
-                self._set_aside_if_damaged()
-            store = Store.open_for_index(opt.db)
+            if isinstance(opt.db, Path):
+                if remove_snapshot_leftovers(opt.db):
+                    self._verbose("  removed the temporary files of an interrupted snapshot write")
+                if opt.force:
+                    self._set_aside_if_damaged()
+            store = open_writer(opt.db)
             try:
                 self._run(store)
             finally:
@@ -257,13 +264,14 @@ class Indexer:
 
     def _set_aside_if_damaged(self) -> None:
         """`--force` on a damaged file: keep it as `.corrupt-<time>` and start a new one."""
+        assert isinstance(self.opt.db, Path)
         reason = damage_of(self.opt.db)
         if reason is not None:
             aside = quarantine(self.opt.db)
             messages.warning(f"the index at {self.opt.db} is damaged ({reason}); moved it aside "
                              f"to {aside} and rebuilding the index from scratch")
 
-    def _run(self, store: Store) -> None:
+    def _run(self, store: Store | PgStore) -> None:
         opt = self.opt
         kb_abs = str(opt.kb.resolve())
         cut_short = store.length_problems()  # O(1); doctor and --force run the full check
@@ -343,9 +351,12 @@ class Indexer:
                     store.optimize_fts()
                 store.set_meta({"chunker_fingerprint": fingerprint, "last_indexed": utc_now(),
                                 "groove_version": __version__})
-        refresh_snapshot(store, opt.db)
+        if isinstance(store, Store) and isinstance(opt.db, Path):
+            refresh_snapshot(store, opt.db)
+        elif not isinstance(store, Store) and not self.interrupted:
+            store.build_vector_index()  # Postgres: a new KB's HNSW index, built once at the end
 
-    def _context_mode(self, store: Store, meta: dict[str, str], desired: str) -> str:
+    def _context_mode(self, store: Store | PgStore, meta: dict[str, str], desired: str) -> str:
         recorded = meta.get("context_mode", "off")
         if recorded == desired:
             return recorded
@@ -359,7 +370,7 @@ class Indexer:
         )
         return recorded
 
-    def _process(self, store: Store, files: Sequence[SourceFile], static: bool, fresh: bool,
+    def _process(self, store: Store | PgStore, files: Sequence[SourceFile], static: bool, fresh: bool,
                  rechunk: bool) -> None:
         indexed = store.documents()
         read: list[SourceBytes] = []
@@ -421,8 +432,8 @@ class Indexer:
         self.done += 1
         self.progress.advance(self.done, chunks)
 
-    def _renames(self, store: Store, indexed: dict[str, StoredDocument], read: Sequence[SourceBytes],
-                 seen: set[str], kept: set[str]) -> dict[str, str]:
+    def _renames(self, store: Store | PgStore, indexed: dict[str, StoredDocument],
+                 read: Sequence[SourceBytes], seen: set[str], kept: set[str]) -> dict[str, str]:
         """Pair vanished paths with new paths of identical content (index.md §6.1 step 7)."""
         from groove_cli.chunk import category_topic
 
@@ -459,7 +470,7 @@ class Indexer:
         return DocumentRow(source.rel, parsed.title, parsed.topic, parsed.category, parsed.depth,
                            parsed.tags, parsed.date, source.sha256, source.size, utc_now())
 
-    def _prepare(self, store: Store, source: SourceBytes, existing: StoredDocument | None,
+    def _prepare(self, store: Store | PgStore, source: SourceBytes, existing: StoredDocument | None,
                  static: bool, fresh: bool, rechunk: bool) -> _Pending | None:
         """Parse one changed file; handle emptied files and the frontmatter-only fast path."""
         try:
@@ -500,7 +511,7 @@ class Indexer:
         inputs = [embedding_input(chunk, static) for chunk in parsed.chunks]
         return _Pending(source, parsed, existing, inputs)
 
-    def _flush(self, store: Store, pending: list[_Pending], static: bool) -> bool:
+    def _flush(self, store: Store | PgStore, pending: list[_Pending], static: bool) -> bool:
         """Embed every pending file's chunks together; write each file as soon as its last
         chunk is embedded.
 
@@ -547,7 +558,7 @@ class Indexer:
                 self._write(store, pending[number], static)
         return True
 
-    def _write(self, store: Store, item: _Pending, static: bool) -> None:
+    def _write(self, store: Store | PgStore, item: _Pending, static: bool) -> None:
         assert item.vectors is not None
         vectors = item.vectors
         norms = np.linalg.norm(vectors, axis=1)

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from groove_cli.dbfile import DamagedIndex, snapshot_leftovers
 from groove_cli.store import Store
+
+if TYPE_CHECKING:
+    from groove_cli.store.postgres import PgStore
 
 FORCE = "groove index --force (moves the damaged file aside and rebuilds)"
 
@@ -35,11 +39,15 @@ def unreadable(error: DamagedIndex) -> Finding:
     return Finding("database-damaged", "error", error.message, 1, (), FORCE)
 
 
-def file_findings(store: Store) -> list[Finding]:
-    """SQLite's integrity_check of every page, b-tree and full-text table."""
+def file_findings(store: Store | PgStore) -> list[Finding]:
+    """SQLite's integrity_check of every page, b-tree and full-text table (Postgres: invalid
+    or missing indexes and extensions)."""
     problems = store.file_problems()
     if not problems:
         return []
+    if not isinstance(store, Store):
+        return [finding("store-damaged", f"{len(problems)} problem(s) in the Postgres store",
+                        problems, "groove index --force, or the fix each problem names")]
     return [finding("database-damaged", f"SQLite reports {len(problems)} problem(s) in the file",
                     problems, FORCE)]
 

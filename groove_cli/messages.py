@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Callable
 
+from groove_cli.dburl import mask
 from groove_cli.text import printable
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
@@ -23,7 +24,12 @@ def _stderr_sink(line: str) -> None:
     sys.stderr.flush()
 
 
-_sink: Sink = _stderr_sink
+_out: Sink = _stderr_sink
+
+
+def _sink(line: str) -> None:
+    """Every line goes out here: a Postgres URL's password never reaches the terminal."""
+    _out(mask(line))
 _verbose = False
 
 
@@ -35,8 +41,8 @@ def set_verbose(on: bool) -> None:
 
 def set_sink(sink: Sink | None) -> None:
     """Route every stderr line through `sink` (None restores plain stderr)."""
-    global _sink
-    _sink = sink or _stderr_sink
+    global _out
+    _out = sink or _stderr_sink
 
 
 def threshold() -> int:

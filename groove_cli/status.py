@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from groove_cli.chunk import parse_document
 from groove_cli.config import Settings
 from groove_cli.dbfile import DamagedIndex, damage_error
+from groove_cli.dburl import IndexLocation
 from groove_cli.errors import ConfigError, GrooveError
 from groove_cli.integrity import (
     Finding,
@@ -27,7 +29,10 @@ from groove_cli.scan import (
     decode_source,
     read_source,
 )
-from groove_cli.store import SCHEMA_VERSION, Store
+from groove_cli.store import SCHEMA_VERSION, Store, open_reader
+
+if TYPE_CHECKING:
+    from groove_cli.store.postgres import PgStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +60,11 @@ class StatusReport:
     quality_threshold: float
     quality_passing: int
     quality_below: int
+    knowledge_bases: tuple[tuple[str, int, int, str | None], ...] = ()
+    """A Postgres store's KBs: (KB id, documents, chunks, last indexed)."""
 
 
-def pending_changes(store: Store, kb: Path, exclude_dirs: tuple[str, ...],
+def pending_changes(store: Store | PgStore, kb: Path, exclude_dirs: tuple[str, ...],
                     parsers: tuple[str, ...], exclude_headings: tuple[str, ...] = ()) -> Pending:
     """Compare the KB with the index by hash, without embedding (no rename detection).
 
@@ -100,7 +107,7 @@ def _skipped_by_index(source: SourceBytes, exclude_headings: tuple[str, ...], *,
     return not parse_document(text, source.rel, exclude_headings=exclude_headings).chunks
 
 
-def settings_status(settings: Settings, db: Path, kb: Path | None) -> StatusReport:
+def settings_status(settings: Settings, db: IndexLocation, kb: Path | None) -> StatusReport:
     """`index_status` with the quality threshold, folders, parsers and excluded headings of
     resolved settings (the same ones `index` uses, so pending and skipped agree with it)."""
     from groove_cli.retrieve.params import quality_threshold
@@ -113,21 +120,26 @@ def settings_status(settings: Settings, db: Path, kb: Path | None) -> StatusRepo
         exclude_headings=tuple(str(h) for h in settings.list_("exclude_headings")))
 
 
-def index_status(db: Path, kb: Path | None, *, quality_threshold: float,
+def index_status(db: IndexLocation, kb: Path | None, *, quality_threshold: float,
                  exclude_dirs: tuple[str, ...], parsers: tuple[str, ...],
                  exclude_headings: tuple[str, ...] = ()) -> StatusReport:
-    store = Store.open_readonly(db, str(kb) if kb else "<path>")
+    store = open_reader(db, str(kb) if kb else "<path>")
     try:
         meta = store.meta()
         passing, below = store.quality_counts(quality_threshold)
+        kbs: tuple[tuple[str, int, int, str | None], ...] = ()
+        if not isinstance(store, Store):
+            from groove_cli.store.postgres import kb_list
+
+            kbs = tuple(kb_list(store.con))
         pending = (pending_changes(store, kb, exclude_dirs, parsers, exclude_headings)
                    if kb is not None else None)
         dim = meta.get("embedding_dim")
         max_length = meta.get("embedding_max_length")
         return StatusReport(
-            index=str(db),
+            index=str(store.path),
             kb_path=meta.get("kb_path"),
-            schema_version=SCHEMA_VERSION,
+            schema_version=SCHEMA_VERSION if isinstance(store, Store) else store.schema_version,
             documents=store.document_count(),
             chunks=store.chunk_count(),
             model_name=meta.get("embedding_model"),
@@ -139,6 +151,7 @@ def index_status(db: Path, kb: Path | None, *, quality_threshold: float,
             quality_threshold=quality_threshold,
             quality_passing=passing,
             quality_below=below,
+            knowledge_bases=kbs,
         )
     finally:
         store.close()
@@ -149,6 +162,8 @@ class DoctorReport:
     documents: int
     chunks: int
     findings: tuple[Finding, ...]
+    server: tuple[str, ...] = ()
+    """A Postgres store's server version and extensions."""
 
 
 def model_available(name: str, models_dir: Path, kind: str = "embedder") -> bool:
@@ -196,20 +211,24 @@ def check_config_models(settings: Settings) -> Settings:
     return settings
 
 
-def run_doctor(db: Path, kb: Path | None, models_dir: Path,
+def run_doctor(db: IndexLocation, kb: Path | None, models_dir: Path,
                reranker: str | None = None) -> DoctorReport:
     """Integrity checks of index.md's invariants plus model availability (the index's
     embedding model and the configured reranker, which search loads)."""
     findings: list[Finding] = []
+    server: tuple[str, ...] = ()
     try:
-        store = Store.open_readonly(db, str(kb) if kb else "<path>")
+        store = open_reader(db, str(kb) if kb else "<path>")
         try:
             findings += file_findings(store)
             report = store.integrity()
             meta = store.meta()
             documents, chunks = store.document_count(), store.chunk_count()
             # the snapshot copies the rows: compared only once they are consistent
-            snapshot = snapshot_findings(store, db) if report.consistent else []
+            snapshot = (snapshot_findings(store, db) if report.consistent
+                        and isinstance(store, Store) and isinstance(db, Path) else [])
+            if not isinstance(store, Store):
+                server = tuple(store.server_facts())
         finally:
             store.close()
     except Exception as exc:  # a damaged file fails wherever SQLite meets the damage
@@ -235,7 +254,7 @@ def run_doctor(db: Path, kb: Path | None, models_dir: Path,
     for check, summary, items, remedy in pairs:
         if items:
             findings.append(finding(check, f"{len(items)} {summary}", items, remedy))
-    findings += snapshot + leftover_findings(db)
+    findings += snapshot + (leftover_findings(db) if isinstance(db, Path) else [])
     if kb is not None:
         findings += history_findings(kb)
     name = meta.get("embedding_model")
@@ -250,4 +269,4 @@ def run_doctor(db: Path, kb: Path | None, models_dir: Path,
             broken[0] if broken else f"the configured reranker {reranker} is not available locally",
             1, (reranker,),
             "fix reranker in groove.toml" if broken else f"groove models resolve {reranker}"))
-    return DoctorReport(documents, chunks, tuple(findings))
+    return DoctorReport(documents, chunks, tuple(findings), server)

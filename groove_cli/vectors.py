@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +21,9 @@ import numpy.typing as npt
 from groove_cli.config import MAX_TOP_K
 from groove_cli.npyfiles import save_stamped
 from groove_cli.store import Store
+
+if TYPE_CHECKING:
+    from groove_cli.store.postgres import PgStore
 
 Neighbours = list[tuple[int, float]]
 BLOCK_FLOATS = 16_000_000
@@ -41,7 +45,7 @@ class SnapshotStamp:
     vectors_version: str
 
     @classmethod
-    def of(cls, store: Store) -> SnapshotStamp:
+    def of(cls, store: Store | PgStore) -> SnapshotStamp:
         return cls(store.index_id(), store.vectors_version())
 
 
@@ -78,7 +82,7 @@ class VectorSnapshot:
         """(row, first row with the same vector) pairs, row-ascending."""
 
     @classmethod
-    def from_store(cls, store: Store, dim: int) -> VectorSnapshot:
+    def from_store(cls, store: Store | PgStore, dim: int) -> VectorSnapshot:
         """Read every vector from vec0 (one scan) and normalise; zero vectors are dropped."""
         ids: list[int] = []
         blobs: list[bytes] = []
@@ -171,8 +175,8 @@ def duplicate_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.int64]:
     return np.asarray([p for p in pairs if p[0] != p[1]], dtype=np.int64).reshape(-1, 2)
 
 
-def vec0_knn(store: Store) -> Callable[[npt.NDArray[np.float32], int], Neighbours]:
-    """Plain vec0 KNN made to agree with the snapshot at the k-th distance.
+def vec0_knn(store: Store | PgStore) -> Callable[[npt.NDArray[np.float32], int], Neighbours]:
+    """Plain vec0 KNN (or Postgres's HNSW) made to agree with the snapshot at the k-th distance.
 
     vec0 picks arbitrarily among rows tied with the k-th distance, and a NULL-distance row (a
     zero vector) can take one of its k slots. Asking for more rows until the row after the k-th

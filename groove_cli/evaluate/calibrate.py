@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groove_cli import messages
+from groove_cli.dburl import IndexLocation
 from groove_cli.errors import GrooveError, UsageError
 from groove_cli.evaluate.metrics import entry_matches
 from groove_cli.retrieve.relevance import Calibration, relevance
@@ -122,7 +123,7 @@ class CalibrationReport:
         return "\n".join(lines) + "\n"
 
 
-def labelled_hits(settings: Settings, db: Path, kb: Path, golden_path: Path | None
+def labelled_hits(settings: Settings, db: IndexLocation, kb: Path, golden_path: Path | None
                   ) -> tuple[str, list[LabelledHit]]:
     """Every golden query's top-10 hits with features and labels."""
     from groove_cli.evaluate.runner import load_golden_set
@@ -150,7 +151,7 @@ def labelled_hits(settings: Settings, db: Path, kb: Path, golden_path: Path | No
     return str(golden.path), hits
 
 
-def calibrate(settings: Settings, db: Path, kb: Path, golden_path: Path | None,
+def calibrate(settings: Settings, db: IndexLocation, kb: Path, golden_path: Path | None,
               current: Calibration) -> CalibrationReport:
     """Fit on half the queries, measure on the other half, refit on all (module doc)."""
     import numpy as np

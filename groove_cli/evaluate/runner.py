@@ -15,6 +15,7 @@ from pathlib import Path
 
 from groove_cli import messages
 from groove_cli.config import MAX_LIMIT, Settings
+from groove_cli.dburl import IndexLocation
 from groove_cli.errors import UsageError
 from groove_cli.evaluate import history
 from groove_cli.evaluate.baseline import gate_comparison, load_baseline, save_baseline
@@ -42,7 +43,7 @@ from groove_cli.retrieve.params import (
 from groove_cli.retrieve.pipeline import SearchResult
 from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.retrieve.searcher import Searcher, extra_readers
-from groove_cli.store import Store
+from groove_cli.store import IndexReader
 
 
 def parse_k_values(text: str) -> tuple[int, ...]:
@@ -101,7 +102,7 @@ def gate_metric_from(value: str | None, k_values: Sequence[int]) -> str | None:
 @dataclass(frozen=True, slots=True)
 class EvalRequest:
     settings: Settings
-    db: Path
+    db: IndexLocation
     kb: Path
     golden: Path | None
     k_values: tuple[int, ...]
@@ -169,7 +170,7 @@ def load_golden_set(settings: Settings, kb: Path, explicit: Path | None,
     return golden
 
 
-def golden_index_warnings(store: Store, golden: GoldenSet) -> None:
+def golden_index_warnings(store: IndexReader, golden: GoldenSet) -> None:
     """A warning per expected entry whose path or heading the index lacks (eval.md §1)."""
     headings = store.headings_by_path()
     for text in expected_warnings(golden, has_path=lambda p: p in headings,

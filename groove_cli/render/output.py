@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from groove_cli import messages
 from groove_cli.config import SCHEMA, Settings
+from groove_cli.dburl import mask
 
 if TYPE_CHECKING:
     from groove_cli.evaluate.report import EvalReport
@@ -120,6 +121,11 @@ def _toml_value(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _shown(key: str, value: object) -> object:
+    """A setting as printed: a store URL without its password."""
+    return mask(value) if key == "store.url" and isinstance(value, str) else value
+
+
 def print_config(settings: Settings, fmt: str) -> None:
     """Every setting with its resolved value and source."""
     config_path = str(settings.config.path) if settings.config else None
@@ -127,7 +133,8 @@ def print_config(settings: Settings, fmt: str) -> None:
         print_json({
             "config_file": config_path,
             "settings": {
-                spec.key: {"value": settings[spec.key], "source": settings.source(spec.key)}
+                spec.key: {"value": _shown(spec.key, settings[spec.key]),
+                           "source": settings.source(spec.key)}
                 for spec in SCHEMA
             },
         })
@@ -135,7 +142,7 @@ def print_config(settings: Settings, fmt: str) -> None:
     print_line(f"# config file: {config_path or 'none (built-in defaults)'}")
     width = max(len(spec.key) for spec in SCHEMA)
     for spec in SCHEMA:
-        value = _toml_value(settings[spec.key])
+        value = _toml_value(_shown(spec.key, settings[spec.key]))
         print_line(f"{spec.key:<{width}} = {value}  ({settings.source(spec.key)})")
 
 
@@ -162,6 +169,10 @@ def print_status(report: StatusReport, fmt: str) -> None:
             "last_indexed": report.last_indexed,
             "pending": pending,
             "quality_filter": quality,
+            **({"knowledge_bases": [
+                {"kb": name, "documents": docs, "chunks": chunks, "last_indexed": last}
+                for name, docs, chunks, last in report.knowledge_bases]}
+               if report.knowledge_bases else {}),
         })
         return
     print_line(f"Index: {report.index}")
@@ -181,6 +192,10 @@ def print_status(report: StatusReport, fmt: str) -> None:
     if quality is not None:
         print_line(f"Quality filter (threshold={report.quality_threshold}): "
                    f"{report.quality_passing} passing, {report.quality_below} below threshold")
+    if report.knowledge_bases:
+        print_line(f"Knowledge bases in this database: {len(report.knowledge_bases)}")
+        for name, docs, chunks, last in report.knowledge_bases:
+            print_line(f"  {name}: {docs} documents, {chunks} chunks, last indexed {last or 'never'}")
 
 
 def print_doctor(report: DoctorReport, fmt: str) -> None:
@@ -194,9 +209,12 @@ def print_doctor(report: DoctorReport, fmt: str) -> None:
                  "samples": list(f.samples), "remedy": f.remedy}
                 for f in report.findings
             ],
+            **({"server": list(report.server)} if report.server else {}),
         })
         return
     print_line(f"groove doctor — {report.documents} document(s), {report.chunks} chunk(s)")
+    for fact in report.server:
+        print_line(f"Server: {fact}")
     if not report.findings:
         print_line("No issues found.")
         return

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from groove_cli import config, messages
 from groove_cli.config import Settings
+from groove_cli.dburl import IndexLocation
 from groove_cli.errors import ModelError
 from groove_cli.retrieve.filters import FilterSpec, compile_filters, filter_applied
 from groove_cli.retrieve.legs import Knn, has_exclusions, legs_to_run, listed_knn, vector_k
@@ -39,13 +40,14 @@ from groove_cli.retrieve.pipeline import SearchResult, pool_sizes, search
 from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.retrieve.rerank import Reranker
 from groove_cli.runtime_model import RuntimeModel, recorded_model, runtime_model, warn_digest
-from groove_cli.store import Store, cache_put
+from groove_cli.store import Store, open_reader, put_cache
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
     from groove_cli.models import CrossEncoder, Embedder
+    from groove_cli.store.postgres import PgStore
     from groove_cli.vectors import VectorSnapshot
 
 NOTHING_TO_SEARCH = ("the query has no full-text phrase of 3 or more characters nor a Latin word "
@@ -65,8 +67,8 @@ def cache_key(sha256: str, max_length: int, query_prefix: str, positive_text: st
 class Searcher:
     """An open read-only index plus the runtime model, resolved lazily (see the module doc)."""
 
-    store: Store
-    db: Path
+    store: Store | PgStore
+    db: IndexLocation
     meta: dict[str, str]
     runtime: RuntimeModel
     models_dir: Path
@@ -77,10 +79,10 @@ class Searcher:
     loaded_model: bool = False
     reranker_name: str | None = None
     _reranker: CrossEncoder | None = field(default=None, repr=False)
-    _readers: tuple[Store, ...] = field(default=(), repr=False)
+    _readers: tuple[Store | PgStore, ...] = field(default=(), repr=False)
 
     @classmethod
-    def open(cls, db: Path, kb: Path | None, *, model: str | None, max_length: int | None,
+    def open(cls, db: IndexLocation, kb: Path | None, *, model: str | None, max_length: int | None,
              models_dir: Path, offline: bool, reranker: str | None = None,
              embeds: bool = True) -> Searcher:
         """Open the index read-only and check model identity before loading anything.
@@ -89,7 +91,7 @@ class Searcher:
         index's recorded identity stands in; one that is found is still checked.
         """
         kb_hint = str(kb) if kb else "<path>"
-        store = Store.open_readonly(db, kb_hint)
+        store = open_reader(db, kb_hint)
         try:
             meta = store.meta()
             recorded_kb = meta.get("kb_path")
@@ -117,7 +119,7 @@ class Searcher:
                    reranker_name=None if reranker == "none" else reranker)
 
     @classmethod
-    def from_settings(cls, settings: Settings, db: Path, kb: Path | None, *,
+    def from_settings(cls, settings: Settings, db: IndexLocation, kb: Path | None, *,
                       reranker: str | None = None, embeds: bool = True) -> Searcher:
         """`open` with the model, max_length and models folder of resolved settings."""
         return cls.open(db, kb, model=settings.str_("model"),
@@ -165,7 +167,7 @@ class Searcher:
             misses = list(missing.values())
             vectors = self._load_embedder(misses).embed_queries(misses)
             fresh = dict(zip(missing, vectors, strict=True))
-            cache_put(self.db, list(fresh.items()))
+            put_cache(self.store, list(fresh.items()))
             cached.update(fresh)
         self.embed_ms = (time.perf_counter() - start) * 1000
         return [cached[key] for key in keys]
@@ -175,7 +177,13 @@ class Searcher:
         snapshot for batch commands, which amortise the one scan)."""
         from groove_cli.vectors import SnapshotStamp, VectorSnapshot, vec0_knn
 
-        if self._snapshot is None:
+        if not isinstance(self.store, Store):
+            if not self.store.exact_vectors():
+                return vec0_knn(self.store)  # Postgres: the KB's HNSW index
+            if self._snapshot is None:  # Postgres, vector_index = exact: all vectors, once
+                self._snapshot = VectorSnapshot.from_store(self.store, self.dim)
+            return self._snapshot.knn
+        if self._snapshot is None and isinstance(self.db, Path):
             self._snapshot = VectorSnapshot.load(self.db, SnapshotStamp.of(self.store), self.dim)
             if self._snapshot is None and batch:
                 self._snapshot = VectorSnapshot.from_store(self.store, self.dim)
@@ -215,6 +223,9 @@ class Searcher:
         import numpy as np
 
         k = vector_k(count, any(has_exclusions(q) for q in queries))
+        if not isinstance(self.store, Store) and not self.store.exact_vectors():
+            knn = self.knn()
+            return [knn(vector, k) for vector in vectors]
         return self.snapshot().knn_batch(np.vstack(list(vectors)), k)
 
     def calibrated(self, params: SearchParams) -> SearchParams:
@@ -252,7 +263,7 @@ class Searcher:
                      reranker)
 
     @contextmanager
-    def pinned(self, extra_readers: int = 0) -> Iterator[Store]:
+    def pinned(self, extra_readers: int = 0) -> Iterator[Store | PgStore]:
         """One consistent state for a batch: the Searcher's read transaction plus
         `extra_readers` connections pinned to the same committed state (`run_batch` spreads
         the queries over them). Yields the main store for reads that must see that state."""
@@ -308,7 +319,7 @@ def extra_readers(queries: int, rerank: bool) -> int:
     return 1
 
 
-def search_all(stores: Sequence[Store], batch: Batch, dim: int) -> list[SearchResult]:
+def search_all(stores: Sequence[Store | PgStore], batch: Batch, dim: int) -> list[SearchResult]:
     """Every query's result, in batch order; with several stores (one consistent state, see
     `Store.pinned_readers`) each thread takes the next query off a shared counter."""
     queries = batch.queries
@@ -316,7 +327,7 @@ def search_all(stores: Sequence[Store], batch: Batch, dim: int) -> list[SearchRe
     counter = itertools.count()
     errors: list[BaseException] = []
 
-    def work(store: Store) -> None:
+    def work(store: Store | PgStore) -> None:
         try:
             for i in counter:
                 if i >= len(queries) or errors:
@@ -350,7 +361,7 @@ class SearchOutcome:
     """The KB folder the index was built from (hits' paths are relative to it)."""
 
 
-def run_search(settings: Settings, db: Path, kb: Path | None, text: str, *, limit: int,
+def run_search(settings: Settings, db: IndexLocation, kb: Path | None, text: str, *, limit: int,
                filters: FilterSpec, explicit_ratio: float | None) -> SearchOutcome:
     """`groove search` as one core call: compile, check, open the index, search once."""
     query = compile_query(text)

@@ -1,9 +1,9 @@
 """`IndexReader`: what the retrieval engine needs from an index, and nothing more.
 
 The legs, the pipeline, eval and tune talk to this protocol, not to SQLite; `Store`
-(store/sqlite.py) implements it. Another store (e.g. Postgres with pgvector and its full-text
-search) serves search, eval and tune by implementing these methods with the same ordering
-rules: full-text ids by bm25 then id, neighbours by distance then id.
+(store/sqlite.py) implements it, and so does `PgStore` (store/postgres/, one KB of a Postgres
+database with pgvector), with the same ordering rules: full-text ids by bm25 then id,
+neighbours by distance then id.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from groove_cli import config, messages
 from groove_cli.config import Settings
+from groove_cli.dburl import IndexLocation
 from groove_cli.evaluate.runner import golden_index_warnings, load_golden_set, parse_k_values
 from groove_cli.evaluate.tune.grid import (
     MAX_TUNE_K,
@@ -61,7 +62,7 @@ the chunks' (path, heading), the sweep, nested CV, and verdict plus report."""
 @dataclass(frozen=True, slots=True)
 class TuneRequest:
     settings: Settings
-    db: Path
+    db: IndexLocation
     kb: Path
     golden: Path | None
     k_values: tuple[int, ...]

@@ -1,0 +1,479 @@
+"""`PgStore`: one knowledge base in a Postgres database, for the indexer and for searches.
+
+The writer holds the KB's advisory lock for its whole run (a second indexer of the same KB
+stops with one clear line) and writes each file in its own transaction; readers run in
+REPEATABLE READ snapshots, so a search during an index run sees whole files and never waits.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from groove_cli.dburl import PgTarget, mask
+from groove_cli.errors import GrooveError, IndexMissing
+from groove_cli.retrieve.cjk import CJK_TOKENISER_VERSION
+from groove_cli.store.postgres import schema, tokens
+from groove_cli.store.postgres.reads import PgReads, vector_text
+from groove_cli.store.rows import f32_blob
+from groove_cli.store.runtime import utc_now
+from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import psycopg
+
+    from groove_cli.store.sqlite import IntegrityReport
+
+QUERY_CACHE_MAX_ROWS = 10_000
+
+
+def _hnsw_name(kb: int) -> str:
+    return f"groove_hnsw_kb{int(kb)}"
+
+
+class PgStore(PgReads):
+    """An open KB of a Postgres store (see the module doc)."""
+
+    def __init__(self, con: psycopg.Connection[Any], target: PgTarget, kb: int, *,
+                 readonly: bool) -> None:
+        self.con = con
+        self.target = target
+        self.kb = kb
+        self.ef_search = target.ef_search
+        self.readonly = readonly
+        self.path = target
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open_for_index(cls, target: PgTarget) -> PgStore:
+        """Connect, migrate, register the KB and take its indexer lock."""
+        con = schema.connect(target)
+        try:
+            schema.migrate(con, target)
+            kb = schema.kb_row(con, target.kb)
+            if kb is None:
+                kb = schema.create_kb(con, target.kb, utc_now())
+            if not schema.try_indexer_lock(con, kb):
+                raise GrooveError(f"another groove index is running on {target}",
+                                  hint="wait for it to finish (searches keep working meanwhile)")
+            # a server crash may lose the last few files' commits (never half a file): the
+            # next run re-indexes them, their hashes were never recorded
+            con.execute("SET synchronous_commit = off")
+            store = cls(con, target, kb, readonly=False)
+            with store.transaction():
+                for key, value in (("index_id", secrets.token_hex(16)),
+                                   ("cjk_tokeniser_version", str(CJK_TOKENISER_VERSION))):
+                    con.execute("INSERT INTO groove_meta(kb, key, value) VALUES (%s, %s, %s) "
+                                "ON CONFLICT DO NOTHING", (kb, key, value))
+            return store
+        except BaseException:
+            con.close()
+            raise
+
+    @classmethod
+    def open_readonly(cls, target: PgTarget, kb_hint: str = "<path>") -> PgStore:
+        """Open an existing KB for reading; never creates or migrates."""
+        con = schema.connect(target)
+        try:
+            version = schema.installed_version(con)
+            if not target.kb and version:
+                target = schema.only_kb(con, target)
+            kb = schema.kb_row(con, target.kb) if version else None
+            if kb is None:
+                raise IndexMissing(f"no index of KB {target.kb} in the Postgres store "
+                                   f"{mask(target.url)}. Run `groove index --kb-path {kb_hint}` "
+                                   "with the same --db first.")
+            if version < schema.SCHEMA_VERSION:
+                raise GrooveError(f"the Postgres store {mask(target.url)} uses schema version "
+                                  f"{version}; run `groove index --kb-path {kb_hint}` to upgrade it.")
+            schema.check_not_newer(con, target)
+            return cls(con, target, kb, readonly=True)
+        except BaseException:
+            con.close()
+            raise
+
+    def close(self) -> None:
+        self.con.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One transaction; rolled back on any exception, Ctrl-C included."""
+        with self.con.transaction():
+            yield
+
+    @contextmanager
+    def read_transaction(self) -> Iterator[None]:
+        """A REPEATABLE READ snapshot so several queries see one committed state."""
+        if self.con.info.transaction_status != 0:  # already inside one
+            yield
+            return
+        self.con.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        try:
+            yield
+        finally:
+            self.con.execute("COMMIT")
+
+    @contextmanager
+    def pinned_readers(self, extra: int) -> Iterator[list[PgStore]]:
+        """This store's snapshot plus `extra` connections importing the same snapshot."""
+        from psycopg import sql
+
+        others: list[PgStore] = []
+        with self.read_transaction():
+            try:
+                snapshot = self.con.execute("SELECT pg_export_snapshot()").fetchone()
+                for _ in range(extra):
+                    other = PgStore(schema.connect(self.target), self.target, self.kb,
+                                    readonly=True)
+                    others.append(other)
+                    other.con.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                    other.con.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(
+                        sql.Literal(snapshot[0] if snapshot else "")))
+                yield [self, *others]
+            finally:
+                for other in others:
+                    other.con.close()
+
+    @property
+    def schema_version(self) -> int:
+        """The Postgres store's own schema version (its migrations, not SQLite's)."""
+        return schema.SCHEMA_VERSION
+
+    def optimize_fts(self) -> None:
+        """Refresh the planner's statistics of the tables a run changed a fair share of
+        (Postgres has no full-text segments to merge; autovacuum would get there later)."""
+        self.con.execute("ANALYZE groove_chunks, groove_postings")
+
+    def length_problems(self) -> list[str]:
+        return []
+
+    # ------------------------------------------------------------------ meta
+
+    def meta(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self._rows(
+            "SELECT key, value FROM groove_meta WHERE kb = %s", (self.kb,))}
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        for key, value in values.items():
+            self.con.execute("INSERT INTO groove_meta(kb, key, value) VALUES (%s, %s, %s) "
+                             "ON CONFLICT (kb, key) DO UPDATE SET value = excluded.value",
+                             (self.kb, key, value))
+
+    def create_vec_table(self, dim: int) -> None:
+        """Set the KB's dimension and vector kind and drop its HNSW index: a new KB's index is
+        built once its vectors are in (`build_vector_index`), 3–4× faster than growing it row
+        by row; until then the leg is an exact scan (the same answers, slower)."""
+        self.con.execute(f"DROP INDEX IF EXISTS {_hnsw_name(self.kb)}")
+        self.con.execute("UPDATE groove_chunks SET embedding = NULL, embedding_f32 = NULL "
+                         "WHERE kb = %s", (self.kb,))
+        self.con.execute("UPDATE groove_kb SET dim = %s, vector_index = %s WHERE id = %s",
+                         (int(dim), self.target.vector_index, self.kb))
+
+    def build_vector_index(self) -> None:
+        """The KB's HNSW index when it has none (end of an uninterrupted `index` run): a
+        partial expression index, so KBs of other dimensions share the table. Later runs
+        keep it up to date row by row."""
+        dim = self.vec_dim()
+        if dim is None or self.exact_vectors() or self._rows(
+                "SELECT 1 FROM pg_class WHERE relname = %s", (_hnsw_name(self.kb),)):
+            return
+        with self.transaction():
+            self.con.execute("SET LOCAL maintenance_work_mem = '512MB'")
+            self.con.execute(f"CREATE INDEX {_hnsw_name(self.kb)} ON groove_chunks USING hnsw "
+                             f"((embedding::vector({int(dim)})) vector_cosine_ops) "
+                             f"WHERE kb = {int(self.kb)}")
+
+    def bump_vectors_version(self) -> None:
+        self.con.execute(
+            "INSERT INTO groove_meta(kb, key, value) VALUES (%s, 'vectors_version', '1') "
+            "ON CONFLICT (kb, key) DO UPDATE SET value = (groove_meta.value::bigint + 1)::text",
+            (self.kb,))
+
+    def index_id(self) -> str:
+        return self.meta().get("index_id", "")
+
+    def vectors_version(self) -> str:
+        return self.meta().get("vectors_version", "0")
+
+    # ------------------------------------------------------------------ counts
+
+    def _scalar(self, sql: str, params: Sequence[object]) -> Any:
+        return self._rows(sql, params)[0][0]
+
+    def document_count(self) -> int:
+        return int(self._scalar("SELECT count(*) FROM groove_documents WHERE kb = %s", (self.kb,)))
+
+    def chunk_count(self) -> int:
+        return int(self._scalar("SELECT count(*) FROM groove_chunks WHERE kb = %s", (self.kb,)))
+
+    def quality_counts(self, threshold: float) -> tuple[int, int]:
+        row = self._rows("SELECT count(*) FILTER (WHERE quality_score >= %s), "
+                         "count(*) FILTER (WHERE quality_score < %s) FROM groove_chunks "
+                         "WHERE kb = %s", (threshold, threshold, self.kb))[0]
+        return int(row[0]), int(row[1])
+
+    def min_quality(self) -> float | None:
+        value = self._scalar("SELECT min(quality_score) FROM groove_chunks WHERE kb = %s",
+                             (self.kb,))
+        return None if value is None else float(value)
+
+    def has_context_text(self) -> bool:
+        return bool(self._rows("SELECT 1 FROM groove_chunks WHERE kb = %s AND context_text "
+                               "IS NOT NULL AND context_text != '' LIMIT 1", (self.kb,)))
+
+    # ------------------------------------------------------------------ indexer reads
+
+    def documents(self) -> dict[str, StoredDocument]:
+        return {str(path): StoredDocument(int(did), str(path), str(digest))
+                for did, path, digest in self._rows(
+                    "SELECT id, path, content_hash FROM groove_documents WHERE kb = %s", (self.kb,))}
+
+    def chunk_rows(self, document_id: int) -> list[ChunkRow]:
+        return [ChunkRow(int(idx), heading, level, tuple(json.loads(str(anc))), str(content), ctx,
+                         tokens_, float(quality), start, end)
+                for idx, heading, level, anc, content, ctx, tokens_, quality, start, end
+                in self._rows(
+                    "SELECT chunk_index, heading, level, ancestry, content, context_text, "
+                    "token_count, quality_score, line_start, line_end FROM groove_chunks "
+                    "WHERE kb = %s AND document_id = %s ORDER BY chunk_index",
+                    (self.kb, document_id))]
+
+    def path_hashes(self) -> dict[str, str]:
+        return {str(p): str(h) for p, h in self._rows(
+            "SELECT path, content_hash FROM groove_documents WHERE kb = %s", (self.kb,))}
+
+    # ------------------------------------------------------------------ indexer writes
+
+    def _next_ids(self, column: str, count: int) -> int:
+        """The first of `count` new ids of `column` (next_document or next_chunk)."""
+        assert column in ("next_document", "next_chunk")
+        return int(self._scalar(f"UPDATE groove_kb SET {column} = {column} + %s WHERE id = %s "
+                                f"RETURNING {column} - %s", (count, self.kb, count)))
+
+    def _add_stats(self, chunks: int, tri: int, words: int, cjk: int) -> None:
+        self.con.execute("UPDATE groove_kb SET chunks = chunks + %s, tri_tokens = tri_tokens + %s, "
+                         "word_tokens = word_tokens + %s, cjk_tokens = cjk_tokens + %s "
+                         "WHERE id = %s", (chunks, tri, words, cjk, self.kb))
+
+    def _delete_chunks(self, document_id: int) -> None:
+        gone = self._rows("DELETE FROM groove_chunks WHERE kb = %s AND document_id = %s "
+                          "RETURNING tri_len, word_len, cjk_len, id", (self.kb, document_id))
+        if gone:
+            self.con.execute("DELETE FROM groove_postings WHERE kb = %s AND chunk_id = ANY(%s)",
+                             (self.kb, [int(r[3]) for r in gone]))
+            self._add_stats(-len(gone), -sum(r[0] for r in gone), -sum(r[1] for r in gone),
+                            -sum(r[2] for r in gone))
+
+    @staticmethod
+    def _doc_values(doc: DocumentRow) -> tuple[object, ...]:
+        return (doc.path, doc.title, doc.topic, doc.category, doc.depth,
+                json.dumps(list(doc.tags), ensure_ascii=False), doc.date, doc.content_hash,
+                doc.size_bytes, doc.last_indexed)
+
+    def write_document(self, doc: DocumentRow, chunks: Sequence[ChunkRow],
+                       vectors: npt.NDArray[np.float32], existing_id: int | None) -> int:
+        """Replace a document's rows (call inside a transaction). Returns the document id."""
+        if existing_id is not None:
+            self._delete_chunks(existing_id)
+            self.con.execute(
+                "UPDATE groove_documents SET path=%s, title=%s, topic=%s, category=%s, depth=%s, "
+                "tags=%s, date=%s, content_hash=%s, size_bytes=%s, last_indexed=%s "
+                "WHERE kb = %s AND id = %s", (*self._doc_values(doc), self.kb, existing_id))
+            doc_id = existing_id
+        else:
+            doc_id = self._next_ids("next_document", 1)
+            self.con.execute(
+                "INSERT INTO groove_documents(kb, id, path, title, topic, category, depth, tags, "
+                "date, content_hash, size_bytes, last_indexed) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                (self.kb, doc_id, *self._doc_values(doc)))
+        first = self._next_ids("next_chunk", len(chunks)) if chunks else 0
+        exact = self.exact_vectors()
+        rows: list[tuple[object, ...]] = []
+        postings: list[tuple[object, ...]] = []
+        totals = [0, 0, 0]
+        for offset, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True)):
+            cid = first + offset
+            text = (chunk.heading, chunk.context_text, chunk.content)
+            tri = [tokens.fold(t or "") for t in text]
+            tri_len = sum(tokens.trigram_length(t) for t in tri)
+            words = tokens.table_row(tokens.WORDS, *text)
+            cjk = tokens.table_row(tokens.CJK, *text)
+            totals[0] += tri_len
+            totals[1] += words.length
+            totals[2] += cjk.length
+            rows.append((self.kb, cid, doc_id, chunk.chunk_index, chunk.heading, chunk.level,
+                         json.dumps(list(chunk.ancestry), ensure_ascii=False), chunk.content,
+                         chunk.context_text, chunk.token_count, chunk.quality_score,
+                         chunk.line_start, chunk.line_end, *tri, tri_len, *words.streams,
+                         words.length, *cjk.streams, cjk.length,
+                         f32_blob(vector) if exact else vector_text(vector)))
+            for code, table_row in ((1, words), (2, cjk)):
+                postings.extend((self.kb, code, term, cid, h, c, b, table_row.length)
+                                for term, h, c, b in table_row.postings)
+        with self.con.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO groove_chunks(kb, id, document_id, chunk_index, heading, level, "
+                "ancestry, content, context_text, token_count, quality_score, line_start, "
+                "line_end, tri_heading, tri_context, tri_content, tri_len, word_heading, "
+                "word_context, word_content, word_len, cjk_heading, cjk_context, cjk_content, "
+                "cjk_len, " + ("embedding_f32) VALUES (" + ",".join(["%s"] * 26) + ")" if exact
+                               else "embedding) VALUES (" + ",".join(["%s"] * 25) + ",%s::vector)"),
+                rows)
+            with cur.copy("COPY groove_postings (kb, tbl, term, chunk_id, tf_heading, "
+                          "tf_context, tf_content, len) FROM STDIN") as copy:
+                for posting in postings:
+                    copy.write_row(posting)
+        self._add_stats(len(chunks), *totals)
+        self.bump_vectors_version()
+        return doc_id
+
+    def update_document_row(self, document_id: int, doc: DocumentRow,
+                            quality_scores: Sequence[float] | None = None,
+                            lines: Sequence[tuple[int, int]] | None = None) -> None:
+        self.con.execute(
+            "UPDATE groove_documents SET path=%s, title=%s, topic=%s, category=%s, depth=%s, "
+            "tags=%s, date=%s, content_hash=%s, size_bytes=%s, last_indexed=%s "
+            "WHERE kb = %s AND id = %s", (*self._doc_values(doc), self.kb, document_id))
+        with self.con.cursor() as cur:
+            if quality_scores is not None:
+                cur.executemany("UPDATE groove_chunks SET quality_score = %s WHERE kb = %s AND "
+                                "document_id = %s AND chunk_index = %s",
+                                [(s, self.kb, document_id, i) for i, s in enumerate(quality_scores)])
+            if lines:
+                cur.executemany("UPDATE groove_chunks SET line_start = %s, line_end = %s "
+                                "WHERE kb = %s AND document_id = %s AND chunk_index = %s",
+                                [(a, b, self.kb, document_id, i) for i, (a, b) in enumerate(lines)])
+
+    def rename_document(self, document_id: int, path: str, category: str | None,
+                        topic: str | None) -> None:
+        self.con.execute("UPDATE groove_documents SET path = %s, category = %s, topic = %s "
+                         "WHERE kb = %s AND id = %s", (path, category, topic, self.kb, document_id))
+
+    def delete_document(self, document_id: int) -> None:
+        self._delete_chunks(document_id)
+        self.con.execute("DELETE FROM groove_documents WHERE kb = %s AND id = %s",
+                         (self.kb, document_id))
+        self.bump_vectors_version()
+
+    def reset(self, dim: int) -> None:
+        """`index --force`: empty the KB (ids keep counting, as SQLite's AUTOINCREMENT does)."""
+        self.con.execute("DELETE FROM groove_documents WHERE kb = %s", (self.kb,))
+        self.con.execute("DELETE FROM groove_postings WHERE kb = %s", (self.kb,))
+        self.con.execute("DELETE FROM groove_query_cache WHERE kb = %s", (self.kb,))
+        self.con.execute("UPDATE groove_kb SET chunks = 0, tri_tokens = 0, word_tokens = 0, "
+                         "cjk_tokens = 0 WHERE id = %s", (self.kb,))
+        self.create_vec_table(dim)
+        self.bump_vectors_version()
+
+    def backfill_fts(self) -> int:
+        """Re-tokenise the CJK columns when groove's CJK tokeniser changed; the full-text
+        columns live in the chunk's own row, so none can be missing. Returns the chunks
+        re-tokenised."""
+        version = str(CJK_TOKENISER_VERSION)
+        if self.meta().get("cjk_tokeniser_version") == version:
+            return 0
+        self.set_meta({"cjk_tokeniser_version": version})
+        rows = self._rows("SELECT id, heading, context_text, content FROM groove_chunks "
+                          "WHERE kb = %s", (self.kb,))
+        if not rows:
+            return 0
+        self.con.execute("DELETE FROM groove_postings WHERE kb = %s AND tbl = 2", (self.kb,))
+        total = 0
+        with self.con.cursor() as cur:
+            for cid, heading, ctx, content in rows:
+                row = tokens.table_row(tokens.CJK, heading, ctx, content)
+                total += row.length
+                cur.execute("UPDATE groove_chunks SET cjk_heading = %s, cjk_context = %s, "
+                            "cjk_content = %s, cjk_len = %s WHERE kb = %s AND id = %s",
+                            (*row.streams, row.length, self.kb, cid))
+                cur.executemany("INSERT INTO groove_postings VALUES (%s,2,%s,%s,%s,%s,%s,%s)",
+                                [(self.kb, t, cid, h, c, b, row.length)
+                                 for t, h, c, b in row.postings])
+        self.con.execute("UPDATE groove_kb SET cjk_tokens = %s WHERE id = %s", (total, self.kb))
+        return len(rows)
+
+    def cache_put(self, rows: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> bool:
+        """Store query embeddings without waiting on a lock; False when that failed."""
+        psycopg = schema.psycopg_module()
+        if not rows:
+            return True
+        now = utc_now()
+        try:
+            with self.con.transaction():
+                self.con.execute("SET LOCAL lock_timeout = '200ms'")
+                with self.con.cursor() as cur:
+                    cur.executemany(
+                        "INSERT INTO groove_query_cache(kb, key, embedding, created) "
+                        "VALUES (%s, %s, %s, %s) ON CONFLICT (kb, key) DO UPDATE "
+                        "SET embedding = excluded.embedding, created = excluded.created",
+                        [(self.kb, key, f32_blob(vector), now) for key, vector in rows])
+                self.con.execute(
+                    "DELETE FROM groove_query_cache WHERE kb = %s AND key NOT IN (SELECT key FROM "
+                    "groove_query_cache WHERE kb = %s ORDER BY created DESC, key DESC LIMIT %s)",
+                    (self.kb, self.kb, QUERY_CACHE_MAX_ROWS))
+        except psycopg.Error:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ doctor
+
+    def file_problems(self, *, quick: bool = False, limit: int = 20) -> list[str]:
+        """Invalid indexes (a CREATE INDEX that failed half-way) and missing extensions."""
+        problems = [f"index {name} is not valid (rebuild it: REINDEX INDEX {name})"
+                    for (name,) in self._rows(
+                        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                        "WHERE NOT i.indisvalid AND c.relname LIKE %s", ("groove%",))]
+        have = {str(r[0]) for r in self._rows("SELECT extname FROM pg_extension")}
+        problems += [f"the {ext} extension is not installed in this database"
+                     for ext in ("vector", "pg_trgm") if ext not in have]
+        if self.vec_dim() is not None and not self.exact_vectors() and not self._rows(
+                "SELECT 1 FROM pg_class WHERE relname = %s", (_hnsw_name(self.kb),)):
+            problems.append(f"the HNSW index {_hnsw_name(self.kb)} of this KB is missing (an "
+                            "interrupted first run; searches scan every vector meanwhile): "
+                            "`groove index` builds it")
+        return problems[:limit]
+
+    def server_facts(self) -> list[str]:
+        """The server's version and the extensions groove uses, for `doctor`."""
+        version = str(self._scalar("SHOW server_version", ()))
+        extensions = ", ".join(f"{n} {v}" for n, v in self._rows(
+            "SELECT extname, extversion FROM pg_extension WHERE extname IN ('vector', 'pg_trgm') "
+            "ORDER BY extname"))
+        return [f"PostgreSQL {version}", f"extensions: {extensions or 'none'}"]
+
+    def integrity(self) -> IntegrityReport:
+        """The row checks of `doctor`: foreign keys rule out orphans, so what is left is a chunk
+        without its vector or without its postings."""
+        from groove_cli.store.sqlite import IntegrityReport
+
+        has_vec = self.vec_dim() is not None
+        chunks = self.chunk_count()
+        return IntegrityReport(
+            vector_table_missing=not has_vec and chunks > 0,
+            missing_embedding=[int(r[0]) for r in self._rows(
+                "SELECT id FROM groove_chunks WHERE kb = %s AND embedding IS NULL AND "
+                "embedding_f32 IS NULL ORDER BY id", (self.kb,))] if has_vec else [],
+            orphan_embedding=[],
+            missing_fts_row=[int(r[0]) for r in self._rows(
+                "SELECT c.id FROM groove_chunks c WHERE c.kb = %s AND "
+                "((c.word_len > 0 AND NOT EXISTS (SELECT 1 FROM groove_postings p WHERE "
+                "p.kb = c.kb AND p.tbl = 1 AND p.chunk_id = c.id)) OR (c.cjk_len > 0 AND NOT "
+                "EXISTS (SELECT 1 FROM groove_postings p WHERE p.kb = c.kb AND p.tbl = 2 AND "
+                "p.chunk_id = c.id))) ORDER BY c.id", (self.kb,))],
+            orphan_fts_row=[int(r[0]) for r in self._rows(
+                "SELECT DISTINCT p.chunk_id FROM groove_postings p WHERE p.kb = %s AND NOT EXISTS "
+                "(SELECT 1 FROM groove_chunks c WHERE c.kb = p.kb AND c.id = p.chunk_id) "
+                "ORDER BY p.chunk_id", (self.kb,))],
+            chunk_without_document=[],
+            document_without_chunks=[str(r[0]) for r in self._rows(
+                "SELECT path FROM groove_documents d WHERE d.kb = %s AND NOT EXISTS (SELECT 1 "
+                "FROM groove_chunks c WHERE c.kb = d.kb AND c.document_id = d.id) "
+                "ORDER BY path COLLATE \"C\"", (self.kb,))],
+        )
