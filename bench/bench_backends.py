@@ -260,6 +260,7 @@ def build_pg_index(server: PgServer, kb: Path, database: str) -> tuple[str, dict
         # made every Postgres write slower than the last (31 M index tuple fetches for the
         # 131 k postings of 500 chunks)
         files, chunks = write_index(store, kb, files_per_transaction=1)
+        store.build_vector_index()  # as `groove index` ends a new KB's run: HNSW in one pass
     finally:
         store.close()
     build_s = time.perf_counter() - started
