@@ -820,10 +820,9 @@ def markdown(data: dict[str, Any]) -> str:
     ]
     if pg.get("hnsw_indexes"):
         lines += [f"HNSW index: `{pg['hnsw_indexes'][0]}`; groove's `ef_search` "
-                  f"{pg.get('groove_ef_search')} (pgvector's default {pg.get('hnsw.ef_search')}).",
-                  ""]
+                  f"{pg.get('groove_ef_search')} (pgvector's default is 40).", ""]
     if data.get("notes"):
-        lines += [f"**Note:** {note}" for note in data["notes"]] + [""]
+        lines += ["Notes:", ""] + [f"- {note}" for note in data["notes"]] + [""]
     if data.get("quality"):
         lines += quality_lines(data["quality"], data["stores"])
     if data.get("scale"):
