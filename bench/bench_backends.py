@@ -429,17 +429,20 @@ def build_scale(server: PgServer | None, chunks: int, rebuild: bool) -> Scale:
     if not rebuild and stamp.is_file() and lite.is_file():
         info = json.loads(stamp.read_text())
         targets = {"sqlite": str(lite)}
+        built_now = set()
         if server is not None:
             if "postgres" not in info:
                 info["postgres"] = build_pg_index(server, kb, database)[1]
                 stamp.write_text(json.dumps(info))
+                built_now.add("postgres")
             targets["postgres"] = server.database(database)
             analyze(targets["postgres"])
         if had_batches:  # the batches' rows go: a groove index that only deletes
             cfg = empty_config(BACKENDS)
             for target in targets.values():
                 run_groove(["index", "--kb-path", str(kb), "--quiet"], config=cfg, db=target)
-        return Scale(kb, targets, {k: v | {"reused": True} for k, v in info.items()})
+        return Scale(kb, targets, {k: v | {"reused": k not in built_now}
+                                   for k, v in info.items() if k in targets})
     builds = {"sqlite": build_index(kb, lite)}
     targets = {"sqlite": str(lite)}
     if server is not None:
@@ -708,8 +711,8 @@ def quality_lines(quality_data: dict[str, Any], stores: Sequence[str]) -> list[s
                 f"{d['delta']['MRR']:+.4f} | {d['queries_differing']} "
                 f"({d['queries_pg_better']} / {d['queries_pg_worse']}) | {verdict(d['met'])} |")
         if entry.get("pg_knn_plan"):
-            lines += [f"Postgres vector leg in this database: {entry['pg_knn_plan']} (EXPLAIN of "
-                      "the leg's query).", ""]
+            lines += ["", f"Postgres vector leg in this database: {entry['pg_knn_plan']} (EXPLAIN "
+                      "of the leg's query)."]
         walls = " · ".join(f"{mode} {st['sqlite']['modes'][mode]['wall_s']:.1f} / "
                            f"{st['postgres']['modes'][mode]['wall_s']:.1f} s" for mode in MODES)
         lines += ["", f"Eval wall time SQLite / Postgres (one subprocess, query vectors "
