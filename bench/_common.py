@@ -61,7 +61,7 @@ def empty_config(folder: Path) -> Path:
     return path
 
 
-def run_groove(args: Sequence[str], *, config: Path, db: Path | None = None,
+def run_groove(args: Sequence[str], *, config: Path, db: Path | str | None = None,
                check: bool = True, env: dict[str, str] | None = None) -> GrooveRun:
     """Run `.venv/bin/groove --config CONFIG [--db DB] ARGS…` and time it (wall clock).
 
@@ -126,12 +126,12 @@ RECORDED_PACKAGES = ("apsw", "sqlite-vec", "numpy", "onnxruntime", "tokenizers",
                      "click", "rich")
 
 
-def package_versions() -> dict[str, str | None]:
-    """Installed version of each of RECORDED_PACKAGES (None when not installed)."""
+def package_versions(names: Sequence[str] = RECORDED_PACKAGES) -> dict[str, str | None]:
+    """Installed version of each package of `names` (None when not installed)."""
     from importlib.metadata import PackageNotFoundError, version
 
     found: dict[str, str | None] = {}
-    for name in RECORDED_PACKAGES:
+    for name in names:
         try:
             found[name] = version(name)
         except PackageNotFoundError:
@@ -227,32 +227,34 @@ class Collection:
         for path in self.work.glob("index.db*"):
             path.unlink()
 
-    def status(self) -> dict[str, Any]:
-        """`groove status --format json` of the work index (with the KB, so pending is known)."""
+    def status(self, db: Path | str | None = None) -> dict[str, Any]:
+        """`groove status --format json` of the work index, or of `db` (a file or a database
+        URL), with the KB, so pending is known."""
         run = run_groove(["status", "--kb-path", str(self.kb), "--format", "json"],
-                         config=self.config, db=self.db)
+                         config=self.config, db=self.db if db is None else db)
         data: dict[str, Any] = run.json()
         return data
 
-    def index_is_current(self) -> bool:
-        """True when the work index holds every document and nothing is pending."""
-        if not self.db.is_file():
+    def index_is_current(self, db: Path | str | None = None) -> bool:
+        """True when the work index (or `db`) holds every document and nothing is pending."""
+        if db is None and not self.db.is_file():
             return False
         try:
-            data = self.status()
+            data = self.status(db)
         except (RuntimeError, json.JSONDecodeError):
             return False
         pending = data.get("pending") or {}
         return (data.get("documents") == self.doc_count()
                 and not any(pending.get(key) for key in ("new", "changed", "deleted")))
 
-    def ensure_index(self) -> GrooveRun | None:
-        """Index the collection unless a complete index is already there; returns the run."""
+    def ensure_index(self, db: Path | str | None = None) -> GrooveRun | None:
+        """Index the collection into the work index (or `db`) unless a complete index is
+        already there; returns the run."""
         self.prepare_kb()
-        if self.index_is_current():
+        if self.index_is_current(db):
             return None
         return run_groove(["index", "--kb-path", str(self.kb), "--quiet"], config=self.config,
-                          db=self.db)
+                          db=self.db if db is None else db)
 
 
 JSQUAD = Collection("jsquad")

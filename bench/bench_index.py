@@ -51,11 +51,13 @@ DONE_RE = re.compile(r"Done in (\d+)ms: (\d+) docs .*?, (\d+) chunks")
 LOADING = "Loading embedding model"
 
 
-def chunk_inputs(kb: Path) -> list[str]:
-    """The embedding inputs `index` produces for the KB (off context mode, no exclusions)."""
+def chunk_inputs(kb: Path, under: Path | None = None) -> list[str]:
+    """The embedding inputs `index` produces for the KB's Markdown files (all, or those in the
+    folder `under` inside it), off context mode, no exclusions."""
     inputs: list[str] = []
-    for path in sorted(kb.glob("*.md")):
-        parsed = parse_document(path.read_text(encoding="utf-8"), path.name, exclude_headings=())
+    for path in sorted((under or kb).rglob("*.md")):
+        parsed = parse_document(path.read_text(encoding="utf-8"), path.relative_to(kb).as_posix(),
+                                exclude_headings=())
         inputs.extend(embedding_input(chunk, False) for chunk in parsed.chunks)
     return inputs
 

@@ -134,44 +134,54 @@ def unit_vectors(rng: np.random.Generator, n: int) -> npt.NDArray[np.float32]:
 
 def build_index(kb: Path, db: Path, *, seed: int = 0) -> dict[str, Any]:
     """Write the benchmark index for `kb` through Store with the real schema (see module doc)."""
-    from tokenizers import Tokenizer
-
     for path in db.parent.glob(db.name + "*"):
         path.unlink()
+    started = time.perf_counter()
+    store = Store.open_for_index(db)
+    try:
+        files, chunk_total = write_index(store, kb, seed=seed)
+        refresh_snapshot(store, db)
+    finally:
+        store.close()
+    return {"files": files, "chunks": chunk_total,
+            "build_s": time.perf_counter() - started}
+
+
+def write_index(store: Any, kb: Path, *, seed: int = 0,
+                files_per_transaction: int = 500) -> tuple[int, int]:
+    """Write every file of `kb` into an open index-writing store (SQLite's `Store` or another
+    store with the same writer methods): meta, documents, chunks, FTS rows and seeded random
+    vectors, `files_per_transaction` files per transaction. Returns (files, chunks); the same
+    `seed` gives every store the same vectors."""
+    from tokenizers import Tokenizer
+
     model = resolve_model(DEFAULT_MODEL, default_models_dir(), offline=True)
     tokenizer = Tokenizer.from_file(str(model.dir / "tokenizer.json"))
     rng = np.random.default_rng(seed)
     files = sorted(p for p in kb.rglob("*.md") if p.is_file())
-    started = time.perf_counter()
-    store = Store.open_for_index(db)
     chunk_total = 0
-    try:
+    with store.transaction():
+        store.create_vec_table(DIM)
+        store.set_meta({
+            "embedding_model": model.name,
+            "embedding_dim": str(DIM),
+            "embedding_max_length": "512",
+            "embedding_model_sha256": model.sha256,
+            "kb_path": str(kb.resolve()),
+            "context_mode": "off",
+            "groove_version": groove_cli.__version__,
+        })
+    for start in range(0, len(files), files_per_transaction):
         with store.transaction():
-            store.create_vec_table(DIM)
-            store.set_meta({
-                "embedding_model": model.name,
-                "embedding_dim": str(DIM),
-                "embedding_max_length": "512",
-                "embedding_model_sha256": model.sha256,
-                "kb_path": str(kb.resolve()),
-                "context_mode": "off",
-                "groove_version": groove_cli.__version__,
-            })
-        for start in range(0, len(files), 500):
-            with store.transaction():
-                for path in files[start : start + 500]:
-                    chunk_total += _write_file(store, kb, path, tokenizer, rng)
-        with store.transaction():
-            store.set_meta({"chunker_fingerprint": chunker_fingerprint(()),
-                            "last_indexed": utc_now()})
-        refresh_snapshot(store, db)
-    finally:
-        store.close()
-    return {"files": len(files), "chunks": chunk_total,
-            "build_s": time.perf_counter() - started}
+            for path in files[start : start + files_per_transaction]:
+                chunk_total += _write_file(store, kb, path, tokenizer, rng)
+    with store.transaction():
+        store.set_meta({"chunker_fingerprint": chunker_fingerprint(()),
+                        "last_indexed": utc_now()})
+    return len(files), chunk_total
 
 
-def _write_file(store: Store, kb: Path, path: Path, tokenizer: Any,
+def _write_file(store: Any, kb: Path, path: Path, tokenizer: Any,
                 rng: np.random.Generator) -> int:
     raw = path.read_bytes()
     rel = path.relative_to(kb).as_posix()
