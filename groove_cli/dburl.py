@@ -60,11 +60,11 @@ class PgTarget:
     kb: str
     ef_search: int = DEFAULT_EF_SEARCH
     kb_explicit: bool = False
+    """True when the KB id was set (`[store] kb`), not derived from the KB path."""
     vector_index: str = "hnsw"
     """How a new KB keeps its vectors: `hnsw` (pgvector + HNSW index, the default) or `exact`
     (float32 bytes, exact KNN in groove: for a small KB, or a pgvector build this CPU cannot
     run)."""
-    """True when the KB id was set (`[store] kb`), not derived from the KB path."""
 
     def __str__(self) -> str:
         return f"{mask(self.url)} (kb {self.kb})"
