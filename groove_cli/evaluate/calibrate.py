@@ -196,7 +196,7 @@ def calibrate(settings: Settings, db: IndexLocation, kb: Path, golden_path: Path
     held_out, truth = cross_fitted(halves[0], halves[1])
     ece_refit, _ = expected_calibration_error(held_out, truth)
     ece_current, _ = expected_calibration_error([relevance(current, h.features) for h in hits],
-                                                [1.0 if h.relevant else 0.0 for h in hits])
+                                                labels.tolist())
     fitted = fit_logistic(np.array([h.features for h in hits]), labels)
     if len({h.query for h in hits}) < 50:
         messages.warning(f"{len({h.query for h in hits})} golden queries: a calibration fitted on "
