@@ -28,8 +28,20 @@ _DISK_FULL_HINT = ("free some disk space and run the command again; the index ke
 _READ_ONLY_HINT = "make the file and its folder writable, or pass --db a writable location"
 
 
+class ReaderGone(GrooveError):
+    """stdout's reader closed the pipe (`groove search … | head -1`): nothing went wrong that
+    the user needs to read about, so nothing is printed (as ripgrep and git do); the exit code
+    stays 1 because the output was not all delivered, so a CI gate piped into `head` never
+    passes by accident."""
+
+    def __init__(self) -> None:
+        super().__init__("the reader of the output closed the pipe")
+
+
 def report(exc: GrooveError) -> int:
     """Write `exc` as `groove: error: …` (+ hint) on stderr; return its exit code."""
+    if isinstance(exc, ReaderGone):
+        return exc.exit_code
     messages.error(exc.message)
     if exc.hint:
         messages.always(f"groove: hint: {exc.hint}")
@@ -157,6 +169,8 @@ class GuardedOutput:
 
     def _failed(self, exc: OSError) -> GrooveError:
         _discard(self._stream)
+        if exc.errno == errno.EPIPE:
+            return ReaderGone()
         return GrooveError(f"cannot write the output: {exc.strerror or exc}",
                            hint="free some disk space or send the output elsewhere")
 
