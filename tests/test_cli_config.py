@@ -7,10 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from groove_cli import __version__
-from groove_cli.cli import app
+from groove_cli.cli import app, invoked_command, narrowed
 
 runner = CliRunner()
 
@@ -72,3 +73,34 @@ def test_real_process_prints_no_traceback_and_usage_errors_exit_2(workdir: Path)
                            capture_output=True, text=True, check=False)
     assert usage.returncode == 2
     assert "Traceback" not in usage.stderr and "--bogus" in usage.stderr
+
+
+# ------------------------------------------------------------------ the narrowed entry point
+
+
+@pytest.mark.parametrize(("args", "name"), [
+    (["search", "q", "--mode", "fts"], "search"),
+    (["--config", "x.toml", "--db", "y.db", "eval", "--golden", "g.yml"], "eval"),
+    (["--db=y.db", "get", "notes.md:3"], "get"),
+    (["--help"], None),
+    (["--version"], None),
+    (["--config"], None),
+    ([], None),
+])
+def test_invoked_command_skips_the_global_options(args: list[str], name: str | None) -> None:
+    assert invoked_command(args) == name
+
+
+def test_narrowed_builds_only_the_command_run_and_behaves_the_same(workdir: Path) -> None:
+    full = [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups]
+    subset = narrowed(app, ["--db", "x.db", "search", "q"])
+    assert [c.name for c in subset.registered_commands] == ["search"]
+    assert subset.registered_groups == []
+    assert [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups] \
+        == full  # the module's app is not changed
+    assert [g.name for g in narrowed(app, ["eval", "--help"]).registered_groups] == ["eval"]
+    for args in (["search", "--help"], ["eval", "--help"], ["config", "check"],
+                 ["search", "--mode", "bogus", "q"]):
+        assert runner.invoke(narrowed(app, args), args).output == runner.invoke(app, args).output
+    # what it cannot name runs on the full tree: the typo still gets its suggestion
+    assert narrowed(app, ["serch", "q"]) is app and narrowed(app, ["--help"]) is app
