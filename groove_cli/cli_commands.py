@@ -69,7 +69,7 @@ def calibrate_cmd(ctx: typer.Context, kb_path: Path | None, golden: Path | None,
     refit that beats the calibration in use on held-out hits, unless --force)."""
     from groove_cli.evaluate.calibrate import calibrate, write_calibration
     from groove_cli.evaluate.tune.write import write_target
-    from groove_cli.retrieve.params import configured_calibration
+    from groove_cli.retrieve.params import configured_calibration, configured_rerank_calibration
     from groove_cli.retrieve.relevance import default_calibration
 
     def run() -> CalibrationReport:
@@ -77,13 +77,14 @@ def calibrate_cmd(ctx: typer.Context, kb_path: Path | None, golden: Path | None,
         assert paths.kb is not None
         s = paths.settings
         current = configured_calibration(s) or default_calibration(s.str_("model"))
-        report = calibrate(s, paths.db, paths.kb, golden, current)
+        report = calibrate(s, paths.db, paths.kb, golden, current,
+                           configured_rerank_calibration(s))
         if write and not (report.better or force):
             messages.warning("--write refused: the refit is not better calibrated on held-out "
                              "hits than the calibration in use (use --force to write it anyway)")
         elif write:
             loaded = s.config.path if s.config else None
-            target = write_calibration(write_target(loaded, Path.cwd()), report.fitted)
+            target = write_calibration(write_target(loaded, Path.cwd()), report.fitted, report.key)
             report = dataclasses.replace(report, written=target)
         return report
 

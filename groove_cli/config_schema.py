@@ -70,6 +70,9 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("search.relevance.min_relevance", "float", 0.0, 0.0, 1.0, help="Drop hits below this relevance."),
     KeySpec("search.relevance.calibration", "list_float", None,
             help="Relevance model (unset: the model's shipped one; tune --space calibration fits it)."),
+    KeySpec("search.relevance.rerank_calibration", "list_float", None,
+            help="Stacked relevance model of reranked hits (unset: the reranker's score is not "
+                 "used; tune --space calibration with a reranker fits it)."),
     KeySpec("search.retrieval.mode", "enum", "hybrid", choices=MODES),
     KeySpec("search.retrieval.preset", "enum_opt", None, choices=PRESETS),
     KeySpec("search.retrieval.dense_top_k", "int", None, 1, MAX_TOP_K),

@@ -11,6 +11,7 @@ import pytest
 from groove_cli.retrieve.relevance import (
     DEFAULT_CALIBRATIONS,
     Calibration,
+    RerankCalibration,
     default_calibration,
     features,
     low_confidence,
@@ -166,6 +167,67 @@ def test_tune_space_calibration_refits_and_writes(
     default = ok_json(groove(config_file, db, "retry budget", "--limit", "1"))
     assert searched["results"][0]["path"] == default["results"][0]["path"]
     assert searched["results"][0]["relevance"] != default["results"][0]["relevance"]
+
+
+def test_the_stacked_model_of_a_reranked_hit_by_hand() -> None:
+    base = Calibration(1.0, (2.0, 0.0, 0.0, 0.0, 0.0, 0.0))
+    x = (0.25, 0.0, 0.0, 0.0, 0.0, 0.0)  # base logit z = 1 + 2 * 0.25 = 1.5
+    assert relevance(base, x) == pytest.approx(1 / (1 + math.exp(-1.5)))
+    stacked = RerankCalibration(-2.0, 2.0, 0.5)  # -2 + 2 * 1.5 + 0.5 * s
+    assert relevance(base, x, 4.0, stacked) == pytest.approx(1 / (1 + math.exp(-3.0)))
+    assert relevance(base, x, -2.0, stacked) == pytest.approx(0.5)
+    # no reranker score, or no stacked model: the base model alone
+    assert relevance(base, x, None, stacked) == relevance(base, x, 4.0, None) == relevance(base, x)
+    assert RerankCalibration.from_list([0.0, 1.0, 0.0]).as_list() == [0.0, 1.0, 0.0]
+    with pytest.raises(ValueError, match="a rerank calibration is 3 finite numbers"):
+        RerankCalibration.from_list([1.0, 2.0])
+
+
+def test_tune_space_calibration_with_a_reranker_fits_the_stacked_model(
+        golden_private: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
+    from typer.testing import CliRunner
+
+    from groove_cli.cli import app
+    from tests.onnx_builders import model_dir, reranker
+
+    kb, db = golden_private
+    ranker = model_dir(workdir / "rr", reranker(token_types=True).onnx,
+                       'kind = "reranker"\nmax_length = 64\nbatch_size = 8\n')
+    target = workdir / "groove.toml"
+    target.write_text(config_file.read_text(encoding="utf-8")
+                      + f"reranker = {json.dumps(str(ranker))}\n", encoding="utf-8")
+    args = ["--config", str(target), "--db", str(db), "tune", "--kb-path", str(kb), "--space",
+            "calibration", "--format", "json", "--write", "--force"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["reranker"] == str(ranker)
+    assert report["key"] == "search.relevance.rerank_calibration"
+    assert report["current"] is None and len(report["calibration"]) == 3
+    assert report["hits"] == 330 and report["written"] == str(target)
+    text = target.read_text(encoding="utf-8")
+    assert "rerank_calibration = [" in text and "\ncalibration = [" not in text
+    # search now reads reranked hits through the written stacked model
+    a, b, c = report["calibration"]
+    hit = ok_json(groove(target, db, "retry budget", "--limit", "1", "--explain"))["results"][0]
+    plain = ok_json(groove(config_file, db, "retry budget", "--limit", "20", "--explain"))
+    base = next(h for h in plain["results"] if (h["path"], h["heading"])
+                == (hit["path"], hit["heading"]))["relevance"]
+    z = math.log(base / (1 - base))
+    expected = 1 / (1 + math.exp(-(a + b * z + c * hit["score"])))  # score: the raw reranker score
+    assert hit["relevance"] == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_rerank_calibration_of_another_length_is_a_config_error(
+        golden_private: tuple[Path, Path], workdir: Path, config_file: Path) -> None:
+    target = workdir / "groove.toml"
+    target.write_text(config_file.read_text(encoding="utf-8")
+                      + "[search.relevance]\nrerank_calibration = [1.0, 2.0]\n", encoding="utf-8")
+    result = groove(target, golden_private[1], "retry budget")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("groove: error: invalid config: "
+                                    "search.relevance.rerank_calibration: a rerank calibration is "
+                                    "3 finite numbers")
 
 
 def test_write_calibration_follows_the_config_write_rules(tmp_path: Path) -> None:

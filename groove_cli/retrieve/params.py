@@ -8,15 +8,18 @@ warnings about settings and queries (cli.md §5). Every default comes from the c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from groove_cli import config, messages
 from groove_cli.config import MAX_LIMIT, Settings
 from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.fuse import min_score_warning
 from groove_cli.retrieve.query import MAX_CJK_TERMS, CompiledQuery
-from groove_cli.retrieve.relevance import Calibration
+from groove_cli.retrieve.relevance import Calibration, RerankCalibration
+
+T = TypeVar("T")
 
 
 def _default(key: str) -> float:
@@ -53,6 +56,9 @@ class SearchParams:
     spans: bool = True
     calibration: Calibration | None = None
     """The relevance model; None: the shipped one of the index's embedding model."""
+    rerank_calibration: RerankCalibration | None = None
+    """The stacked model of reranked hits; None: a reranked hit's relevance ignores the
+    reranker's score (relevance.py)."""
     min_relevance: float = 0.0
     """Hits whose relevance is below this are dropped (after every ranking stage)."""
     low_confidence_below: float = _default("search.relevance.low_confidence_below")
@@ -60,15 +66,24 @@ class SearchParams:
 
 def configured_calibration(settings: Settings) -> Calibration | None:
     """`[search.relevance] calibration` when set (None: the model's shipped one)."""
-    values = settings["search.relevance.calibration"]
+    return _coefficients(settings, "calibration", Calibration.from_list)
+
+
+def configured_rerank_calibration(settings: Settings) -> RerankCalibration | None:
+    """`[search.relevance] rerank_calibration` when set (None: not fitted)."""
+    return _coefficients(settings, "rerank_calibration", RerankCalibration.from_list)
+
+
+def _coefficients(settings: Settings, key: str, parse: Callable[[list[float]], T]) -> T | None:
+    values = settings[f"search.relevance.{key}"]
     if values is None:
         return None
     try:
-        return Calibration.from_list([float(str(v)) for v in values])  # type: ignore[attr-defined]
+        return parse([float(str(v)) for v in values])  # type: ignore[attr-defined]
     except ValueError as exc:
         from groove_cli.errors import ConfigError
 
-        raise ConfigError(f"invalid config: search.relevance.calibration: {exc}") from None
+        raise ConfigError(f"invalid config: search.relevance.{key}: {exc}") from None
 
 
 def clamp_limit(limit: int, *, note: str | None = None) -> int:
@@ -110,6 +125,7 @@ def build_params(settings: Settings, *, limit: int, rerank: bool, filters: Filte
         min_confidence_ratio=s.float_("search.min_confidence_ratio"),
         min_relevance=s.float_("search.relevance.min_relevance"),
         calibration=configured_calibration(s),
+        rerank_calibration=configured_rerank_calibration(s),
         low_confidence_below=s.float_("search.relevance.low_confidence_below"),
         filters=filters,
         spans=spans,

@@ -263,7 +263,8 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
                 rerank_score=c.rerank_score,
                 mmr_rank=c.mmr_rank,
             ),
-            relevance=relevance(calibration, x) if vector is not None else None,
+            relevance=(relevance(calibration, x, c.rerank_score, params.rerank_calibration)
+                       if vector is not None else None),
             features=x,
         )
         for c, x in zip(candidates, evidence, strict=True)

@@ -10,6 +10,13 @@ a phrase or word match (fitted weights: CJK found −5.4, trigram/word found +1.
 coefficients are a calibration, fitted per embedding model on labelled queries
 (bench/relevance.py; the default for multilingual-e5-small is below) and overridable in
 groove.toml (`[search.relevance]`).
+
+When a cross-encoder reranked the hits, its raw score is strong evidence the legs do not have.
+A second, stacked model takes it in: `P = σ(a + b·z + c·s)`, z the logit of the model above and
+s the reranker's score. Rerankers differ in scale and none ships with a fitted default, so it
+applies only once `groove tune --space calibration` has fitted it with the reranker on
+(`[search.relevance] rerank_calibration`); until then a reranked hit's relevance is the model
+above alone.
 """
 
 from __future__ import annotations
@@ -79,11 +86,49 @@ def low_confidence(relevances: Sequence[float], below: float) -> bool:
     return bool(relevances) and below > 0 and max(relevances) < below
 
 
-def relevance(calibration: Calibration, values: Sequence[float]) -> float:
-    """The logistic estimate for one hit's features."""
-    z = calibration.intercept + sum(w * x for w, x in zip(calibration.weights, values,
-                                                          strict=True))
+@dataclass(frozen=True, slots=True)
+class RerankCalibration:
+    """The stacked model of a reranked hit (module doc): `P = σ(a + b·z + c·s)`."""
+
+    intercept: float
+    base: float
+    """b: the weight of the base model's logit z."""
+    rerank: float
+    """c: the weight of the reranker's raw score s."""
+
+    @classmethod
+    def from_list(cls, values: Sequence[float]) -> RerankCalibration:
+        """`[a, b, c]`."""
+        if len(values) != 3 or not all(math.isfinite(v) for v in values):
+            raise ValueError("a rerank calibration is 3 finite numbers: intercept, the base "
+                             "model's logit weight, the reranker score's weight (fit one with "
+                             "`groove tune --space calibration --write` and a reranker)")
+        return cls(float(values[0]), float(values[1]), float(values[2]))
+
+    def as_list(self) -> list[float]:
+        return [self.intercept, self.base, self.rerank]
+
+
+def logit(calibration: Calibration, values: Sequence[float]) -> float:
+    """The base model's log-odds for one hit's features."""
+    return calibration.intercept + sum(w * x for w, x in zip(calibration.weights, values,
+                                                             strict=True))
+
+
+def sigmoid(z: float) -> float:
+    """1 / (1 + e^-z), without overflow for large |z|."""
     if z >= 0:
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
     return e / (1.0 + e)
+
+
+def relevance(calibration: Calibration, values: Sequence[float],
+              rerank_score: float | None = None,
+              reranked: RerankCalibration | None = None) -> float:
+    """The estimate for one hit's features; with a reranker score and a rerank calibration,
+    the stacked model's (module doc)."""
+    z = logit(calibration, values)
+    if rerank_score is not None and reranked is not None:
+        z = reranked.intercept + reranked.base * z + reranked.rerank * rerank_score
+    return sigmoid(z)
