@@ -263,6 +263,10 @@ def _cjk_lines(name: str, variants: dict[str, Any], modes: dict[str, Any]) -> li
     lines += [f"nDCG@10 checks — fts ≥ {t['fts']:.3f}: {verdict(c['fts_target'])}; hybrid ≥ "
               f"{t['hybrid']:.3f}: {verdict(c['hybrid_target'])}; hybrid ≥ each single leg: "
               f"{verdict(c['hybrid_not_below_a_leg'])}.", ""]
+    if not c["hybrid_target"]:
+        lines += ["How much of a hybrid figure is the int8 graph's rounding on this CPU (the "
+                  "float32 graph and a closer int8 graph side by side): "
+                  "[`quantisation.md`](quantisation.md).", ""]
     return lines
 
 
