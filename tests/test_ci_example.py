@@ -69,8 +69,17 @@ def test_workflow_commands_run_on_the_sample_kb(sample: Sample, workdir: Path,
     for command in runs:
         run_command(command, sample, workdir)
     junit = ET.parse(workdir / "eval-junit.xml").getroot()
-    assert junit.tag == "testsuites" and junit.get("failures") == "0"
-    assert (workdir / "eval.run").read_text(encoding="utf-8").count(" Q0 ") > 33
+    cases = list(junit.iter("testcase"))
+    queries = [c for c in cases if c.get("classname") == "groove.eval.query"]
+    gate = [c for c in cases if c.get("classname") == "groove.eval.gate"]
+    failing = [c for c in cases if c.find("failure") is not None]
+    # one testcase per golden query, and the gate's, which passes; the sample set keeps hard
+    # cross-lingual queries (an English question answered by one heading of a Japanese note)
+    # that may miss the top 10
+    assert junit.tag == "testsuites" and len(queries) == 66 and len(gate) == 1
+    assert gate[0].find("failure") is None
+    assert junit.get("failures") == str(len(failing)) and len(failing) <= 3
+    assert (workdir / "eval.run").read_text(encoding="utf-8").count(" Q0 ") > 66
     written = summary.read_text(encoding="utf-8")
     for title in ("## groove eval — .groove-eval.yml", "## groove tune — fusion space",
                   "## groove eval --ablate"):

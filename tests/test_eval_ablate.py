@@ -37,7 +37,7 @@ def test_ablate_reports_deltas_latency_and_the_cheapest_configuration(warm: Samp
     result = run_eval(warm, "--ablate", "--format", "json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["metric"] == "ndcg@10" and report["query_count"] == 33
+    assert report["metric"] == "ndcg@10" and report["query_count"] == 66
     rows = {r["name"]: r for r in report["configurations"]}
     assert list(rows) == ["default", "no trigram leg", "no word leg", "no CJK leg",
                           "no vector leg", "no full-text legs", "MMR on"]

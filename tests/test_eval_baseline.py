@@ -188,7 +188,7 @@ def test_settings_change_fails_against_a_baseline_and_names_the_settings(
     assert same.exit_code == 0, same.output
     comparison = json.loads(same.stdout)["comparison"]
     assert comparison["settings_diff"] == [] and comparison["regressed"] is False
-    assert comparison["primary"]["delta"] == 0.0 and comparison["primary"]["pairs"] == 33
+    assert comparison["primary"]["delta"] == 0.0 and comparison["primary"]["pairs"] == 66
 
     # without --fail-on-regression the verdict is reported, the exit code untouched
     reported = run_eval(sample, "--mode", "fts", "--min-score", "0.9", "--baseline", str(baseline))

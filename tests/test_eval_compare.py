@@ -60,7 +60,7 @@ def test_eval_compare_cli(sample: Sample, tmp_path: Path) -> None:
                      "--format", "json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["pairs"] == 33
+    assert report["pairs"] == 66
     names = [m["metric"] for m in report["metrics"]]
     assert names == ["recall@1", "recall@5", "recall@10", "mrr", "ndcg@1", "ndcg@5", "ndcg@10"]
     assert report["settings_diff"] == [

@@ -65,7 +65,7 @@ def test_junit_has_one_testcase_per_golden_query(warm: Sample) -> None:
     agg = report["aggregate"]
     assert float(props["ndcg@3"] or "nan") == agg["ndcg_at_k"]["3"]
     assert props["mrr.ci95"] == f"{agg['ci95']['mrr'][0]!r},{agg['ci95']['mrr'][1]!r}"
-    assert props["query_count"] == "33"
+    assert props["query_count"] == "66"
     assert props["fingerprint.reranker"] == "null"
 
 

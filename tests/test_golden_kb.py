@@ -150,7 +150,9 @@ def test_golden_file_has_the_eval_md_structure() -> None:
     assert set(golden) == {"defaults", "queries"}
     assert golden["defaults"] == {"limit": 10, "rerank": False}
     queries = _queries()
-    assert 28 <= len(queries) <= 36
+    # at least 50: tune --space calibration checks a refit on held-out halves and warns below
+    # that (tune.md §11); 33 queries left each half too small to tell a refit from chance
+    assert 50 <= len(queries) <= 80
     for query in queries:
         assert set(query) <= {"id", "query", "expected", "tags"}, query
         assert isinstance(query["query"], str) and query["query"].strip()

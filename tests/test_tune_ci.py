@@ -65,9 +65,9 @@ def test_tune_markdown_step_summary_and_repeat_warning(warm: Sample, workdir: Pa
     assert tuned.exit_code == 0, tuned.output
     json.loads(tuned.stdout)
     warning = [line for line in tuned.stderr.splitlines() if "repeat an earlier query" in line]
-    assert len(warning) == 1 and warning[0].startswith("groove: warning: golden: 33 of 66 ")
+    assert len(warning) == 1 and warning[0].startswith("groove: warning: golden: 66 of 132 ")
     evaluated = run_eval(warm, "--golden", str(doubled), "--no-history")
-    assert "groove: warning: golden: 33 of 66 queries repeat" in evaluated.stderr
+    assert "groove: warning: golden: 66 of 132 queries repeat" in evaluated.stderr
 
 
 def test_tune_drops_grade_zero_entries(warm: Sample, workdir: Path) -> None:
@@ -82,4 +82,4 @@ def test_tune_drops_grade_zero_entries(warm: Sample, workdir: Path) -> None:
     assert result.exit_code == 0, result.output
     assert (f"groove: warning: golden query {first['id']} has no expected entries; tune skips it"
             in result.stderr.splitlines())
-    assert json.loads(result.stdout)["query_count"] == 32
+    assert json.loads(result.stdout)["query_count"] == 65
