@@ -538,7 +538,8 @@ def index_lines(full: dict[str, Any]) -> list[str]:
              f"({full['inputs']:,} chunks), `groove index` into a fresh SQLite file and a fresh "
              "Postgres database (subprocess wall, model load included) against the bare "
              "`Embedder.embed_passages` on the same inputs (model load excluded): "
-             "bench_index.py's ratio.", ""]
+             "bench_index.py's ratio. \"By CPU s/chunk\" counts the groove process only: on "
+             "Postgres the server's own CPU (a separate process) is not in it.", ""]
     lines += context_lines(full)
     lines += ["| store | chunks | index wall s | chunks/s | bare chunks/s around it "
               "| ÷ bare embedder | by `Done` line | by CPU s/chunk | target |",
