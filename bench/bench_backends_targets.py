@@ -96,6 +96,8 @@ SAMPLE_ROWS = 2000
 JSQUAD_QUERIES = 124
 """With CISI's 76: 200 real queries."""
 RERUNS = 3
+INSERT_CHUNKS = 500
+"""New chunks written into each built index: the per-chunk cost of keeping it current."""
 
 
 # --------------------------------------------------------------------------- 1. recall
@@ -195,6 +197,32 @@ def write_vectors(url: str, kb: Path, vectors: npt.NDArray[np.float32]) -> dict[
     return {"chunks": len(vectors), "write_s": written - started, "hnsw_build_s": done - written}
 
 
+def insert_cost(url: str, kb: Path, vectors: npt.NDArray[np.float32]) -> dict[str, Any]:
+    """Seconds per chunk of keeping the built HNSW index current: `vectors` written as new
+    documents through the store's writer (one per transaction, as `groove index` commits), then
+    deleted again."""
+    store = open_writer(PgTarget(url, kb_name_for(kb)))
+    ids: list[int] = []
+    try:
+        started = time.perf_counter()
+        for doc, start in enumerate(range(0, len(vectors), CHUNKS_PER_DOC)):
+            block = vectors[start:start + CHUNKS_PER_DOC]
+            rows = [ChunkRow(i, None, None, (), f"extra {start + i}", None, 3, 1.0)
+                    for i in range(len(block))]
+            path = f"extra{doc:03d}.md"
+            with store.transaction():
+                ids.append(store.write_document(
+                    DocumentRow(path, path, None, None, None, (), None, path, len(block),
+                                utc_now()), rows, block, None))
+        elapsed = time.perf_counter() - started
+        with store.transaction():
+            for doc_id in ids:
+                store.delete_document(doc_id)
+    finally:
+        store.close()
+    return {"chunks": len(vectors), "s": elapsed, "ms_per_chunk": elapsed / len(vectors) * 1000}
+
+
 def rebuild_hnsw(url: str, m: int, ef_construction: int) -> float:
     """Replace the KB's HNSW index with one of other build parameters: the store's DDL
     (build_vector_index) plus a WITH clause. Returns the build seconds."""
@@ -275,6 +303,7 @@ def parse_builds(spec: str) -> list[tuple[int, int] | None]:
 def recall_part(server: PgServer, args: argparse.Namespace) -> dict[str, Any]:
     real = real_vectors(Path(args.vectors_from))
     vectors = synthetic_vectors(real, args.chunks)
+    extra = synthetic_vectors(real, INSERT_CHUNKS, seed=1)
     texts = real_queries()
     queries = query_vectors(texts)
     kb = TARGETS_WORK / "recall-kb"
@@ -304,6 +333,8 @@ def recall_part(server: PgServer, args: argparse.Namespace) -> dict[str, Any]:
         entry |= build_parameters(entry["hnsw_index"][0])
         entry["load_average"] = load_average()
         entry["sweep"] = sweep(url, kb, queries, efs)
+        entry["insert"] = insert_cost(url, kb, extra)
+        print(f"insert: {entry['insert']}", file=sys.stderr)
         out["builds"].append(entry)
     return out
 
@@ -495,8 +526,12 @@ def recall_lines(rec: dict[str, Any]) -> list[str]:
         commit = build.get("commit") or rec["measured"]["code"]["commit"]
         origin = (f"the store's DDL at `{commit}`" if build["store_ddl"]
                   else f"the store's DDL at `{commit}` with a WITH clause")
+        insert = (f"; then {build['insert']['chunks']} new chunks through the store's writer "
+                  f"at {build['insert']['ms_per_chunk']:.1f} ms each" if build.get("insert")
+                  else "")
         lines += [f"### m = {build['m']}, ef_construction = {build['ef_construction']} "
-                  f"({origin}; build {build['build_s']:.0f} s)", "",
+                  f"({origin}; build {build['build_s']:.0f} s at load "
+                  f"{build['load_average'][0]}{insert})", "",
                   "| ef_search | recall@50 mean | min | p5 | queries < 0.99 | p50 ms | p95 ms "
                   "| target (mean ≥ 0.99) |",
                   "|---:|---:|---:|---:|---:|---:|---:|---|"]
