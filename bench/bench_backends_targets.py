@@ -521,7 +521,7 @@ def recall_lines(rec: dict[str, Any]) -> list[str]:
               f"Write through the store: {rec['write']['write_s']:.0f} s for "
               f"{rec['write']['chunks']:,} chunks; Postgres ran the leg's query as: "
               f"{rec['knn_plan']}.", ""]
-    lines += context_lines(rec)
+    lines += context_lines(rec) + summary_lines(rec)
     for build in rec["builds"]:
         commit = build.get("commit") or rec["measured"]["code"]["commit"]
         origin = (f"the store's DDL at `{commit}`" if build["store_ddl"]
@@ -562,6 +562,29 @@ def recall_lines(rec: dict[str, Any]) -> list[str]:
                                       for row in repeats[-1]["sweep"]) + " |")
         lines.append("")
     return lines
+
+
+def summary_lines(rec: dict[str, Any]) -> list[str]:
+    """Every build of the section (and the earlier ones) grouped by m and ef_construction: the
+    range of mean recall@50 at groove's ef_search and how many builds left a query at 0."""
+    groups: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for build in [*rec["builds"], *rec.get("repeat_builds", [])]:
+        row = next((r for r in build["sweep"] if r["ef_search"] == rec["groove_ef_search"]), None)
+        if row is not None:
+            groups.setdefault((build["m"], build["ef_construction"]), []).append(row)
+    from groove_cli.store.postgres.store import HNSW_EF_CONSTRUCTION
+
+    lines = [f"Summary at groove's ef_search {rec['groove_ef_search']}, every build below "
+             "(later builds were added by runs with `--add-builds`; each names its commit). "
+             f"The store now builds m = 16, ef_construction = {HNSW_EF_CONSTRUCTION}.", "",
+             "| m | ef_construction | builds | recall@50 mean | builds with a query at 0 | "
+             "target (mean ≥ 0.99) |", "|---:|---:|---:|---|---:|---|"]
+    for (m, efc), rows in sorted(groups.items()):
+        means = [r["mean"] for r in rows]
+        lines.append(f"| {m} | {efc} | {len(rows)} | {min(means):.4f}–{max(means):.4f} | "
+                     f"{sum(1 for r in rows if r['min'] == 0)} | "
+                     f"{verdict(min(means) >= TARGETS['recall'])} |")
+    return [*lines, ""]
 
 
 def index_lines(full: dict[str, Any]) -> list[str]:
