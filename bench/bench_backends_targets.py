@@ -169,24 +169,32 @@ def query_vectors(texts: list[str]) -> npt.NDArray[np.float32]:
     return vectors
 
 
+def write_documents(store: Any, vectors: npt.NDArray[np.float32], prefix: str) -> list[int]:
+    """`vectors` as documents `<prefix>NNNNN.md` of CHUNKS_PER_DOC tiny chunks each, one
+    document per transaction as `groove index` commits; returns the document ids."""
+    ids: list[int] = []
+    now = utc_now()
+    for doc, start in enumerate(range(0, len(vectors), CHUNKS_PER_DOC)):
+        block = vectors[start:start + CHUNKS_PER_DOC]
+        rows = [ChunkRow(i, None, None, (), f"{prefix} {start + i}", None, 3, 1.0)
+                for i in range(len(block))]
+        path = f"{prefix}{doc:05d}.md"
+        with store.transaction():
+            ids.append(store.write_document(
+                DocumentRow(path, path, None, None, None, (), None,
+                            hashlib.sha256(path.encode()).hexdigest(), len(block), now),
+                rows, block, None))
+    return ids
+
+
 def write_vectors(url: str, kb: Path, vectors: npt.NDArray[np.float32]) -> dict[str, Any]:
-    """Write `vectors` into a fresh KB of the database through the Postgres store's writer
-    (tiny chunks, one document per transaction as `groove index` commits) and build the KB's
-    HNSW index as `groove index` ends a new KB's run."""
+    """Write `vectors` into a fresh KB of the database through the Postgres store's writer and
+    build the KB's HNSW index as `groove index` ends a new KB's run."""
     started = time.perf_counter()
     store = open_writer(PgTarget(url, kb_name_for(kb)))
     try:
         begin_index(store, kb)
-        now = utc_now()
-        for doc, start in enumerate(range(0, len(vectors), CHUNKS_PER_DOC)):
-            block = vectors[start:start + CHUNKS_PER_DOC]
-            rows = [ChunkRow(i, None, None, (), f"chunk {start + i}", None, 3, 1.0)
-                    for i in range(len(block))]
-            path = f"d{doc:05d}.md"
-            with store.transaction():
-                store.write_document(DocumentRow(path, path, None, None, None, (), None,
-                                                 hashlib.sha256(path.encode()).hexdigest(),
-                                                 len(block), now), rows, block, None)
+        write_documents(store, vectors, "d")
         finish_index(store)
         written = time.perf_counter()
         store.build_vector_index()
@@ -199,21 +207,11 @@ def write_vectors(url: str, kb: Path, vectors: npt.NDArray[np.float32]) -> dict[
 
 def insert_cost(url: str, kb: Path, vectors: npt.NDArray[np.float32]) -> dict[str, Any]:
     """Seconds per chunk of keeping the built HNSW index current: `vectors` written as new
-    documents through the store's writer (one per transaction, as `groove index` commits), then
-    deleted again."""
+    documents through the store's writer, then deleted again."""
     store = open_writer(PgTarget(url, kb_name_for(kb)))
-    ids: list[int] = []
     try:
         started = time.perf_counter()
-        for doc, start in enumerate(range(0, len(vectors), CHUNKS_PER_DOC)):
-            block = vectors[start:start + CHUNKS_PER_DOC]
-            rows = [ChunkRow(i, None, None, (), f"extra {start + i}", None, 3, 1.0)
-                    for i in range(len(block))]
-            path = f"extra{doc:03d}.md"
-            with store.transaction():
-                ids.append(store.write_document(
-                    DocumentRow(path, path, None, None, None, (), None, path, len(block),
-                                utc_now()), rows, block, None))
+        ids = write_documents(store, vectors, "extra")
         elapsed = time.perf_counter() - started
         with store.transaction():
             for doc_id in ids:
