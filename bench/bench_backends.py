@@ -752,9 +752,13 @@ def scale_lines(data: dict[str, Any]) -> list[str]:
         for store in stores:
             rec = lat[store]["recall_at_50"]
             leg = pg_plan if store == "postgres" else "numpy snapshot"
+            worst = (" — isotropic random vectors, the worst case for a graph index; "
+                     "structured vectors and real queries: the recall section below"
+                     if store == "postgres" and data.get("hnsw_recall") else "")
             lines.append(f"- {store} vector leg ({leg}) recall@50 vs exact: mean "
                          f"{rec['mean']:.4f}, min {rec['min']:.4f} over {rec['queries']} "
-                         f"queries (target ≥ {TARGETS['recall']}, {verdict(rec['met'])}).")
+                         f"queries (target ≥ {TARGETS['recall']}, {verdict(rec['met'])}"
+                         f"{worst}).")
         lines.append("")
     cold = sc.get("cold")
     if cold:
@@ -830,6 +834,13 @@ def markdown(data: dict[str, Any]) -> str:
         lines += quality_lines(data["quality"], data["stores"])
     if data.get("scale"):
         lines += scale_lines(data)
+    if data.get("hnsw_recall") or data.get("index_full"):
+        from bench_backends_targets import index_lines, recall_lines
+
+        if data.get("hnsw_recall"):
+            lines += recall_lines(data["hnsw_recall"])
+        if data.get("index_full"):
+            lines += index_lines(data["index_full"])
     argv = f" {data['argv']}" if data["argv"] else ""
     lines.append(f"Command: `.venv/bin/python bench/bench_backends.py{argv}`.")
     return "\n".join(lines)
@@ -855,6 +866,9 @@ def keep_previous(data: dict[str, Any]) -> dict[str, Any]:
     quality_parts = {**(previous.get("quality") or {}), **(data.get("quality") or {})}
     if quality_parts:
         data["quality"] = quality_parts
+    for key in ("hnsw_recall", "index_full"):  # bench_backends_targets.py's sections
+        if key not in data and previous.get(key):
+            data[key] = previous[key]
     if "scale" not in data and previous.get("scale"):
         data["scale"] = previous["scale"]
         pg = data.get("postgres") or {}

@@ -155,11 +155,23 @@ def write_index(store: Any, kb: Path, *, seed: int = 0,
     `seed` gives every store the same vectors."""
     from tokenizers import Tokenizer
 
-    model = resolve_model(DEFAULT_MODEL, default_models_dir(), offline=True)
+    model = begin_index(store, kb)
     tokenizer = Tokenizer.from_file(str(model.dir / "tokenizer.json"))
     rng = np.random.default_rng(seed)
     files = sorted(p for p in kb.rglob("*.md") if p.is_file())
     chunk_total = 0
+    for start in range(0, len(files), files_per_transaction):
+        with store.transaction():
+            for path in files[start : start + files_per_transaction]:
+                chunk_total += _write_file(store, kb, path, tokenizer, rng)
+    finish_index(store)
+    return len(files), chunk_total
+
+
+def begin_index(store: Any, kb: Path) -> Any:
+    """Create the vector table and write the meta `groove index` records for the default model
+    (what a Searcher checks before it searches); returns the resolved model."""
+    model = resolve_model(DEFAULT_MODEL, default_models_dir(), offline=True)
     with store.transaction():
         store.create_vec_table(DIM)
         store.set_meta({
@@ -171,14 +183,14 @@ def write_index(store: Any, kb: Path, *, seed: int = 0,
             "context_mode": "off",
             "groove_version": groove_cli.__version__,
         })
-    for start in range(0, len(files), files_per_transaction):
-        with store.transaction():
-            for path in files[start : start + files_per_transaction]:
-                chunk_total += _write_file(store, kb, path, tokenizer, rng)
+    return model
+
+
+def finish_index(store: Any) -> None:
+    """The meta a finished `groove index` run writes last."""
     with store.transaction():
         store.set_meta({"chunker_fingerprint": chunker_fingerprint(()),
                         "last_indexed": utc_now()})
-    return len(files), chunk_total
 
 
 def _write_file(store: Any, kb: Path, path: Path, tokenizer: Any,

@@ -340,6 +340,9 @@ def test_the_hnsw_leg_can_use_the_kbs_own_index(pg_url: str, pg_kb: str) -> None
             store.reset(4)
         assert any("HNSW index" in p for p in store.file_problems())  # built at a run's end
         store.build_vector_index()  # over no rows yet: later writes go into the index
+        definition = store.con.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+                                       (f"groove_hnsw_kb{store.kb}",)).fetchone()
+        assert definition is not None and "ef_construction='256'" in definition[0]
         doc = DocumentRow("a.md", None, None, None, None, (), None, "h", 1, "t")
         with store.transaction():
             store.write_document(doc, [ChunkRow(0, None, None, (), "x", None, 1, 1.0)],
