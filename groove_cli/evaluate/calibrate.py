@@ -253,8 +253,7 @@ def calibrate(settings: Settings, db: IndexLocation, kb: Path, golden_path: Path
     else:  # features = (base logit, reranker score); no stacked model yet: the base alone
         fitted, in_use = RerankCalibration.from_list(coefficients), current_rerank
         stacked = current_rerank or RerankCalibration(0.0, 1.0, 0.0)
-        now = [sigmoid(stacked.intercept + stacked.base * z + stacked.rerank * score)
-               for z, score in (h.features for h in hits)]
+        now = [stacked.estimate(z, score) for z, score in (h.features for h in hits)]
     ece_current, _ = expected_calibration_error(now, labels.tolist())
     queries = len({h.query for h in hits})
     if queries < 50:

@@ -108,6 +108,10 @@ class RerankCalibration:
     def as_list(self) -> list[float]:
         return [self.intercept, self.base, self.rerank]
 
+    def estimate(self, base_logit: float, rerank_score: float) -> float:
+        """σ(a + b·z + c·s) for a hit whose base logit is z and reranker score s."""
+        return sigmoid(self.intercept + self.base * base_logit + self.rerank * rerank_score)
+
 
 def logit(calibration: Calibration, values: Sequence[float]) -> float:
     """The base model's log-odds for one hit's features."""
@@ -130,5 +134,5 @@ def relevance(calibration: Calibration, values: Sequence[float],
     the stacked model's (module doc)."""
     z = logit(calibration, values)
     if rerank_score is not None and reranked is not None:
-        z = reranked.intercept + reranked.base * z + reranked.rerank * rerank_score
+        return reranked.estimate(z, rerank_score)
     return sigmoid(z)
