@@ -260,12 +260,6 @@ class PgStore(PgReads):
 
     # ------------------------------------------------------------------ indexer writes
 
-    def _next_ids(self, column: str, count: int) -> int:
-        """The first of `count` new ids of `column` (next_document or next_chunk)."""
-        assert column in ("next_document", "next_chunk")
-        return int(self._scalar(f"UPDATE groove_kb SET {column} = {column} + %s WHERE id = %s "
-                                f"RETURNING {column} - %s", (count, self.kb, count)))
-
     def _add_stats(self, chunks: int, tri: int, words: int, cjk: int) -> None:
         self.con.execute("UPDATE groove_kb SET chunks = chunks + %s, tri_tokens = tri_tokens + %s, "
                          "word_tokens = word_tokens + %s, cjk_tokens = cjk_tokens + %s "
@@ -288,59 +282,69 @@ class PgStore(PgReads):
 
     def write_document(self, doc: DocumentRow, chunks: Sequence[ChunkRow],
                        vectors: npt.NDArray[np.float32], existing_id: int | None) -> int:
-        """Replace a document's rows (call inside a transaction). Returns the document id."""
+        """Replace a document's rows (call inside a transaction). Returns the document id.
+
+        The KB row is touched once per document: new ids, the BM25 statistics and how the KB
+        keeps vectors in one UPDATE … RETURNING (a round trip each was ~0.6 ms of a document's
+        write, measured on a 300-document index run)."""
         if existing_id is not None:
             self._delete_chunks(existing_id)
+        texts = [(chunk.heading, chunk.context_text, chunk.content) for chunk in chunks]
+        tri = [[tokens.fold(t or "") for t in text] for text in texts]
+        tri_lens = [sum(tokens.trigram_length(t) for t in folded) for folded in tri]
+        words = [tokens.table_row(tokens.WORDS, *text) for text in texts]
+        cjk = [tokens.table_row(tokens.CJK, *text) for text in texts]
+        new_docs = 0 if existing_id is not None else 1
+        doc_first, first, vector_index = self._rows(
+            "UPDATE groove_kb SET next_document = next_document + %s, "
+            "next_chunk = next_chunk + %s, chunks = chunks + %s, tri_tokens = tri_tokens + %s, "
+            "word_tokens = word_tokens + %s, cjk_tokens = cjk_tokens + %s WHERE id = %s "
+            "RETURNING next_document - %s, next_chunk - %s, vector_index",
+            (new_docs, len(chunks), len(chunks), sum(tri_lens), sum(w.length for w in words),
+             sum(c.length for c in cjk), self.kb, new_docs, len(chunks)))[0]
+        if existing_id is not None:
             self.con.execute(
                 "UPDATE groove_documents SET path=%s, title=%s, topic=%s, category=%s, depth=%s, "
                 "tags=%s, date=%s, content_hash=%s, size_bytes=%s, last_indexed=%s "
                 "WHERE kb = %s AND id = %s", (*self._doc_values(doc), self.kb, existing_id))
             doc_id = existing_id
         else:
-            doc_id = self._next_ids("next_document", 1)
+            doc_id = int(doc_first)
             self.con.execute(
                 "INSERT INTO groove_documents(kb, id, path, title, topic, category, depth, tags, "
                 "date, content_hash, size_bytes, last_indexed) "
                 "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
                 (self.kb, doc_id, *self._doc_values(doc)))
-        first = self._next_ids("next_chunk", len(chunks)) if chunks else 0
-        exact = self.exact_vectors()
+        exact = vector_index == "exact"
         rows: list[tuple[object, ...]] = []
         postings: list[tuple[object, ...]] = []
-        totals = [0, 0, 0]
         for offset, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True)):
-            cid = first + offset
-            text = (chunk.heading, chunk.context_text, chunk.content)
-            tri = [tokens.fold(t or "") for t in text]
-            tri_len = sum(tokens.trigram_length(t) for t in tri)
-            words = tokens.table_row(tokens.WORDS, *text)
-            cjk = tokens.table_row(tokens.CJK, *text)
-            totals[0] += tri_len
-            totals[1] += words.length
-            totals[2] += cjk.length
+            cid = int(first) + offset
             rows.append((self.kb, cid, doc_id, chunk.chunk_index, chunk.heading, chunk.level,
                          json.dumps(list(chunk.ancestry), ensure_ascii=False), chunk.content,
                          chunk.context_text, chunk.token_count, chunk.quality_score,
-                         chunk.line_start, chunk.line_end, *tri, tri_len, *words.streams,
-                         words.length, *cjk.streams, cjk.length,
+                         chunk.line_start, chunk.line_end, *tri[offset], tri_lens[offset],
+                         *words[offset].streams, words[offset].length, *cjk[offset].streams,
+                         cjk[offset].length,
                          f32_blob(vector) if exact else vector_text(vector)))
-            for code, table_row in ((1, words), (2, cjk)):
+            for code, table_row in ((1, words[offset]), (2, cjk[offset])):
                 postings.extend((self.kb, code, term, cid, h, c, b, table_row.length)
                                 for term, h, c, b in table_row.postings)
-        with self.con.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO groove_chunks(kb, id, document_id, chunk_index, heading, level, "
-                "ancestry, content, context_text, token_count, quality_score, line_start, "
-                "line_end, tri_heading, tri_context, tri_content, tri_len, word_heading, "
-                "word_context, word_content, word_len, cjk_heading, cjk_context, cjk_content, "
-                "cjk_len, " + ("embedding_f32) VALUES (" + ",".join(["%s"] * 26) + ")" if exact
-                               else "embedding) VALUES (" + ",".join(["%s"] * 25) + ",%s::vector)"),
-                rows)
-            with cur.copy("COPY groove_postings (kb, tbl, term, chunk_id, tf_heading, "
-                          "tf_context, tf_content, len) FROM STDIN") as copy:
-                for posting in postings:
-                    copy.write_row(posting)
-        self._add_stats(len(chunks), *totals)
+        if rows:
+            with self.con.cursor() as cur:
+                cur.executemany(
+                    "INSERT INTO groove_chunks(kb, id, document_id, chunk_index, heading, level, "
+                    "ancestry, content, context_text, token_count, quality_score, line_start, "
+                    "line_end, tri_heading, tri_context, tri_content, tri_len, word_heading, "
+                    "word_context, word_content, word_len, cjk_heading, cjk_context, cjk_content, "
+                    "cjk_len, " + ("embedding_f32) VALUES (" + ",".join(["%s"] * 26) + ")"
+                                   if exact else
+                                   "embedding) VALUES (" + ",".join(["%s"] * 25) + ",%s::vector)"),
+                    rows)
+                with cur.copy("COPY groove_postings (kb, tbl, term, chunk_id, tf_heading, "
+                              "tf_context, tf_content, len) FROM STDIN") as copy:
+                    for posting in postings:
+                        copy.write_row(posting)
         self.bump_vectors_version()
         return doc_id
 
