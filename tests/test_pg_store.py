@@ -223,6 +223,32 @@ def test_delete_keeps_statistics_and_ids_in_step(both: tuple[Store, PgStore]) ->
         lite.fts_search_ids(expr, WEIGHTS, 10, "fts_words") == [11, 9, 7, 10]
 
 
+def test_a_rolled_back_write_leaves_its_ids_to_the_next(both: tuple[Store, PgStore]) -> None:
+    """The Postgres writer numbers ids itself (one pipeline per document): a write rolled back
+    by Ctrl-C or by a server error must not leave a gap or a duplicate; SQLite reuses the ids
+    of a rolled-back write, and so must Postgres."""
+    import dataclasses
+
+    import psycopg
+
+    lite, pg = both
+    doc, rows = _docs()[2]
+    new = dataclasses.replace(doc, path="team/new.md")
+    written = []
+    for s in (lite, pg):
+        with pytest.raises(KeyboardInterrupt), s.transaction():
+            s.write_document(new, rows, _vectors(len(rows), 3), None)
+            raise KeyboardInterrupt
+        if s is pg:  # the path exists: the server refuses the pipeline at its end
+            with pytest.raises(psycopg.errors.UniqueViolation), s.transaction():
+                s.write_document(doc, rows, _vectors(len(rows), 3), None)
+        with s.transaction():
+            doc_id = s.write_document(new, rows, _vectors(len(rows), 3), None)
+        written.append((doc_id, sorted(c for c, _ in s.all_vectors())))
+    assert written[0] == written[1]
+    assert written[1][0] == len(_docs()) + 1 and written[1][1][-1] == 11
+
+
 # ----------------------------------------------------------------------------- server
 
 
