@@ -44,6 +44,8 @@ eval: $(STAMP)  ## score retrieval on the sample KB against its golden file
 eval-datasets: $(STAMP)  ## quality on the CISI and JSQuAD collections -> bench/results/quality.*
 	$(BIN)/pip install --quiet -c constraints.txt $(EDITABLE) '.[bench]'
 	$(BIN)/python bench/eval_datasets.py
+	$(BIN)/python bench/baseline_commit.py  # CISI before issue 13, on this machine
+	$(BIN)/python bench/eval_datasets.py --render-only
 
 bench: $(STAMP)  ## speed benchmarks -> bench/results/*.json + .md
 	$(BIN)/python bench/bench_models.py
@@ -53,6 +55,7 @@ bench: $(STAMP)  ## speed benchmarks -> bench/results/*.json + .md
 
 bench-backends: $(STAMP)  ## SQLite vs Postgres + pgvector (issue 18) -> bench/results/backends.*
 	$(BIN)/python bench/bench_backends.py
+	$(BIN)/python bench/bench_backends_targets.py  # recall@50 at 100k near-real vectors, full-KB index
 
 lock: $(STAMP)  ## re-pin constraints.txt from the current .venv (after a deliberate upgrade)
 	$(BIN)/pip install --quiet $(EDITABLE) '.[dev,bench]'
