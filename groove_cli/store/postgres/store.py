@@ -317,9 +317,10 @@ class PgStore(PgReads):
 
         Ids are numbered here (`_next_ids`) so the whole document goes to the server as one
         pipeline: the KB row's counters and statistics, the document row, its chunk rows and
-        their postings, without waiting for any answer before the commit (a statement and its
-        round trip each cost ~0.3 ms of client and server CPU; measured per document on CISI).
-        Vectors go in pgvector's binary form."""
+        their postings, without waiting for any answer before the commit. Vectors go in
+        pgvector's binary form. (Per CISI document, seven statements each waited for, a COPY
+        handshake, psycopg's adaptation of the postings lists and vectors printed as text cost
+        2.8 ms of client CPU; this way 1.6 ms.)"""
         if existing_id is not None:
             self._delete_chunks(existing_id)
         ids = self._next_ids()
