@@ -223,6 +223,19 @@ def test_delete_keeps_statistics_and_ids_in_step(both: tuple[Store, PgStore]) ->
         lite.fts_search_ids(expr, WEIGHTS, 10, "fts_words") == [11, 9, 7, 10]
 
 
+def test_no_token_holds_the_postings_separator() -> None:
+    """The writer sends a file's terms joined by \\x1f (one statement per file, split by the
+    server): a control character in a note separates tokens, so no term can hold it."""
+    from groove_cli.store.postgres import tokens
+
+    assert [p[0] for p in tokens.table_row(tokens.WORDS, None, None, "alpha\x1fbeta").postings] \
+        == ["alpha", "beta"]
+    assert [p[0] for p in tokens.table_row(tokens.CJK, None, None, "評価\x1f方法").postings] \
+        == ["価", "方", "方法", "法", "評", "評価"]  # no 価方: the separator cuts the run
+    mixed = tokens.table_row(tokens.CJK, "x\x1f\x1fy", "a\x1f評", "retry\x1fbudget 障害\x1f")
+    assert mixed.postings and all("\x1f" not in term for term, *_ in mixed.postings)
+
+
 def test_a_rolled_back_write_leaves_its_ids_to_the_next(both: tuple[Store, PgStore]) -> None:
     """The Postgres writer numbers ids itself (one pipeline per document): a write rolled back
     by Ctrl-C or by a server error must not leave a gap or a duplicate; SQLite reuses the ids
