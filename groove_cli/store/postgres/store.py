@@ -7,6 +7,7 @@ REPEATABLE READ snapshots, so a search during an index run sees whole files and 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 from collections.abc import Iterator, Sequence
@@ -41,6 +42,16 @@ builds (mean 0.9993 at 400, against 0.989 with 64). Cost: the one-off build 1.6-
 128), small next to the ~47 ms the embedding of a chunk takes."""
 
 
+@dataclasses.dataclass(slots=True)
+class _Numbering:
+    """The writer's own count of a KB's ids (see `PgStore._next_ids`)."""
+
+    document: int
+    chunk: int
+    exact: bool
+    """Vectors kept as float32 bytes (`vector_index = "exact"`), not in the pgvector column."""
+
+
 def _ints(values: Sequence[int]) -> str:
     return ",".join(map(str, values))
 
@@ -60,7 +71,7 @@ class PgStore(PgReads):
         self.ef_search = target.ef_search
         self.readonly = readonly
         self.path = target
-        self._ids: list[int] | None = None
+        self._ids: _Numbering | None = None
         self._vector_type: type[bytes] | None = None
 
     # ------------------------------------------------------------------ opening
@@ -296,14 +307,14 @@ class PgStore(PgReads):
                 json.dumps(list(doc.tags), ensure_ascii=False), doc.date, doc.content_hash,
                 doc.size_bytes, doc.last_indexed)
 
-    def _next_ids(self) -> list[int]:
-        """[next document id, next chunk id, 1 if vectors are kept exact]: read once, then
-        counted here. Safe because this connection holds the KB's indexer lock (no other
-        writer numbers this KB); a rolled-back transaction forgets them (`transaction`)."""
+    def _next_ids(self) -> _Numbering:
+        """The KB row's next ids and vector keeping: read once, then counted here. Safe because
+        this connection holds the KB's indexer lock (no other writer numbers this KB); a
+        rolled-back transaction forgets them (`transaction`)."""
         if self._ids is None:
             doc, chunk, kept = self._rows("SELECT next_document, next_chunk, vector_index "
                                           "FROM groove_kb WHERE id = %s", (self.kb,))[0]
-            self._ids = [int(doc), int(chunk), int(kept == "exact")]
+            self._ids = _Numbering(int(doc), int(chunk), kept == "exact")
         return self._ids
 
     def _vector_param(self, vector: npt.NDArray[np.float32]) -> bytes:
@@ -324,9 +335,9 @@ class PgStore(PgReads):
         if existing_id is not None:
             self._delete_chunks(existing_id)
         ids = self._next_ids()
-        doc_id = existing_id if existing_id is not None else ids[0]
-        first = ids[1]
-        exact = bool(ids[2])
+        doc_id = existing_id if existing_id is not None else ids.document
+        first = ids.chunk
+        exact = ids.exact
         texts = [(chunk.heading, chunk.context_text, chunk.content) for chunk in chunks]
         tri = [[tokens.fold(t or "") for t in text] for text in texts]
         tri_lens = [sum(tokens.trigram_length(t) for t in folded) for folded in tri]
@@ -390,8 +401,8 @@ class PgStore(PgReads):
                     (self.kb, _ints(tbl), "\x1f".join(terms), _ints(cids), _ints(heading),
                      _ints(context), _ints(content), _ints(lengths)))
             self._bump_vectors_version(cur)
-        ids[0] += new_docs
-        ids[1] += len(chunks)
+        ids.document += new_docs
+        ids.chunk += len(chunks)
         return doc_id
 
     def update_document_row(self, document_id: int, doc: DocumentRow,
