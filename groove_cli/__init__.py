@@ -1,11 +1,34 @@
-"""groove: hybrid full-text + vector search over a folder of Markdown notes."""
+"""groove: hybrid full-text + vector search over a folder of Markdown notes, that measures itself.
+
+The public API (docs/design/code.md "Python API"): `open` a KB's `Index`, then `search`,
+`get`, `status`, `index` and `evaluate` through it; a search returns `Results` of hits. The
+names load on first use, so importing the package costs nothing a command does not need.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
 
-def __getattr__(name: str) -> str:
-    """`__version__`, read from the installed metadata on first use (importlib.metadata costs
-    ~40 ms, which a search should not pay at start-up)."""
+if TYPE_CHECKING:
+    from groove_cli.api import Filters, Index, open
+    from groove_cli.errors import GrooveError
+    from groove_cli.results import Results
+    from groove_cli.retrieve.pipeline import SearchHit
+
+__all__ = ["Filters", "GrooveError", "Index", "Results", "SearchHit", "__version__", "open"]
+
+_PUBLIC = {"open": "groove_cli.api", "Index": "groove_cli.api", "Filters": "groove_cli.api",
+           "Results": "groove_cli.results", "SearchHit": "groove_cli.retrieve.pipeline",
+           "GrooveError": "groove_cli.errors"}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported on first use; `__version__` from the installed metadata
+    (importlib.metadata is too slow to pay at every start-up)."""
+    if name in _PUBLIC:
+        import importlib
+
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
     if name != "__version__":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from importlib.metadata import PackageNotFoundError, version

@@ -45,7 +45,7 @@ from groove_cli.render import output
 
 if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays light
     from groove_cli.index import IndexReport
-    from groove_cli.retrieve.searcher import SearchOutcome
+    from groove_cli.results import Results
     from groove_cli.status import DoctorReport, StatusReport
 
 app = typer.Typer(
@@ -145,7 +145,7 @@ def index_cmd(
 
     Example: `groove index --kb-path ~/notes`
     """
-    from groove_cli.index import IndexOptions, index_kb
+    from groove_cli.api import Index
     from groove_cli.render.progress import progress_for
     from groove_cli.signals import StopFlag
 
@@ -158,11 +158,10 @@ def index_cmd(
         paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True,
                               announce=not quiet)
         assert paths.kb is not None
-        options = IndexOptions.from_settings(paths.settings, paths.kb, paths.db, force=force,
-                                             verbose=verbose, quiet=quiet)
         stop = StopFlag()
         with stop.installed(), progress_for(quiet=quiet, plain_lines=progress) as bar:
-            return index_kb(options, bar, stop.is_set)
+            return Index(paths.settings, paths.kb, paths.db).index(
+                force=force, progress=bar, stop=stop.is_set, verbose=verbose, quiet=quiet)
 
     report = run_core(run)
     output.print_index_done(report)
@@ -183,7 +182,7 @@ def status_cmd(
 
     Example: `groove status --kb-path ~/notes`
     """
-    from groove_cli.status import settings_status
+    from groove_cli.api import Index
 
     fmt = check_format(format, ("text", "json"))
 
@@ -195,7 +194,7 @@ def status_cmd(
             messages.note(f"no index found at {paths.db}. Run `groove index --kb-path {hint}` first.")
             return None
         try:
-            return settings_status(paths.settings, paths.db, paths.kb)
+            return Index(paths.settings, paths.kb, paths.db).status()
         except IndexMissing as missing:
             if isinstance(paths.db, Path):
                 raise
@@ -220,14 +219,13 @@ def doctor_cmd(
 
     Example: `groove doctor --kb-path ~/notes`
     """
-    from groove_cli.status import run_doctor
+    from groove_cli.api import Index
 
     fmt = check_format(format, ("text", "json"))
 
     def run() -> DoctorReport:
         paths = resolve_paths(ctx, kb_flags(kb_path), kb_required=False)
-        return run_doctor(paths.db, paths.kb, config.models_dir(paths.settings),
-                          reranker=paths.settings.str_("reranker"))
+        return Index(paths.settings, paths.kb, paths.db).doctor()
 
     report = run_core(run)
     output.print_doctor(report, fmt)
@@ -274,18 +272,17 @@ def search_cmd(
     * `groove search "retry budget" --kb-path ~/notes --format text`
     * `groove search "再ランキング -評価" --mode fts`
     """
+    from groove_cli.api import Index
     from groove_cli.render import search as render_search
     from groove_cli.retrieve.query import compile_query
-    from groove_cli.retrieve.searcher import run_search
 
     fmt = check_format(format, ("json", "text", "files"))
     verbose(verbose_flag)
 
-    def run() -> SearchOutcome:
+    def run() -> Results:
         if min_confidence_ratio is not None and not (
                 math.isfinite(min_confidence_ratio) and min_confidence_ratio >= 0):
             raise UsageError(f"--min-confidence-ratio {min_confidence_ratio} must be finite and >= 0")
-        filters.check()
         flags = retrieval.config_flags()
         flags.update(kb_flags(kb_path, model=model, reranker=reranker,
                               **{"search.min_confidence_ratio": min_confidence_ratio,
@@ -295,13 +292,12 @@ def search_cmd(
                                                         min_relevance)}))
         compile_query(query)  # an empty query is a usage error before any file is read
         paths = resolve_paths(ctx, flags, kb_required=False)
-        return run_search(paths.settings, paths.db, paths.kb, query, limit=limit,
-                          filters=filters.spec(paths.settings), explicit_ratio=min_confidence_ratio)
+        with Index(paths.settings, paths.kb, paths.db) as index:
+            return index.search(query, limit=limit, filters=filters.filters())
 
-    outcome = run_core(run)
-    render_search.print_search(outcome.result, outcome.params, fmt, explain=explain,
-                               filter_applied=outcome.filter_applied, kb_root=outcome.kb_root,
-                               no_color=no_color)
+    results = run_core(run)
+    messages.replay(results.messages)
+    render_search.print_search(results, fmt, explain=explain, no_color=no_color)
 
 
 # --------------------------------------------------------------------------- get

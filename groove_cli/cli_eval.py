@@ -106,14 +106,7 @@ def eval_cmd(
     """
     if ctx.invoked_subcommand is not None:  # `groove eval compare …`
         return
-    from groove_cli.evaluate.runner import (
-        EvalRequest,
-        effective_limit,
-        gate_metric_from,
-        k_values_from,
-        run_eval,
-    )
-    from groove_cli.retrieve.params import eval_reranker
+    from groove_cli.api import Index
 
     # an ablation is no eval run: it has no testcases for JUnit
     fmt = check_format(format, ("text", "json", "markdown") if ablate
@@ -124,26 +117,22 @@ def eval_cmd(
         flags = retrieval.config_flags()
         flags.update(kb_flags(kb_path, model=model, reranker=reranker))
         paths = resolve_paths(ctx, flags, kb_required=True)
-        assert paths.kb is not None
-        s = paths.settings
-        k_values = k_values_from(s, k)
-        request = EvalRequest(
-            settings=s, db=paths.db, kb=paths.kb, golden=golden, k_values=k_values,
-            limit=effective_limit(limit, k_values), reranker=eval_reranker(s),
-            no_history=no_history, no_diff=no_diff, fail_on_regression=fail_on_regression,
-            baseline=baseline, save_baseline=save_baseline, max_drop=max_drop,
-            gate_metric=gate_metric_from(gate_metric, k_values), topics=topics,
-            trec_run=trec_run)
+        index = Index(paths.settings, paths.kb, paths.db)
+        options = dict(no_diff=no_diff, fail_on_regression=fail_on_regression,
+                       baseline=baseline, save_baseline=save_baseline, max_drop=max_drop,
+                       gate_metric=gate_metric, topics=topics, trec_run=trec_run)
         if ablate:
             from groove_cli.evaluate.ablate import run_ablation
 
-            return run_ablation(request)
-        return run_eval(request)
+            return run_ablation(index.eval_request(golden, k=k, limit=limit,
+                                                   history=not no_history, **options))
+        return index.evaluate(golden, k=k, limit=limit, history=not no_history, **options)
 
     outcome = run_core(run)
     if isinstance(outcome, dict):
         output.print_ablation(outcome, fmt)
         return
+    messages.replay(outcome.messages)
     output.print_eval(outcome, fmt, no_color=no_color, gated=fail_on_regression)
     if outcome.regression_error:
         messages.error(outcome.regression_error)

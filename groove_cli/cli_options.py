@@ -10,21 +10,22 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from typer.core import TyperGroup
 
 from groove_cli import config, failures, messages
 from groove_cli.config import Settings, load_settings
-from groove_cli.dbfile import refuse_linked_index
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from groove_cli.api import Filters
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -90,12 +91,17 @@ def settings_for(ctx: typer.Context, flags: dict[str, object], *, announce: bool
                  ) -> Settings:
     """Resolve the settings with these flags; announce which config file (if any) was loaded."""
     settings = load_settings(global_options(ctx).config, flags)
-    if announce:  # only with --verbose: a user who wonders which file applied asks for it
-        if settings.config is not None:
-            messages.detail(f"loaded config: {settings.config.path}")
-        else:
-            messages.detail("no config file; using built-in defaults")
+    if announce:
+        announce_config(settings)
     return settings
+
+
+def announce_config(settings: Settings) -> None:
+    """Which config file applied: only with --verbose, for a user who wonders."""
+    if settings.config is not None:
+        messages.detail(f"loaded config: {settings.config.path}")
+    else:
+        messages.detail("no config file; using built-in defaults")
 
 
 def set_flags(**pairs: object) -> dict[str, object]:
@@ -132,19 +138,15 @@ class Paths:
 
 def resolve_paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: bool,
                   announce: bool = True) -> Paths:
-    """Settings, the KB folder and the index file of a command (cli.md §1), once the SQLite
-    runtime is known to be usable."""
-    from groove_cli.store import check_runtime
+    """Settings, the KB folder and the index of a command (cli.md §1), resolved as the public
+    API resolves them (`api.resolve`), once the SQLite runtime is known to be usable."""
+    from groove_cli.api import resolve
 
-    settings = settings_for(ctx, flags, announce=announce)
-    db_flag = global_options(ctx).db
-    kb = config.kb_path(settings, required=kb_required and db_flag is None)
-    if kb_required and kb is None:
-        kb = config.kb_path(settings, required=True)
-    db = config.index_location(settings, db_flag, kb)
-    if isinstance(db, Path):
-        check_runtime()
-        refuse_linked_index(db, explicit=db_flag is not None)
+    options = global_options(ctx)
+    settings, kb, db, _ = resolve(db=options.db, config_file=options.config,
+                                  kb_required=kb_required, flags=flags)
+    if announce:
+        announce_config(settings)
     return Paths(settings, kb, db)
 
 
@@ -328,22 +330,15 @@ class FilterFlags:
     min_quality: float | None = None
     include_low_quality: bool = False
 
-    def check(self) -> None:
-        if self.min_quality is not None and not math.isfinite(self.min_quality):
-            raise UsageError(f"--min-quality {self.min_quality} must be finite")
+    def filters(self) -> Filters:
+        """The public API's Filters (checked and resolved against settings by the search)."""
+        from groove_cli.api import Filters
 
-    def spec(self, settings: Settings) -> Any:
-        """The FilterSpec (quality threshold: --include-low-quality > --min-quality > config)."""
-        from groove_cli.retrieve.filters import FilterSpec, split_tags
-        from groove_cli.retrieve.params import quality_threshold
-
-        return FilterSpec(
-            quality_threshold=quality_threshold(settings, min_quality=self.min_quality,
-                                                include_low_quality=self.include_low_quality),
-            category=self.category, topic=self.topic, path_globs=tuple(self.path_glob or ()),
-            tags_any=split_tags(self.tag_any or (), flag="--tag-any"),
-            tags_all=split_tags(self.tag_all or (), flag="--tag-all"),
-            date_from=self.date_from, date_to=self.date_to)
+        return Filters(path_glob=tuple(self.path_glob or ()), tag_any=tuple(self.tag_any or ()),
+                       tag_all=tuple(self.tag_all or ()), category=self.category,
+                       topic=self.topic, date_from=self.date_from, date_to=self.date_to,
+                       min_quality=self.min_quality,
+                       include_low_quality=self.include_low_quality)
 
 
 FILTER_OPTIONS: dict[str, Any] = {

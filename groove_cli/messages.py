@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 
 from groove_cli.dburl import mask
 from groove_cli.text import printable
@@ -17,6 +20,22 @@ from groove_cli.text import printable
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 
 Sink = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A warning or note the core gave during one call, kept as data (`capture`)."""
+
+    kind: str
+    """`warning`, `note` or `detail` (a note only a curious user needs)."""
+    text: str
+    """The message without its `groove: kind:` prefix."""
+
+    def __str__(self) -> str:
+        return self.text
+
+
+_captured: ContextVar[list[Message] | None] = ContextVar("groove_captured", default=None)
 
 
 def _stderr_sink(line: str) -> None:
@@ -55,6 +74,39 @@ def _emit(level: str, text: str) -> None:
         _sink(printable(text))  # a note's ESC/BEL/NUL in a path must not reach the terminal
 
 
+def _kept(kind: str, message: str) -> bool:
+    """Keep the message in the caller's capture list, if one is active in this context."""
+    captured = _captured.get()
+    if captured is None:
+        return False
+    captured.append(Message(kind, message))
+    return True
+
+
+@contextmanager
+def capture() -> Iterator[list[Message]]:
+    """Collect the warnings and notes given inside the block (in this thread and context)
+    instead of writing them: the public API returns them with its result, per call, so a
+    server or library caller gets each request's own. Should the block fail, what it
+    collected is written after all, so a command's warnings still precede its error."""
+    collected: list[Message] = []
+    token = _captured.set(collected)
+    try:
+        yield collected
+    except BaseException:
+        _captured.reset(token)
+        replay(collected)
+        raise
+    _captured.reset(token)
+
+
+def replay(collected: list[Message] | tuple[Message, ...]) -> None:
+    """Write messages kept by `capture` as they would have been written at the time."""
+    writers = {"warning": warning, "note": note, "detail": detail}
+    for message in collected:
+        writers[message.kind](message.text)
+
+
 def error(message: str) -> None:
     """`groove: error: {message}`."""
     _emit("error", f"groove: error: {message}")
@@ -62,17 +114,23 @@ def error(message: str) -> None:
 
 def warning(message: str) -> None:
     """`groove: warning: {message}`."""
+    if _kept("warning", message):
+        return
     _emit("warning", f"groove: warning: {message}")
 
 
 def note(message: str) -> None:
     """`groove: note: {message}` at level info."""
+    if _kept("note", message):
+        return
     _emit("info", f"groove: note: {message}")
 
 
 def detail(message: str) -> None:
     """`groove: note: {message}` that only a curious user needs (which config file was loaded,
     what a report already shows): written with `--verbose` or GROOVE_LOG=debug."""
+    if _kept("detail", message):
+        return
     if _verbose or threshold() <= LEVELS["debug"]:
         _sink(f"groove: note: {message}")
 

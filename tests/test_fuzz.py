@@ -23,6 +23,7 @@ from groove_cli.errors import ConfigError, GoldenError, GrooveError, UsageError
 from groove_cli.evaluate.golden import load_golden
 from groove_cli.evaluate.history import HISTORY_NAME, load_history
 from groove_cli.render.search import print_search
+from groove_cli.results import Results
 from groove_cli.retrieve.filters import FilterSpec, compile_filters, glob_to_regex
 from groove_cli.retrieve.pipeline import SearchParams, search
 from groove_cli.retrieve.query import compile_query
@@ -203,6 +204,6 @@ def test_full_text_search_and_rendering(tiny_index: Groove, capsys: pytest.Captu
         result = search(reader, compiled, params, vector=None, knn=reader.vec_search, dim=DIM)
     finally:
         reader.close()
-    print_search(result, params, fmt, explain=True, filter_applied={})
+    print_search(Results("q", result, params), fmt, explain=True)
     out = capsys.readouterr().out
     out.encode("utf-8")  # what reaches stdout must be encodable

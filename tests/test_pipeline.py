@@ -1015,7 +1015,7 @@ def test_whole_document_row_limit_falls_through(tmp_path: Path) -> None:
 
 
 def test_expanded_from_in_json(parent: Store) -> None:
-    from groove_cli.render.search import hit_json
+    from groove_cli.results import hit_json
 
     expanded = hit_json(_parent(parent, "walrus").hits[0], explain=False)
     assert list(expanded) == ["score", "relevance", "path", "abs_path", "line_start", "line_end", "title",

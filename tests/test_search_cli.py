@@ -27,6 +27,7 @@ from typer.testing import CliRunner, Result
 from groove_cli.cli import app
 from groove_cli.index import IndexOptions, index_kb
 from groove_cli.render.search import print_search
+from groove_cli.results import Results
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.pipeline import SearchResult, search
 from groove_cli.retrieve.query import compile_query
@@ -565,7 +566,7 @@ def test_text_format_heading_less_hit(tmp_path: Path, capsys: pytest.CaptureFixt
         tmp_path / "index.db", DocumentRow("loose.md", None, None, None, None, (), None, "h", 1, "t"),
         [ChunkRow(0, None, None, (), "a loose thought", None, 4, 1.0),
          ChunkRow(1, "Later", 2, (), "another thought", None, 4, 1.0)])
-    print_search(result, params, "text", explain=False, filter_applied={})
+    print_search(Results("q", result, params), "text", explain=False)
     assert capsys.readouterr().out == (
         "# loose.md\nloose.md\nscore: 1.0000\nmatch_spans: \"thought\"\n\na loose thought"
         "\n\n---\n\n"
@@ -744,13 +745,13 @@ def test_control_characters_are_escaped_in_text_and_files(
         tmp_path / "index.db",
         DocumentRow("evil\nname.md", "T\x1b[2J", None, None, None, ("a\x07",), None, "h", 1, "t"),
         [ChunkRow(0, "H\x00", 2, (), "ring \x07 the thought\x1b]0;x\x07", None, 4, 1.0)])
-    print_search(result, params, "files", explain=False, filter_applied={})
+    print_search(Results("q", result, params), "files", explain=False)
     assert capsys.readouterr().out == "evil\\nname.md\n"
-    print_search(result, params, "text", explain=False, filter_applied={})
+    print_search(Results("q", result, params), "text", explain=False)
     assert capsys.readouterr().out == (
         "# T\\x1b[2J\nevil\\nname.md  § H\\x00\nscore: 1.0000\ntags: a\\x07\n"
         "match_spans: \"thought\"\n\nring \\x07 the thought\\x1b]0;x\\x07\n")
-    print_search(result, params, "json", explain=False, filter_applied={})
+    print_search(Results("q", result, params), "json", explain=False)
     hit = json.loads(capsys.readouterr().out)["results"][0]
     assert (hit["path"], hit["title"], hit["content"]) == (
         "evil\nname.md", "T\x1b[2J", "ring \x07 the thought\x1b]0;x\x07")

@@ -129,14 +129,14 @@ def run_ablation(req: EvalRequest) -> dict[str, Any]:
         sample = latency_sample(len(compiled))
         rows: list[dict[str, Any]] = []
         runs: list[dict[str, Any]] = []
-        with searcher.pinned(extra_readers(len(compiled), first.reranker is not None)):
+        with searcher.pinned(extra_readers(len(compiled), first.reranker is not None)) as readers:
 
             def timed(batch: Batch) -> list[float]:
                 """Search latency of the sampled queries, one at a time on one connection."""
                 latency = []
                 for i in sample:
                     start = time.perf_counter()
-                    searcher.search_prepared(batch, i)
+                    searcher.search_prepared(batch, i, readers[0])
                     latency.append((time.perf_counter() - start) * 1000)
                 return latency
 
@@ -145,7 +145,7 @@ def run_ablation(req: EvalRequest) -> dict[str, Any]:
                 batch = first if variant.name == "default" else searcher.prepare(
                     [variant.shape(q) for q in compiled], variant.params)
                 # every query's hits the way eval searches them (batched KNN, all cores)
-                hits = [hit_records(r) for r in searcher.run_batch(batch)]
+                hits = [hit_records(r) for r in searcher.run_batch(batch, readers)]
                 latency = timed(batch)
                 metrics = [score_query(q.expected, h, req.k_values)
                            for q, h in zip(golden.queries, hits, strict=True)]

@@ -18,6 +18,7 @@ from groove_cli.evaluate.golden import Expected, GoldenQuery
 from groove_cli.evaluate.history import corpus_changed, diff_aggregates, query_regressions
 from groove_cli.evaluate.metrics import HitRecord, QueryMetrics
 from groove_cli.evaluate.stats import bootstrap_ci
+from groove_cli.messages import Message
 
 if TYPE_CHECKING:
     from groove_cli.evaluate.baseline import Comparison
@@ -228,6 +229,8 @@ class EvalReport:
     """Against `--baseline`, or the gate's history fallback; None when neither applies."""
     golden: Path | None = None
     """The golden file that was read (the JUnit suite and the Markdown title name it)."""
+    messages: tuple[Message, ...] = ()
+    """The warnings and notes the run gave (the public API returns them; the CLI prints them)."""
 
     @property
     def show_diff(self) -> bool:

@@ -213,7 +213,8 @@ def run_eval(req: EvalRequest) -> EvalReport:
         compiled = compile_golden(golden)
         batch = searcher.prepare(compiled, params)
         readers = extra_readers(len(compiled), batch.reranker is not None)
-        with searcher.pinned(readers) as store:
+        with searcher.pinned(readers) as pinned:
+            store = pinned[0]
             golden_index_warnings(store, golden)
             rows = list(store.corpus_rows())
             documents = store.document_count()
@@ -224,7 +225,7 @@ def run_eval(req: EvalRequest) -> EvalReport:
                 scan = side.submit(quoted_needles, golden.queries,
                                    [(r[0], r[2], r[4], r[3]) for r in rows])
                 side.submit(warm_draws, sum(1 for q in golden.queries if q.expected))
-                hits = [hit_records(result) for result in searcher.run_batch(batch)]
+                hits = [hit_records(result) for result in searcher.run_batch(batch, pinned)]
         metrics: list[QueryMetrics] = [
             score_query(q.expected, h, req.k_values) for q, h in zip(golden.queries, hits, strict=True)
         ]

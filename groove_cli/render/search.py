@@ -3,47 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from groove_cli import messages
 from groove_cli.render.output import print_json
-from groove_cli.render.terminal import Painter, absolute, location, shown_path
+from groove_cli.render.terminal import Painter, location, shown_path
+from groove_cli.results import Results, absolute
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.pipeline import SearchHit, SearchResult
 from groove_cli.text import printable
-
-
-def hit_json(hit: SearchHit, explain: bool, kb_root: str | Path | None = None) -> dict[str, Any]:
-    chunk = hit.chunk
-    full = absolute(kb_root, chunk.path)
-    doc: dict[str, Any] = {
-        "score": hit.score,
-        "relevance": hit.relevance,
-        "path": chunk.path,
-        "abs_path": str(full) if full is not None else None,
-        "line_start": chunk.line_start,
-        "line_end": chunk.line_end,
-        "title": chunk.title,
-        "heading": chunk.heading,
-        "topic": chunk.topic,
-        "date": chunk.date,
-        "tags": list(chunk.tags),
-        "content": hit.content,
-    }
-    if hit.match_spans is not None:
-        doc["match_spans"] = [{"start": s, "end": e} for s, e in hit.match_spans]
-    if hit.expanded_from is not None:
-        doc["expanded_from"] = hit.expanded_from
-    if explain:
-        e = hit.explain
-        doc["explain"] = {
-            "fts_rank": e.fts_rank, "fts_word_rank": e.fts_word_rank,
-            "fts_cjk_rank": e.fts_cjk_rank, "vec_rank": e.vec_rank,
-            "fused_rank": e.fused_rank,
-            "fused_raw": e.fused_raw, "fused_score": e.fused_score, "rerank_rank": e.rerank_rank,
-            "rerank_score": e.rerank_score, "mmr_rank": e.mmr_rank,
-        }
-    return doc
 
 
 def _rank(value: int | None) -> str:
@@ -111,20 +78,15 @@ def display_title(hit: SearchHit) -> str:
     return hit.chunk.title or hit.chunk.path.rsplit("/", 1)[-1]
 
 
-def print_search(result: SearchResult, params: SearchParams, fmt: str, *, explain: bool,
-                 filter_applied: dict[str, object], kb_root: str | Path | None = None,
-                 no_color: bool = False) -> None:
-    """Print a search result; `kb_root` (the indexed KB folder) turns KB-relative paths into
-    ones that open from the working directory."""
+def print_search(results: Results, fmt: str, *, explain: bool, no_color: bool = False) -> None:
+    """Print a search's results; its `kb_root` (the indexed KB folder) turns KB-relative paths
+    into ones that open from the working directory."""
+    result, params, kb_root = results.result, results.params, results.kb_root
     if explain:
         explain_stderr(result, params)
     weak = _weak_text(result, params)
     if fmt == "json":
-        print_json({
-            "results": [hit_json(hit, explain, kb_root) for hit in result.hits],
-            "low_confidence": result.low_confidence,
-            "filter_applied": filter_applied,
-        })
+        print_json(results.to_json(explain=explain))
         return
     painter = Painter(no_color=no_color)
     if fmt == "files":

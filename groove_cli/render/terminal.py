@@ -14,18 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from groove_cli.render.output import use_color
+from groove_cli.results import absolute
 from groove_cli.text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
-
-
-def absolute(kb_root: str | Path | None, rel: str) -> Path | None:
-    """The file of a KB-relative path, or None when the KB root is unknown."""
-    if not kb_root:
-        return None
-    return Path(kb_root, *rel.split("/"))
 
 
 def shown_path(kb_root: str | Path | None, rel: str) -> str:

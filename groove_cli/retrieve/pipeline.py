@@ -76,6 +76,27 @@ class SearchHit:
     features: tuple[float, ...] = ()
     """The evidence `relevance` was computed from (relevance.FEATURES order)."""
 
+    @property
+    def path(self) -> str:
+        """The note's path relative to the KB folder (POSIX separators)."""
+        return self.chunk.path
+
+    @property
+    def line_start(self) -> int | None:
+        return self.chunk.line_start
+
+    @property
+    def line_end(self) -> int | None:
+        return self.chunk.line_end
+
+    @property
+    def heading(self) -> str | None:
+        return self.chunk.heading
+
+    @property
+    def title(self) -> str | None:
+        return self.chunk.title
+
 
 @dataclass(frozen=True, slots=True)
 class SearchTrace:

@@ -10,6 +10,7 @@ the pipeline; `search_many` runs a batch with one embedding batch and one batche
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import hashlib
 import itertools
@@ -26,7 +27,6 @@ from groove_cli import config, messages
 from groove_cli.config import Settings
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import ModelError
-from groove_cli.retrieve.filters import FilterSpec, compile_filters, filter_applied
 from groove_cli.retrieve.legs import (
     Knn,
     VectorRows,
@@ -37,14 +37,9 @@ from groove_cli.retrieve.legs import (
 )
 from groove_cli.retrieve.params import (
     SearchParams,
-    build_params,
-    clamp_limit,
-    query_warnings,
-    search_reranker,
-    settings_warnings,
 )
 from groove_cli.retrieve.pipeline import SearchResult, pool_sizes, search
-from groove_cli.retrieve.query import CompiledQuery, compile_query
+from groove_cli.retrieve.query import CompiledQuery
 from groove_cli.retrieve.rerank import Reranker
 from groove_cli.runtime_model import RuntimeModel, recorded_model, runtime_model, warn_digest
 from groove_cli.store import Store, open_reader, put_cache
@@ -72,7 +67,12 @@ def cache_key(sha256: str, max_length: int, query_prefix: str, positive_text: st
 
 @dataclass
 class Searcher:
-    """An open read-only index plus the runtime model, resolved lazily (see the module doc)."""
+    """An open read-only index plus the runtime model, resolved lazily (see the module doc).
+
+    Safe to share between threads: the models and the vector snapshot are loaded once under a
+    lock, and each search borrows a read connection from a pool (opened on demand), so
+    concurrent searches never share a connection or per-call state.
+    """
 
     store: Store | PgStore
     db: IndexLocation
@@ -80,13 +80,15 @@ class Searcher:
     runtime: RuntimeModel
     models_dir: Path
     offline: bool
-    embed_ms: float = 0.0
     _embedder: Embedder | None = field(default=None, repr=False)
     _snapshot: VectorSnapshot | None = field(default=None, repr=False)
     loaded_model: bool = False
     reranker_name: str | None = None
     _reranker: CrossEncoder | None = field(default=None, repr=False)
-    _readers: tuple[Store | PgStore, ...] = field(default=(), repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    _idle: list[Store | PgStore] = field(default_factory=list, repr=False)
+    _opened: list[Store | PgStore] = field(default_factory=list, repr=False)
+    kb_hint: str = "<path>"
 
     @classmethod
     def open(cls, db: IndexLocation, kb: Path | None, *, model: str | None, max_length: int | None,
@@ -123,7 +125,7 @@ class Searcher:
             store.close()
             raise
         return cls(store, db, meta, runtime, models_dir, offline,
-                   reranker_name=None if reranker == "none" else reranker)
+                   reranker_name=None if reranker == "none" else reranker, kb_hint=kb_hint)
 
     @classmethod
     def from_settings(cls, settings: Settings, db: IndexLocation, kb: Path | None, *,
@@ -134,6 +136,9 @@ class Searcher:
                         models_dir=config.models_dir(settings), offline=config.offline_mode(),
                         reranker=reranker, embeds=embeds)
 
+    def __post_init__(self) -> None:
+        self._idle.append(self.store)
+
     @property
     def dim(self) -> int:
         return self.runtime.dim
@@ -142,61 +147,85 @@ class Searcher:
     def context_mode(self) -> str:
         return self.meta.get("context_mode", "off")
 
+    @contextmanager
+    def reader(self) -> Iterator[Store | PgStore]:
+        """A read connection for one call: the Searcher's own when free, else another from
+        the pool, opened on first need and kept for the next call."""
+        with self._lock:
+            store = self._idle.pop() if self._idle else None
+        if store is None:
+            store = open_reader(self.db, self.kb_hint)
+            with self._lock:
+                self._opened.append(store)
+        try:
+            yield store
+        finally:
+            with self._lock:
+                self._idle.append(store)
+
     def _load_embedder(self, texts: Sequence[str] = ()) -> Embedder:
         """The embedder, loaded on first use; `texts` are what it is loaded for (a few short
         queries let it skip building the full tokenizer)."""
-        if self._embedder is None:
-            from groove_cli.models import Embedder, resolve_model
-            from groove_cli.models.embedder import fits_piece_table
+        with self._lock:
+            if self._embedder is None:
+                from groove_cli.models import Embedder, resolve_model
+                from groove_cli.models.embedder import fits_piece_table
 
-            model = resolve_model(self.runtime.name, self.models_dir, offline=self.offline)
-            warn_digest(self.meta, model.name, model.sha256)
-            self.runtime = RuntimeModel(model.name, self.runtime.dim, self.runtime.max_length,
-                                        model.sha256, self.runtime.query_prefix)
-            self._embedder = Embedder.load(model, max_length=self.runtime.max_length,
-                                           few_queries=bool(texts) and fits_piece_table(texts))
-            self.loaded_model = True
-        return self._embedder
+                model = resolve_model(self.runtime.name, self.models_dir, offline=self.offline)
+                warn_digest(self.meta, model.name, model.sha256)
+                self.runtime = RuntimeModel(model.name, self.runtime.dim,
+                                            self.runtime.max_length, model.sha256,
+                                            self.runtime.query_prefix)
+                self._embedder = Embedder.load(model, max_length=self.runtime.max_length,
+                                               few_queries=bool(texts) and fits_piece_table(texts))
+                self.loaded_model = True
+            return self._embedder
 
-    def query_vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
-        """Vectors for positive query texts: cache first, then one embedding batch for misses."""
+    def query_vectors(self, texts: Sequence[str], store: Store | PgStore | None = None
+                      ) -> list[npt.NDArray[np.float32]]:
+        """Vectors for positive query texts: cache first (read through `store`, default the
+        Searcher's own), then one embedding batch for the misses."""
         if not texts:
             return []
-        start = time.perf_counter()
         if self.runtime.sha256 is None:
             self._load_embedder()
-        assert self.runtime.sha256 is not None
-        keys = [cache_key(self.runtime.sha256, self.runtime.max_length, self.runtime.query_prefix,
-                          text) for text in texts]
-        cached = self.store.cache_get(keys)
+        runtime = self.runtime
+        assert runtime.sha256 is not None
+        keys = [cache_key(runtime.sha256, runtime.max_length, runtime.query_prefix, text)
+                for text in texts]
+        cached = (store or self.store).cache_get(keys)
         missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in cached}
         if missing:
             misses = list(missing.values())
             vectors = self._load_embedder(misses).embed_queries(misses)
             fresh = dict(zip(missing, vectors, strict=True))
-            put_cache(self.store, list(fresh.items()))
+            put_cache(store or self.store, list(fresh.items()))
             cached.update(fresh)
-        self.embed_ms = (time.perf_counter() - start) * 1000
         return [cached[key] for key in keys]
 
-    def knn(self, *, batch: bool = False) -> Knn:
-        """The vector leg's KNN: the numpy snapshot when current, else vec0 (or an in-memory
-        snapshot for batch commands, which amortise the one scan)."""
+    def knn(self, *, batch: bool = False, store: Store | PgStore | None = None) -> Knn:
+        """The vector leg's KNN: the numpy snapshot when current, else vec0 through `store`
+        (default the Searcher's own), or an in-memory snapshot for batch commands, which
+        amortise the one scan."""
         from groove_cli.vectors import SnapshotStamp, VectorSnapshot, vec0_knn
 
-        if not isinstance(self.store, Store):
-            if not self.store.exact_vectors():
-                return vec0_knn(self.store)  # Postgres: the KB's HNSW index
-            if self._snapshot is None:  # Postgres, vector_index = exact: all vectors, once
-                self._snapshot = VectorSnapshot.from_store(self.store, self.dim)
-            return self._snapshot.knn
-        if self._snapshot is None and isinstance(self.db, Path):
-            self._snapshot = VectorSnapshot.load(self.db, SnapshotStamp.of(self.store), self.dim)
-            if self._snapshot is None and batch:
-                self._snapshot = VectorSnapshot.from_store(self.store, self.dim)
-        if self._snapshot is not None:
-            return self._snapshot.knn
-        return vec0_knn(self.store)
+        reader = store or self.store
+        with self._lock:
+            if not isinstance(reader, Store):
+                assert not isinstance(self.store, Store)
+                if not self.store.exact_vectors():
+                    return vec0_knn(reader)  # Postgres: the KB's HNSW index
+                if self._snapshot is None:  # Postgres, vector_index = exact: all vectors, once
+                    self._snapshot = VectorSnapshot.from_store(reader, self.dim)
+                return self._snapshot.knn
+            if self._snapshot is None and isinstance(self.db, Path):
+                self._snapshot = VectorSnapshot.load(self.db, SnapshotStamp.of(reader),
+                                                     self.dim)
+                if self._snapshot is None and batch:
+                    self._snapshot = VectorSnapshot.from_store(reader, self.dim)
+            if self._snapshot is not None:
+                return self._snapshot.knn
+        return vec0_knn(reader)
 
     def _vector_rows(self) -> VectorRows | None:
         """The loaded snapshot's vectors by id, for the hits' cosines (None: read the store)."""
@@ -213,13 +242,14 @@ class Searcher:
         """The reranker the Searcher was opened with, loaded on first use (None: no reranker)."""
         if self.reranker_name is None:
             return None
-        if self._reranker is None:
-            from groove_cli.models import CrossEncoder, resolve_model
+        with self._lock:
+            if self._reranker is None:
+                from groove_cli.models import CrossEncoder, resolve_model
 
-            model = resolve_model(self.reranker_name, self.models_dir, kind="reranker",
-                                  offline=self.offline)
-            self._reranker = CrossEncoder.load(model)
-        return self._reranker
+                model = resolve_model(self.reranker_name, self.models_dir, kind="reranker",
+                                      offline=self.offline)
+                self._reranker = CrossEncoder.load(model)
+            return self._reranker
 
     def batch_neighbours(self, queries: Sequence[CompiledQuery],
                          vectors: Sequence[npt.NDArray[np.float32]], count: int
@@ -249,16 +279,20 @@ class Searcher:
         return dataclasses.replace(params, calibration=default_calibration(self.runtime.name))
 
     def search(self, query: CompiledQuery, params: SearchParams) -> SearchResult:
-        """One query through the pipeline: its vector (cache first) only when the vector leg
-        runs, the KNN source, the reranker when `params.rerank`."""
+        """One query through the pipeline on a pooled connection: its vector (cache first) only
+        when the vector leg runs, the KNN source, the reranker when `params.rerank`."""
         params = self.calibrated(params)
         legs = legs_to_run(query, params)
-        vector = self.query_vectors([query.positive_text])[0] if legs.vector else None
         reranker = self.reranker if params.rerank else None
-        knn = self.knn() if legs.vector else None
-        return search(self.store, query, params, vector=vector, knn=knn, reranker=reranker,
-                      dim=self.dim, embed_ms=self.embed_ms if legs.vector else None,
-                      vectors=self._vector_rows())
+        with self.reader() as store:
+            vector, knn, embed_ms = None, None, None
+            if legs.vector:
+                start = time.perf_counter()
+                vector = self.query_vectors([query.positive_text], store)[0]
+                embed_ms = (time.perf_counter() - start) * 1000
+                knn = self.knn(store=store)
+            return search(store, query, params, vector=vector, knn=knn, reranker=reranker,
+                          dim=self.dim, embed_ms=embed_ms, vectors=self._vector_rows())
 
     def prepare(self, queries: Sequence[CompiledQuery], params: SearchParams) -> Batch:
         """A batch's query vectors (cache first, one embedding batch for the misses), the
@@ -275,39 +309,44 @@ class Searcher:
                      reranker)
 
     @contextmanager
-    def pinned(self, extra_readers: int = 0) -> Iterator[Store | PgStore]:
-        """One consistent state for a batch: the Searcher's read transaction plus
-        `extra_readers` connections pinned to the same committed state (`run_batch` spreads
-        the queries over them). Yields the main store for reads that must see that state."""
-        with self.store.pinned_readers(extra_readers) as stores:
-            self._readers = tuple(stores)
-            try:
-                yield self.store
-            finally:
-                self._readers = ()
+    def pinned(self, extra_readers: int = 0) -> Iterator[tuple[Store | PgStore, ...]]:
+        """One consistent state for a batch: a read transaction on a pooled connection plus
+        `extra_readers` connections pinned to the same committed state. Yields them all, the
+        first for reads that must see that state; `run_batch` spreads the queries over them."""
+        with self.reader() as store, store.pinned_readers(extra_readers) as stores:
+            yield tuple(stores)
 
-    def run_batch(self, batch: Batch) -> list[SearchResult]:
-        """The prepared batch through the pipeline, on the pinned readers when inside
-        `pinned` (else on the Searcher's connection), results in query order."""
-        return search_all(self._readers or (self.store,), batch, self.dim, self._vector_rows())
+    def run_batch(self, batch: Batch, readers: Sequence[Store | PgStore] = ()
+                  ) -> list[SearchResult]:
+        """The prepared batch through the pipeline, on `readers` (from `pinned`; default the
+        Searcher's connection), results in query order."""
+        return search_all(readers or (self.store,), batch, self.dim, self._vector_rows())
 
-    def search_prepared(self, batch: Batch, index: int) -> SearchResult:
-        """One query of a prepared batch on the Searcher's connection, with its vector from the
-        batch and the KNN source a single search uses (eval --ablate times these searches
-        without the embedding)."""
+    def search_prepared(self, batch: Batch, index: int, store: Store | PgStore | None = None
+                        ) -> SearchResult:
+        """One query of a prepared batch on `store` (default the Searcher's connection), with
+        its vector from the batch and the KNN source a single search uses (eval --ablate times
+        these searches without the embedding)."""
         vector = batch.vectors.get(index)
-        knn = self.knn(batch=True) if vector is not None else None
-        return search(self.store, batch.queries[index], batch.params, vector=vector, knn=knn,
+        reader = store or self.store
+        knn = self.knn(batch=True, store=reader) if vector is not None else None
+        return search(reader, batch.queries[index], batch.params, vector=vector, knn=knn,
                       reranker=batch.reranker, dim=self.dim, vectors=self._vector_rows())
 
     def search_many(self, queries: Sequence[CompiledQuery], params: SearchParams
                     ) -> list[SearchResult]:
         """Every query through the pipeline over one consistent state of the index."""
         batch = self.prepare(queries, params)
-        with self.pinned(extra_readers(len(queries), batch.reranker is not None)):
-            return self.run_batch(batch)
+        with self.pinned(extra_readers(len(queries), batch.reranker is not None)) as readers:
+            return self.run_batch(batch, readers)
 
     def close(self) -> None:
+        """Close the Searcher's connection and every pooled one."""
+        with self._lock:
+            for store in self._opened:
+                store.close()
+            self._opened.clear()
+            self._idle.clear()
         self.store.close()
 
 
@@ -351,7 +390,9 @@ def search_all(stores: Sequence[Store | PgStore], batch: Batch, dim: int,
         except BaseException as exc:  # Ctrl-C included: the other threads stop, then re-raised
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(store,), name="groove-eval", daemon=True)
+    # each thread runs in a copy of the caller's context, so warnings reach its capture list
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(work, store),
+                                name="groove-eval", daemon=True)
                for store in stores[1:]]
     for thread in threads:
         thread.start()
@@ -363,35 +404,3 @@ def search_all(stores: Sequence[Store | PgStore], batch: Batch, dim: int,
     if errors:
         raise errors[0]
     return [r for r in results if r is not None]
-
-
-@dataclass(frozen=True, slots=True)
-class SearchOutcome:
-    result: SearchResult
-    params: SearchParams
-    filter_applied: dict[str, object]
-    kb_root: str | None = None
-    """The KB folder the index was built from (hits' paths are relative to it)."""
-
-
-def run_search(settings: Settings, db: IndexLocation, kb: Path | None, text: str, *, limit: int,
-               filters: FilterSpec, explicit_ratio: float | None) -> SearchOutcome:
-    """`groove search` as one core call: compile, check, open the index, search once."""
-    query = compile_query(text)
-    compile_filters(filters)  # malformed globs are usage errors before any work
-    reranker_name = search_reranker(settings)
-    params = build_params(settings, limit=clamp_limit(limit), rerank=reranker_name is not None,
-                          filters=filters)
-    settings_warnings(settings, params)
-    query_warnings([query])
-    applied = filter_applied(filters, explicit_min_confidence_ratio=explicit_ratio)
-    legs = legs_to_run(query, params)
-    searcher = Searcher.from_settings(settings, db, kb, reranker=reranker_name,
-                                      embeds=legs.vector)
-    try:
-        if not legs.any:
-            messages.note(NOTHING_TO_SEARCH)
-        kb_root = searcher.meta.get("kb_path") or (str(kb.resolve()) if kb else None)
-        return SearchOutcome(searcher.search(query, params), params, applied, kb_root)
-    finally:
-        searcher.close()

@@ -1,0 +1,334 @@
+"""groove's public Python API: one door for the command line, the server, bench/ and notebooks.
+
+    import groove_cli
+
+    with groove_cli.open("golden") as kb:
+        results = kb.search("how do retry budgets stop retry storms?", limit=3)
+        for hit in results.hits:
+            print(hit.path, hit.line_start, hit.relevance)
+
+`open` resolves settings the way every command does (groove.toml discovery, GROOVE_*
+variables, then keyword overrides named by config key or by its last part), and returns an
+`Index`: the index opened for reading once, models loaded on first need, safe to share between
+threads. Each method is one core call; warnings and notes come back on the result
+(`Results.messages`), never on stderr, so each caller (or server request) gets its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from groove_cli import config, messages
+from groove_cli.config import SCHEMA, Settings
+from groove_cli.dburl import IndexLocation
+from groove_cli.errors import UsageError
+
+if TYPE_CHECKING:
+    from groove_cli.evaluate.report import EvalReport
+    from groove_cli.get import Excerpt
+    from groove_cli.index import IndexReport
+    from groove_cli.results import Results
+    from groove_cli.retrieve.filters import FilterSpec
+    from groove_cli.retrieve.searcher import Searcher
+    from groove_cli.status import DoctorReport, StatusReport
+    from groove_cli.types import ProgressSink
+
+PathLike = str | os.PathLike[str]
+
+
+def setting_key(name: str) -> str:
+    """The config key an override names: the key itself (`search.fusion.rrf_k`) or its trailing
+    parts joined by `_` when that is unique (`rrf_k`, `mode`, `mmr_lambda`)."""
+    keys = [spec.key for spec in SCHEMA]
+    if name in keys:
+        return name
+
+    def tails(key: str) -> set[str]:
+        parts = key.split(".")
+        return {"_".join(parts[i:]) for i in range(len(parts))}
+
+    found = [key for key in keys if name in tails(key)]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise UsageError(f"setting {name!r} is ambiguous", hint=f"name one of {', '.join(found)}")
+    raise UsageError(f"unknown setting {name!r}",
+                     hint="use a key of `groove config show`, e.g. rrf_k or search.fusion.rrf_k")
+
+
+def checked_overrides(overrides: Mapping[str, object]) -> dict[str, object]:
+    """Keyword overrides as config keys, each range-checked like its command-line flag."""
+    flags: dict[str, object] = {}
+    for name, value in overrides.items():
+        if value is None:
+            continue
+        key = setting_key(name)
+        flags[key] = config.check_flag(name, key, value)
+    return flags
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """A search's metadata and quality filters (cli.md §5); the defaults filter nothing but
+    notes below the configured quality threshold."""
+
+    path_glob: tuple[str, ...] = ()
+    """Globs (`* ** ? [..] {a,b}`); a leading `!` excludes."""
+    tag_any: tuple[str, ...] = ()
+    tag_all: tuple[str, ...] = ()
+    category: str | None = None
+    topic: str | None = None
+    date_from: str | None = None
+    date_to: str | None = None
+    min_quality: float | None = None
+    include_low_quality: bool = False
+
+    def spec(self, settings: Settings) -> FilterSpec:
+        """The engine's FilterSpec (quality: include_low_quality > min_quality > config)."""
+        import math
+
+        from groove_cli.retrieve.filters import FilterSpec, split_tags
+        from groove_cli.retrieve.params import quality_threshold
+
+        if self.min_quality is not None and not math.isfinite(self.min_quality):
+            raise UsageError(f"--min-quality {self.min_quality} must be finite")
+        return FilterSpec(
+            quality_threshold=quality_threshold(settings, min_quality=self.min_quality,
+                                                include_low_quality=self.include_low_quality),
+            category=self.category, topic=self.topic, path_globs=tuple(self.path_glob),
+            tags_any=split_tags(self.tag_any, flag="--tag-any"),
+            tags_all=split_tags(self.tag_all, flag="--tag-all"),
+            date_from=self.date_from, date_to=self.date_to)
+
+
+class Index:
+    """A KB's index, opened for reading on first use; see the module doc.
+
+    Build one with `groove_cli.open`; the command line builds it from the settings it
+    resolved. `close()` (or a `with` block) releases the connections.
+    """
+
+    def __init__(self, settings: Settings, kb: Path | None, location: IndexLocation,
+                 file_values: Mapping[str, object] | None = None) -> None:
+        self.settings = settings
+        self.kb = kb
+        self.location = location
+        self._file_values = file_values
+        self._searcher: Searcher | None = None
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Index(kb={str(self.kb) if self.kb else None!r}, location={self.location!s})"
+
+    def close(self) -> None:
+        """Close the read connections (a later search opens them again)."""
+        with self._lock:
+            searcher, self._searcher = self._searcher, None
+        if searcher is not None:
+            searcher.close()
+
+    # ------------------------------------------------------------------ settings
+
+    def with_settings(self, **overrides: object) -> Settings:
+        """These settings with per-call overrides on top (flag layer), range-checked."""
+        flags = checked_overrides(overrides)
+        if not flags:
+            return self.settings
+        file_values = self._file_values
+        if file_values is None:
+            found = self.settings.config
+            file_values = config.load_config_file(found.path) if found else {}
+        merged = {key: self.settings[key] for key in self.settings.flags}
+        merged.update(flags)
+        return config.resolve(file_values, merged, config=self.settings.config)
+
+    def _searcher_for(self, settings: Settings, reranker: str | None, embeds: bool) -> Searcher:
+        """The shared Searcher, opened on first use; a search whose model, length or reranker
+        differs from it gets its own, closed by the caller."""
+        from groove_cli.retrieve.searcher import Searcher
+
+        with self._lock:
+            current = self._searcher
+            if current is None:
+                current = Searcher.from_settings(settings, self.location, self.kb,
+                                                 reranker=reranker, embeds=embeds)
+                self._searcher = current
+                return current
+        same = (settings.str_("model") == self.settings.str_("model")
+                and settings.int_("max_length") == self.settings.int_("max_length")
+                and (reranker or None) == current.reranker_name)
+        if same:
+            return current
+        return Searcher.from_settings(settings, self.location, self.kb, reranker=reranker,
+                                      embeds=embeds)
+
+    # ------------------------------------------------------------------ calls
+
+    def search(self, query: str, *, limit: int = 5, mode: str | None = None,
+               filters: Filters | None = None, **overrides: object) -> Results:
+        """One query through the hybrid pipeline (search.md); `mode` is hybrid, vector or
+        fts, `overrides` any search setting (`rrf_k=40`, `min_relevance=0.5`)."""
+        from groove_cli.config import MAX_LIMIT
+        from groove_cli.results import Results
+        from groove_cli.retrieve.filters import compile_filters, filter_applied
+        from groove_cli.retrieve.legs import legs_to_run
+        from groove_cli.retrieve.params import (
+            build_params,
+            clamp_limit,
+            query_warnings,
+            search_reranker,
+            settings_warnings,
+        )
+        from groove_cli.retrieve.query import compile_query
+        from groove_cli.retrieve.searcher import NOTHING_TO_SEARCH
+
+        if limit < 1:
+            raise UsageError(f"limit {limit} must be >= 1", hint=f"use 1 to {MAX_LIMIT}")
+        if mode is not None:
+            overrides = {"search.retrieval.mode": mode, **overrides}
+        with messages.capture() as given:
+            settings = self.with_settings(**overrides)
+            compiled = compile_query(query)
+            spec = (filters or Filters()).spec(settings)
+            compile_filters(spec)  # malformed globs are usage errors before any work
+            reranker = search_reranker(settings)
+            params = build_params(settings, limit=clamp_limit(limit), rerank=reranker is not None,
+                                  filters=spec)
+            settings_warnings(settings, params)
+            query_warnings([compiled])
+            ratio_key = "search.min_confidence_ratio"  # echoed only when the caller set it
+            applied = filter_applied(spec, explicit_min_confidence_ratio=(
+                settings.float_(ratio_key) if settings.source(ratio_key) == "flag" else None))
+            legs = legs_to_run(compiled, params)
+            searcher = self._searcher_for(settings, reranker, legs.vector)
+            try:
+                if not legs.any:
+                    messages.note(NOTHING_TO_SEARCH)
+                result = searcher.search(compiled, params)
+                kb_root = searcher.meta.get("kb_path") or (str(self.kb.resolve()) if self.kb
+                                                           else None)
+            finally:
+                if searcher is not self._searcher:
+                    searcher.close()
+        return Results(query, result, params, applied, kb_root, tuple(given))
+
+    def get(self, location: str) -> Excerpt:
+        """A note's lines: `PATH`, `PATH:LINE` (the chunk there) or `PATH:LINE:COUNT`."""
+        from groove_cli.get import read_excerpt
+
+        return read_excerpt(location, self.kb,
+                            [str(h) for h in self.settings.list_("exclude_headings")])
+
+    def status(self) -> StatusReport:
+        """Counts, model and (with a KB folder) pending changes (cli.md `status`)."""
+        from groove_cli.status import settings_status
+
+        return settings_status(self.settings, self.location, self.kb)
+
+    def doctor(self) -> DoctorReport:
+        """Integrity checks of the index file and rows (cli.md `doctor`)."""
+        from groove_cli.status import run_doctor
+
+        return run_doctor(self.location, self.kb, config.models_dir(self.settings),
+                          reranker=self.settings.str_("reranker"))
+
+    def index(self, *, force: bool = False, progress: ProgressSink | None = None,
+              stop: Callable[[], bool] | None = None, verbose: bool = False,
+              quiet: bool = True) -> IndexReport:
+        """Index (or incrementally update) the KB folder; `stop` is polled between files
+        (Ctrl-C leaves a valid index). Open searches see the new state on their next call."""
+        from groove_cli.index import IndexOptions, index_kb
+
+        if self.kb is None:
+            raise UsageError("indexing needs the KB folder",
+                             hint="open it with groove_cli.open(KB_FOLDER)")
+        options = IndexOptions.from_settings(self.settings, self.kb, self.location, force=force,
+                                             verbose=verbose, quiet=quiet)
+        self.close()  # the vector snapshot and model identity may change
+        return index_kb(options, progress, stop)
+
+    def evaluate(self, golden: PathLike | None = None, *, k: Sequence[int] | str | None = None,
+                 limit: int | None = None, history: bool = True, **options: Any) -> EvalReport:
+        """Score retrieval against the golden file (eval.md); `options` are the fields of
+        `evaluate.runner.EvalRequest` (baseline=, fail_on_regression=, trec_run=, …)."""
+        from groove_cli.evaluate.runner import run_eval
+
+        with messages.capture() as given:
+            report = run_eval(self.eval_request(golden, k=k, limit=limit, history=history,
+                                                **options))
+        return dataclasses.replace(report, messages=tuple(given))
+
+    def eval_request(self, golden: PathLike | None = None, *,
+                     k: Sequence[int] | str | None = None, limit: int | None = None,
+                     history: bool = True, **options: Any) -> Any:
+        """The `EvalRequest` `evaluate` runs (eval --ablate runs the same request)."""
+        from groove_cli.evaluate.runner import (
+            EvalRequest,
+            effective_limit,
+            gate_metric_from,
+            k_values_from,
+        )
+        from groove_cli.retrieve.params import eval_reranker
+
+        if self.kb is None:
+            raise UsageError("eval needs the KB folder",
+                             hint="open it with groove_cli.open(KB_FOLDER)")
+        k_text = k if isinstance(k, str) or k is None else ",".join(str(v) for v in k)
+        k_values = k_values_from(self.settings, k_text)
+        gate = options.pop("gate_metric", None)
+        return EvalRequest(
+            settings=self.settings, db=self.location, kb=self.kb,
+            golden=Path(golden) if golden is not None else None, k_values=k_values,
+            limit=effective_limit(limit, k_values), reranker=eval_reranker(self.settings),
+            no_history=not history, gate_metric=gate_metric_from(gate, k_values), **options)
+
+
+def resolve(kb: PathLike | None = None, *, db: PathLike | None = None,
+            config_file: PathLike | None = None, kb_required: bool = False,
+            flags: Mapping[str, object] | None = None, cwd: Path | None = None
+            ) -> tuple[Settings, Path | None, IndexLocation, Mapping[str, object]]:
+    """Settings, KB folder and index location the way every command resolves them (cli.md §1):
+    flags > groove.toml > defaults, `db` > GROOVE_DB_URL > `[store] url` > the KB's file."""
+    from groove_cli.dbfile import refuse_linked_index
+
+    merged = dict(flags or {})
+    if kb is not None:
+        merged["kb_path"] = str(kb)
+    found = config.discover_config(Path(config_file) if config_file is not None else None,
+                                   cwd or Path.cwd())
+    file_values = config.load_config_file(found.path) if found else {}
+    settings = config.resolve(file_values, merged, config=found)
+    db_text = os.fspath(db) if db is not None else None
+    kb_dir = config.kb_path(settings, required=kb_required and db_text is None)
+    if kb_required and kb_dir is None:
+        kb_dir = config.kb_path(settings, required=True)
+    location = config.index_location(settings, db_text, kb_dir)
+    if isinstance(location, Path):
+        from groove_cli.store import check_runtime
+
+        check_runtime()
+        refuse_linked_index(location, explicit=db_text is not None)
+    return settings, kb_dir, location, file_values
+
+
+def open(kb: PathLike | None = None, *, db: PathLike | None = None,
+         config: PathLike | None = None, **overrides: object) -> Index:
+    """Open a KB's index: `kb` is the notes folder (its index is `<kb>/.groove.db` unless
+    groove.toml or `db` says otherwise); `db` a SQLite file or a postgresql:// URL;
+    `config` a groove.toml to use instead of discovering one; `overrides` settings by
+    config key or its last part (`groove_cli.open("notes", rrf_k=40, model="…")`)."""
+    settings, kb_dir, location, file_values = resolve(
+        kb, db=db, config_file=config, flags=checked_overrides(overrides))
+    return Index(settings, kb_dir, location, file_values)

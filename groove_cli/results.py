@@ -1,0 +1,106 @@
+"""What a search returns through the public API: `Results`, and its JSON document.
+
+`Results.to_json()` is exactly what `groove search --format json` prints (cli.md §5.1), so a
+script, the server and the CLI read one shape. The hits are the pipeline's `SearchHit`s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from groove_cli.messages import Message
+
+if TYPE_CHECKING:  # `get` renders through render/terminal, which must not load the engine
+    from groove_cli.retrieve.params import SearchParams
+    from groove_cli.retrieve.pipeline import SearchHit, SearchResult, SearchTrace
+
+
+def absolute(kb_root: str | Path | None, rel: str) -> Path | None:
+    """The file of a KB-relative path, or None when the KB root is unknown."""
+    if not kb_root:
+        return None
+    return Path(kb_root, *rel.split("/"))
+
+
+def hit_json(hit: SearchHit, explain: bool, kb_root: str | Path | None = None) -> dict[str, Any]:
+    """One hit of the JSON document (cli.md §5.1)."""
+    chunk = hit.chunk
+    full = absolute(kb_root, chunk.path)
+    doc: dict[str, Any] = {
+        "score": hit.score,
+        "relevance": hit.relevance,
+        "path": chunk.path,
+        "abs_path": str(full) if full is not None else None,
+        "line_start": chunk.line_start,
+        "line_end": chunk.line_end,
+        "title": chunk.title,
+        "heading": chunk.heading,
+        "topic": chunk.topic,
+        "date": chunk.date,
+        "tags": list(chunk.tags),
+        "content": hit.content,
+    }
+    if hit.match_spans is not None:
+        doc["match_spans"] = [{"start": s, "end": e} for s, e in hit.match_spans]
+    if hit.expanded_from is not None:
+        doc["expanded_from"] = hit.expanded_from
+    if explain:
+        e = hit.explain
+        doc["explain"] = {
+            "fts_rank": e.fts_rank, "fts_word_rank": e.fts_word_rank,
+            "fts_cjk_rank": e.fts_cjk_rank, "vec_rank": e.vec_rank,
+            "fused_rank": e.fused_rank,
+            "fused_raw": e.fused_raw, "fused_score": e.fused_score, "rerank_rank": e.rerank_rank,
+            "rerank_score": e.rerank_score, "mmr_rank": e.mmr_rank,
+        }
+    return doc
+
+
+@dataclass(frozen=True, slots=True)
+class Results:
+    """One search: its hits in rank order plus everything needed to show or check them."""
+
+    query: str
+    result: SearchResult
+    params: SearchParams
+    filter_applied: Mapping[str, object] = field(default_factory=dict)
+    kb_root: str | None = None
+    """The KB folder the index was built from (hits' paths are relative to it)."""
+    messages: tuple[Message, ...] = ()
+    """The warnings and notes the search gave, in order (the CLI prints them on stderr)."""
+
+    @property
+    def hits(self) -> tuple[SearchHit, ...]:
+        return self.result.hits
+
+    @property
+    def low_confidence(self) -> bool:
+        return self.result.low_confidence
+
+    @property
+    def trace(self) -> SearchTrace:
+        """Per-leg expressions, pool sizes and per-stage timings (what --explain prints)."""
+        return self.result.trace
+
+    @property
+    def timings_ms(self) -> Mapping[str, float | None]:
+        return self.result.trace.timings_ms
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(m.text for m in self.messages if m.kind == "warning")
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(m.text for m in self.messages if m.kind != "warning")
+
+    def to_json(self, *, explain: bool = False) -> dict[str, Any]:
+        """The document `groove search --format json` prints."""
+        return {
+            "results": [hit_json(hit, explain, self.kb_root) for hit in self.hits],
+            "low_confidence": self.low_confidence,
+            "filter_applied": dict(self.filter_applied),
+        }

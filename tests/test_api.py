@@ -1,0 +1,138 @@
+"""The public Python API (`groove_cli.open` → `Index`): the README example, thread safety,
+warnings returned as data, and the same JSON the CLI prints."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import groove_cli
+from groove_cli.api import setting_key
+from groove_cli.cli import app
+from groove_cli.errors import UsageError
+
+REPO = Path(__file__).resolve().parent.parent
+QUERIES = (
+    "how do retry budgets stop retry storms?",
+    "障害が起きたときの連絡手順",
+    "retry budget",
+    "database backup restore drill",
+    "rate limiting tokens per second",
+    "キャッシュの無効化",
+)
+
+
+@pytest.fixture
+def sample_kb(golden_copy: tuple[Path, Path], tmp_path: Path, real_models_dir: Path,
+              monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder holding `golden/` with its index at the default place, as after `make demo`,
+    the models found in the default cache; the working directory is that folder."""
+    kb, db = golden_copy
+    home = tmp_path / "home"
+    home.mkdir()
+    target = home / "golden"
+    shutil.copytree(kb, target)
+    for side in db.parent.glob(db.name + "*"):
+        shutil.copy2(side, target / side.name.replace(db.name, ".groove.db", 1))
+    from groove_cli.store import Store
+
+    store = Store.open_for_index(target / ".groove.db")  # the index records its KB's path
+    with store.transaction():
+        store.set_meta({"kb_path": str(target.resolve())})
+    store.close()
+    cache = tmp_path / "cache"
+    (cache / "groove").mkdir(parents=True)
+    (cache / "groove" / "models").symlink_to(real_models_dir)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.chdir(home)
+    return target
+
+
+def readme_example() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Python API"):]
+    found = re.search(r"```python\n(.*?)```", section, re.S)
+    assert found is not None
+    return found.group(1)
+
+
+def test_the_readme_example_runs(sample_kb: Path) -> None:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(readme_example(), "README.md", "exec"), {})
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 5  # three hits, the warnings line, the fts line
+    assert all(re.match(r"\S+\.md:\d+ ", line) for line in lines[:3])
+    assert lines[3] == "() True"
+    count, chunks = lines[4].split()
+    assert 1 <= int(count) <= 5 and int(chunks) > 0
+
+
+def test_results_json_is_what_the_cli_prints(sample_kb: Path) -> None:
+    with groove_cli.open(sample_kb) as kb:
+        document = kb.search("retry budget", limit=3).to_json()
+    printed = CliRunner().invoke(app, ["search", "--kb-path", str(sample_kb), "--limit", "3",
+                                       "retry budget"])
+    assert printed.exit_code == 0, printed.output
+    assert json.loads(printed.stdout) == document
+
+
+def test_concurrent_searches_get_the_sequential_hits(sample_kb: Path) -> None:
+    """Two threads searching one Index at once get exactly what one thread gets in turn."""
+    with groove_cli.open(sample_kb) as kb:
+        sequential = {q: [(h.path, h.line_start, h.score) for h in kb.search(q).hits]
+                      for q in QUERIES}
+
+        def run(query: str) -> tuple[str, list[tuple[str, int | None, float]]]:
+            return query, [(h.path, h.line_start, h.score) for h in kb.search(query).hits]
+
+        with ThreadPoolExecutor(2) as pool:
+            concurrent = list(pool.map(run, QUERIES * 4))
+    assert all(hits == sequential[query] for query, hits in concurrent)
+    assert all(sequential[q] for q in QUERIES)
+
+
+def test_warnings_come_back_on_the_result_not_stderr(sample_kb: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Per-call warnings and notes (an MMR setting with MMR off, more hits asked than the cap)
+    are returned with the result of the call that caused them; nothing goes to stderr."""
+    with groove_cli.open(sample_kb) as kb:
+        quiet = kb.search("retry budget", mode="fts")
+        capped = kb.search("retry budget", mode="fts", limit=5000, mmr_lambda=0.5)
+    assert (quiet.warnings, quiet.notes) == ((), ())
+    assert capped.notes == ("--limit 5000 clamped to 1000",)
+    assert len(capped.warnings) == 1 and "effective MMR is off" in capped.warnings[0]
+    assert capsys.readouterr().err == ""
+
+
+def test_overrides_by_key_or_last_part() -> None:
+    assert setting_key("rrf_k") == "search.fusion.rrf_k"
+    assert setting_key("search.fusion.rrf_k") == "search.fusion.rrf_k"
+    with pytest.raises(UsageError, match="unknown setting 'rrf'"):
+        setting_key("rrf")
+
+
+def test_bad_values_are_usage_errors(sample_kb: Path) -> None:
+    with groove_cli.open(sample_kb) as kb:
+        with pytest.raises(UsageError, match="rrf_k 0 is out of range"):
+            kb.search("retry", rrf_k=0)
+        with pytest.raises(UsageError, match="limit 0"):
+            kb.search("retry", limit=0)
+        with pytest.raises(groove_cli.GrooveError):
+            kb.search("   ")
+
+
+def test_evaluate_returns_the_report_with_its_messages(sample_kb: Path) -> None:
+    with groove_cli.open(sample_kb) as kb:
+        report = kb.evaluate(k=[1, 5], history=False)
+    aggregate = report.to_json()["aggregate"]
+    assert 0.0 < aggregate["ndcg_at_k"]["5"] <= 1.0 and aggregate["query_count"] == 66
+    assert not (sample_kb / ".groove-eval-history.json").exists()
