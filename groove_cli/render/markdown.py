@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from groove_cli import messages
+from groove_cli.errors import GrooveError
 from groove_cli.evaluate.baseline import Comparison, value_text
 from groove_cli.evaluate.history import is_miss
 from groove_cli.evaluate.paired import metric_label
+from groove_cli.outfile import write_output
 from groove_cli.render.gate import title_text, verdict_text
 
 
@@ -122,13 +123,14 @@ def eval_markdown(report: Mapping[str, Any], *, comparison: Comparison | None = 
 
 
 def append_step_summary(markdown: str) -> None:
-    """Append to the file `$GITHUB_STEP_SUMMARY` names, when set; a failure is a warning only."""
+    """Append to the file `$GITHUB_STEP_SUMMARY` names, when set, through the one output writer
+    (outfile.py): a FIFO with no reader is not waited for, a link or folder is refused; any
+    failure is a warning only, since the summary is a by-product of the run."""
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return
     try:
-        with Path(target).open("a", encoding="utf-8") as handle:
-            handle.write(markdown + "\n")
-    except OSError as exc:
-        messages.warning(f"cannot append to $GITHUB_STEP_SUMMARY ({target}): "
-                         f"{exc.strerror or exc}")
+        write_output(target, (markdown + "\n").encode("utf-8"), flag="$GITHUB_STEP_SUMMARY",
+                     what="the step summary", append=True, wait=False)
+    except GrooveError as exc:
+        messages.warning(f"cannot append to $GITHUB_STEP_SUMMARY: {exc.message}")
