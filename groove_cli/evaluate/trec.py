@@ -37,7 +37,9 @@ from groove_cli.outfile import write_output
 
 RUN_TAG = "groove"
 TIE_STEP = 1e-9
-_ESCAPE = re.compile(r"[%#~\s]")
+# one token per field, on one line: whitespace, `%#~` and every control character (NUL, ESC,
+# the C1 range) are percent-encoded, so a run file never carries them raw (eval.md §12)
+_ESCAPE = re.compile(r"[%#~\s\x00-\x1f\x7f-\x9f]")
 _REPEAT = re.compile(r"~(\d+)$")
 
 
