@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NoReturn
 
 from groove_cli import messages
 from groove_cli.config_schema import (
@@ -45,9 +45,10 @@ from groove_cli.dburl import (
     ENV_URL,
     IndexLocation,
     PgTarget,
-    is_db_url,
     kb_name_for,
-    mask,
+    looks_like_url,
+    mask_url,
+    parse_db_url,
 )
 from groove_cli.errors import ConfigError, UsageError
 
@@ -298,13 +299,29 @@ def validate_text(text: str, path: Path) -> dict[str, object]:
         value = _normalise(spec, value)
         if spec.kind == "path":
             assert isinstance(value, str)
+            if key == "db_path" and looks_like_url(value):
+                raise ConfigError(f"{path}: invalid config: db_path {mask_url(value)} is a URL, "
+                                  "not a file", hint="put a Postgres URL in [store] url")
             value = _resolve_path(value, path.parent)
         values[key] = value
     _check_file_cross_keys(values, path)
     return values
 
 
+def _check_store_url(values: dict[str, object], path: Path) -> None:
+    """`[store] url` is read by the one URL parser: `config check` fails on a bad one."""
+    url = values.get("store.url")
+    if not isinstance(url, str) or not url.strip():
+        return
+    try:
+        if parse_db_url(url, source="store.url") is None:
+            _not_url("store.url", url)
+    except UsageError as exc:
+        raise ConfigError(f"{path}: invalid config: {exc.message}", hint=exc.hint) from None
+
+
 def _check_file_cross_keys(values: dict[str, object], path: Path) -> None:
+    _check_store_url(values, path)
     enabled = values.get("parsers.enabled")
     if isinstance(enabled, list):
         lowered = [str(v).lower() for v in enabled]
@@ -512,29 +529,36 @@ def db_path(settings: Settings, flag: Path | None, kb: Path | None) -> Path:
 def index_location(settings: Settings, flag: str | None, kb: Path | None) -> IndexLocation:
     """Where the index is: a Postgres KB when `--db` is a URL, else (without `--db`) when
     GROOVE_DB_URL or `[store] url` is set; otherwise the SQLite file of `db_path`.
-    Precedence: flag > environment > config > the SQLite default."""
+    Precedence: flag > environment > config > the SQLite default. Every source is read by
+    `dburl.parse_db_url`: a URL groove does not accept is a usage error, never a file path."""
     url = None
     if flag is not None:
-        if not is_db_url(flag):
+        url = parse_db_url(flag, source="--db")
+        if url is None:
             return db_path(settings, Path(flag), kb)
-        url = flag.strip()
     else:
         env = os.environ.get(ENV_URL, "").strip()
-        configured = settings.str_("store.url")
+        configured = (settings.str_("store.url") or "").strip()
         if env:
-            url = env
+            url = parse_db_url(env, source=ENV_URL) or _not_url(ENV_URL, env)
         elif configured:
-            url = configured.strip()
+            url = parse_db_url(configured, source="[store] url") or _not_url("[store] url",
+                                                                            configured)
     if url is None:
         return db_path(settings, None, kb)
-    if not is_db_url(url):
-        raise UsageError(f"{mask(url)} is not a Postgres URL",
-                         hint="use postgresql://user@host:5432/database")
     named = settings.str_("store.kb")
     ef = settings.int_("store.ef_search")
     return PgTarget(url, named or kb_name_for(kb), ef if ef is not None else DEFAULT_EF_SEARCH,
                     kb_explicit=bool(named), vector_index=settings.str_("store.vector_index")
                     or "hnsw")
+
+
+def _not_url(source: str, value: str) -> NoReturn:
+    """GROOVE_DB_URL and `[store] url` name a database only: a path there is a usage error."""
+    from groove_cli.dburl import ACCEPTED_TEXT, URL_HINT
+
+    raise UsageError(f"{source} {mask_url(value)} is not a Postgres URL ({ACCEPTED_TEXT})",
+                     hint=URL_HINT)
 
 
 def offline_mode() -> bool:

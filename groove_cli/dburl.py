@@ -1,9 +1,11 @@
 """Where the index lives: an SQLite file (a Path) or a Postgres database (a `PgTarget`).
 
 `--db postgresql://…` (or `postgres://…`), `GROOVE_DB_URL` and `[store] url` select the
-Postgres store; precedence is flag > environment > config > the SQLite default. A URL may hold
-a password: `mask` is the one function every printed URL goes through (`config show`, error
-messages, log lines), so credentials never reach a terminal or a CI log.
+Postgres store; precedence is flag > environment > config > the SQLite default. `parse_db_url`
+is the one reader of all three sources: a value with a scheme (`xxx:/…`) or a leading `user@`
+is a URL, and a URL groove does not accept is a usage error, never a file path (store.md).
+A URL may hold a password: `mask` is the one function every printed URL goes through
+(`config show`, error messages, log lines), so credentials never reach a terminal or a CI log.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 URL_SCHEMES = ("postgresql://", "postgres://")
+ACCEPTED_SCHEMES = ("postgresql", "postgres")
 ENV_URL = "GROOVE_DB_URL"
 VECTOR_INDEXES = ("hnsw", "exact")
 DEFAULT_EF_SEARCH = 800
@@ -24,10 +27,24 @@ ef_construction = 64): recall@50 against exact search 0.898 at 200, 0.969 at 400
 (ef_construction = 256) 0.9993 at 400 and 1.0 at 800 in three builds (docs/design/store.md)."""
 INSTALL_HINT = "pip install 'groove-cli[postgres]'"
 
-# user:password@ in a URL's authority; password=… in a query string or a keyword DSN
-_URL_PASSWORD = re.compile(r"(?i)\b(postgres(?:ql)?://[^:/@\s]*):([^@\s]*)@")
+# user:password@ in a URL's authority, whatever the scheme (or none: `u:pw@host/db`), up to the
+# token's last `@` (a raw `@`, `/` or `:` in a password stays hidden); password=… in a query
+# string or a keyword DSN
+_URL_PASSWORD = re.compile(
+    r"(?i)((?:\b[a-z][a-z0-9+.\-]*:/*)?[^\s:/@'\"]*):(?!//)(\S*)@")
 _KEY_PASSWORD = re.compile(r"(?i)\b(password\s*=\s*)('[^']*'|[^&\s]+)")
 MASK = "***"
+
+
+# a scheme of two or more characters (one letter is a Windows drive, `C:/…`) and a `/`
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(?=/)")
+_LOOSE_SCHEME = re.compile(r"^(postgres(?:ql)?):", re.IGNORECASE)
+# `user@` (or `user:password@`) before any `/` or `\\`: a URL without its scheme
+_USER_AT = re.compile(r"^[^/\\@]+@")
+_ANY_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:/*")
+URL_HINT = ("write postgresql://user@host:5432/database; a file whose name has ':/' or starts "
+            "with 'name@' goes as ./name")
+ACCEPTED_TEXT = "accepted: postgresql://, postgres://"
 
 
 def is_db_url(value: object) -> bool:
@@ -35,8 +52,56 @@ def is_db_url(value: object) -> bool:
     return isinstance(value, str) and value.strip().lower().startswith(URL_SCHEMES)
 
 
+def looks_like_url(value: str) -> bool:
+    """True when `value` is meant as a URL, accepted or not: it has a scheme (`xxx:/…`, or
+    `postgres:`/`postgresql:` with anything after) or starts with `user@` / `user:pw@`."""
+    text = value.strip()
+    return bool(_SCHEME.match(text) or _LOOSE_SCHEME.match(text) or _USER_AT.match(text))
+
+
+def parse_db_url(value: str, *, source: str) -> str | None:
+    """The one reader of `--db`, `GROOVE_DB_URL` and `[store] url`: the URL (stripped) when
+    `value` is an accepted Postgres URL, None when it is a file path.
+
+    Raises:
+        UsageError: `value` looks like a URL (`looks_like_url`) but is not one groove
+            accepts; the message names `source` and the value with its password masked.
+    """
+    from groove_cli.errors import UsageError
+
+    text = value.strip()
+    if not looks_like_url(text):
+        return None
+    if is_db_url(text) and not any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text):
+        return text
+    scheme = _SCHEME.match(text) or _LOOSE_SCHEME.match(text)
+    name = scheme.group(1).lower() if scheme else ""
+    if name in ACCEPTED_SCHEMES and not text[len(name) + 1:].startswith("//"):
+        why = f"'{name}:' must be followed by '//'"
+    elif name in ACCEPTED_SCHEMES:
+        why = "it holds a space or a control character (write it as %20 / %XX)"
+    elif name:
+        why = f"unknown scheme '{name}'"
+    else:
+        why = "it has user@ but no scheme"
+    raise UsageError(f"{source} {mask_url(text)} is not a Postgres URL: {why} "
+                     f"({ACCEPTED_TEXT})", hint=URL_HINT)
+
+
+def mask_url(value: str) -> str:
+    """One URL-like value as printed: everything between the user name's `:` and the last `@`
+    replaced by `***` (whatever characters the password holds), then `mask`."""
+    at = value.rfind("@")
+    scheme = _ANY_SCHEME.match(value)
+    start = scheme.end() if scheme and at > scheme.end() else 0
+    colon = value.find(":", start, at) if at > 0 else -1
+    if colon >= 0:
+        value = value[:colon + 1] + MASK + value[at:]
+    return mask(value)
+
+
 def mask(text: str) -> str:
-    """`text` with every password of a Postgres URL or DSN replaced by `***`."""
+    """`text` with every password of a URL (any scheme) or DSN replaced by `***`."""
     return _KEY_PASSWORD.sub(lambda m: m.group(1) + MASK,
                              _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{MASK}@", text))
 
@@ -68,7 +133,7 @@ class PgTarget:
     run)."""
 
     def __str__(self) -> str:
-        return f"{mask(self.url)} (kb {self.kb})"
+        return f"{mask_url(self.url)} (kb {self.kb})"
 
     @property
     def name(self) -> str:

@@ -39,6 +39,7 @@ from groove_cli.evaluate.paired import (
     run_has_metric,
     significantly_worse,
 )
+from groove_cli.outfile import write_output
 
 BASELINE_FORMAT = "groove-eval-baseline"
 BASELINE_VERSION = 1
@@ -75,11 +76,12 @@ class BaselineError(GrooveError):
 
 
 def save_baseline(path: Path, run: Mapping[str, Any], groove_version: str) -> None:
-    """Write `run` as a baseline file (pretty JSON, atomically: never half-written)."""
+    """Write `run` as a baseline file (pretty JSON; outfile.py: atomically, never half-written,
+    or as a stream to a FIFO or `-`)."""
     document = {"format": BASELINE_FORMAT, "version": BASELINE_VERSION,
                 "groove_version": groove_version, **{k: run[k] for k in history.RUN_KEYS}}
     data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    history.write_atomic(path, data, what="baseline", hint=None)
+    write_output(path, data, flag="--save-baseline", what="baseline")
 
 
 def load_baseline(path: Path, metric: str | None = None) -> Run:

@@ -33,6 +33,7 @@ from groove_cli.evaluate.metrics import HitRecord, QueryMetrics, score_query
 from groove_cli.evaluate.paired import check_metric, default_metric, run_has_metric
 from groove_cli.evaluate.report import EvalReport, build_run, utc_timestamp
 from groove_cli.evaluate.stats import warm_draws
+from groove_cli.outfile import output_kind
 from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.params import (
     SearchParams,
@@ -203,6 +204,10 @@ def run_eval(req: EvalRequest) -> EvalReport:
 
         raise UsageError("k = 0 measures nothing (recall@0 and nDCG@0 are always 0)",
                          hint="use cut-offs >= 1 in --k or [eval].k_values, e.g. --k 1,5,10")
+    # an output path groove would refuse is refused before the run, not after it (outfile.py)
+    for flag, target in (("--trec-run", req.trec_run), ("--save-baseline", req.save_baseline)):
+        if target is not None:
+            output_kind(target, flag)
     golden = load_golden_set(s, req.kb, req.golden, req.topics)
     # a damaged baseline is a usage error before any search (eval.md §11)
     reference = None if req.baseline is None else load_baseline(

@@ -32,12 +32,14 @@ from groove_cli.evaluate.golden import (
     check_queries,
     read_regular_file,
 )
-from groove_cli.evaluate.history import write_atomic
 from groove_cli.evaluate.metrics import HitRecord
+from groove_cli.outfile import write_output
 
 RUN_TAG = "groove"
 TIE_STEP = 1e-9
-_ESCAPE = re.compile(r"[%#~\s]")
+# one token per field, on one line: whitespace, `%#~` and every control character (NUL, ESC,
+# the C1 range) are percent-encoded, so a run file never carries them raw (eval.md §12)
+_ESCAPE = re.compile(r"[%#~\s\x00-\x1f\x7f-\x9f]")
 _REPEAT = re.compile(r"~(\d+)$")
 
 
@@ -88,9 +90,9 @@ def run_lines(run: Mapping[str, Any], tag: str = RUN_TAG) -> list[str]:
 
 
 def write_run(path: Path, run: Mapping[str, Any]) -> None:
-    """Write the TREC run file atomically."""
+    """Write the TREC run file (outfile.py: atomically, or as a stream to a FIFO or `-`)."""
     data = "".join(line + "\n" for line in run_lines(run)).encode("utf-8")
-    write_atomic(path, data, what="TREC run file", hint=None)
+    write_output(path, data, flag="--trec-run", what="TREC run file")
 
 
 def _read_text(path: Path, what: str) -> str:

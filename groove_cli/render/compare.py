@@ -7,7 +7,7 @@ from typing import Any
 
 from groove_cli.evaluate.baseline import value_text
 from groove_cli.evaluate.paired import metric_label
-from groove_cli.render.markdown import table
+from groove_cli.render.markdown import cell, table
 
 
 def _row(m: Mapping[str, Any]) -> list[str]:
@@ -47,12 +47,12 @@ def render_compare_text(report: Mapping[str, Any]) -> str:
 
 
 def render_compare_markdown(report: Mapping[str, Any]) -> str:
-    lines = ["## groove eval compare", "", f"- **A:** {report['a']['label']}",
-             f"- **B:** {report['b']['label']}", ""]
+    lines = ["## groove eval compare", "", f"- **A:** {cell(report['a']['label'])}",
+             f"- **B:** {cell(report['b']['label'])}", ""]
     lines += table(HEADER, [_row(m) for m in report["metrics"]],
                    ["l", "r", "r", "r", "l", "r", "r"])
     lines += ["", FOOTNOTE.format(pairs=report["pairs"])]
     diff = _diff_lines(report)
     if diff:
-        lines += ["", "Differences in inputs:", "", *[f"- {d.strip()}" for d in diff]]
+        lines += ["", "Differences in inputs:", "", *[f"- {cell(d.strip())}" for d in diff]]
     return "\n".join(lines) + "\n"

@@ -7,11 +7,17 @@ Shape (the common JUnit schema: testsuites > testsuite > properties, testcase):
   left out of the aggregates); its metrics go to `system-out`;
 - one testcase per gate check (classname `groove.eval.gate`), only under --fail-on-regression;
 - the aggregate metrics, their CIs and the settings as testsuite properties.
+
+The document is built and serialised by ElementTree, and every text and attribute goes through
+`xml_safe` first: a character XML 1.0 cannot carry (NUL, ESC, BEL and the other C0 controls
+but tab and line breaks, U+FFFE/U+FFFF, lone surrogates) is written as a visible `\\xNN` /
+`\\uNNNN` escape, so the file is always well-formed whatever a query, id or path holds.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +27,26 @@ from groove_cli.evaluate.baseline import Comparison
 from groove_cli.evaluate.history import is_judged, is_miss
 from groove_cli.evaluate.paired import metric_label
 from groove_cli.render.gate import title_text, verdict_text
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(text: str) -> str:
+    """`text` with each character XML 1.0 cannot carry as a visible escape (`\\x1b`)."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                        else f"\\u{ord(m.group()):04x}", text)
+
+
+def _made_safe(root: ET.Element) -> ET.Element:
+    """Every text, tail and attribute of the tree through `xml_safe`."""
+    for element in root.iter():
+        if element.text:
+            element.text = xml_safe(element.text)
+        if element.tail:
+            element.tail = xml_safe(element.tail)
+        for name, value in element.attrib.items():
+            element.set(name, xml_safe(value))
+    return root
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +159,8 @@ def render_junit(run: Mapping[str, Any], *, suite_name: str,
         element.set("failures", str(failures))
         element.set("errors", "0")
         element.set("skipped", str(skipped))
-    ET.indent(root)
+    ET.indent(_made_safe(root))
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-__all__ = ["GateCheck", "gate_checks", "render_junit", "verdict_text"]
+__all__ = ["GateCheck", "gate_checks", "render_junit", "verdict_text", "xml_safe"]

@@ -7,20 +7,54 @@ the variable is set, whatever the chosen stdout format.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from groove_cli import messages
+from groove_cli.errors import GrooveError
 from groove_cli.evaluate.baseline import Comparison, value_text
 from groove_cli.evaluate.history import is_miss
 from groove_cli.evaluate.paired import metric_label
+from groove_cli.outfile import write_output
 from groove_cli.render.gate import title_text, verdict_text
+from groove_cli.text import printable
+
+
+class Markdown(str):
+    """Text already rendered as Markdown (a code span): `cell` keeps it as it is."""
+
+    __slots__ = ()
+
+
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|"})
+
+
+def _one_line(value: object) -> str:
+    """Whitespace runs as one space, other control characters (ESC, BEL, NUL) as escapes."""
+    return printable(" ".join(str(value).split()), keep_newlines=False)
 
 
 def cell(value: object) -> str:
-    """A table cell: `|` escaped, line breaks flattened."""
-    return " ".join(str(value).split()).replace("|", "\\|")
+    """Inline text from a report value (a table cell, a title, a list item): one line, control
+    characters escaped, `&`, `<`, `>` as entities so no raw HTML reaches a step summary, `|`
+    escaped so a table keeps its columns. A `Markdown` value is kept as rendered."""
+    if isinstance(value, Markdown):
+        return value
+    return _one_line(value).translate(_HTML)
+
+
+def code(value: object, *, in_table: bool = False) -> Markdown:
+    """`value` as a code span whatever backticks it holds: the fence is one backtick longer
+    than its longest run (CommonMark), padded with a space when it starts or ends with one.
+    Inside a table `|` is escaped (GitHub reads `\\|` there as a pipe)."""
+    text = _one_line(value)
+    if in_table:
+        text = text.replace("|", "\\|")
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return Markdown(f"{fence}{pad}{text}{pad}{fence}")
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[object]],
@@ -73,7 +107,8 @@ def comparison_markdown(comparison: Comparison) -> list[str]:
     lines.append("")
     if comparison.settings:
         lines += table(["setting", "before", "now"],
-                       [[f"`{c['setting']}`", value_text(c["before"]), value_text(c["after"])]
+                       [[code(c["setting"], in_table=True), value_text(c["before"]),
+                         value_text(c["after"])]
                         for c in comparison.settings])
     else:
         lines.append("Settings: identical.")
@@ -90,11 +125,11 @@ def eval_markdown(report: Mapping[str, Any], *, comparison: Comparison | None = 
                   golden: str | None = None) -> str:
     """The eval report as Markdown: settings line, aggregate with CIs and Δ, comparison, misses."""
     fp, corpus, aggregate = report["fingerprint"], report["corpus"], report["aggregate"]
-    title = f"## groove eval — {golden}" if golden else "## groove eval"
+    title = f"## groove eval — {cell(golden)}" if golden else "## groove eval"
     lines = [title, "",
-             f"model `{fp['model']}` · reranker `{fp.get('reranker') or 'none'}` · limit "
+             f"model {code(fp['model'])} · reranker {code(fp.get('reranker') or 'none')} · limit "
              f"{fp['limit']} · {aggregate['query_count']} queries · corpus {corpus['documents']} "
-             f"docs / {corpus['chunks']} chunks (`{str(corpus['digest'])[:12]}`)", ""]
+             f"docs / {corpus['chunks']} chunks ({code(str(corpus['digest'])[:12])})", ""]
     previous = report.get("previous")
     if isinstance(previous, dict) and isinstance(report.get("diff"), dict):
         lines += table(["metric", "value", "95% CI", f"Δ vs run of {previous['timestamp']}"],
@@ -112,23 +147,24 @@ def eval_markdown(report: Mapping[str, Any], *, comparison: Comparison | None = 
     if misses or regressed:
         lines += ["", f"<details><summary>Misses and regressions ({len(misses)} misses, "
                       f"{len(regressed)} regressions of {len(report['per_query'])})</summary>", ""]
-        lines += [f"- ✗ `{cell(e['id'])}`: no expected note in the top {k_max}" for e in misses]
+        lines += [f"- ✗ {code(e['id'])}: no expected note in the top {k_max}" for e in misses]
         for item in regressed:
             changes = ", ".join(f"{metric_label(name) if name != 'reciprocal_rank' else 'RR'} "
                                 f"{a:.2f} → {b:.2f}" for name, (a, b) in item["metrics"].items())
-            lines.append(f"- ↓ `{cell(item['id'])}`: {changes}")
+            lines.append(f"- ↓ {code(item['id'])}: {changes}")
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
 
 
 def append_step_summary(markdown: str) -> None:
-    """Append to the file `$GITHUB_STEP_SUMMARY` names, when set; a failure is a warning only."""
+    """Append to the file `$GITHUB_STEP_SUMMARY` names, when set, through the one output writer
+    (outfile.py): a FIFO with no reader is not waited for, a link or folder is refused; any
+    failure is a warning only, since the summary is a by-product of the run."""
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return
     try:
-        with Path(target).open("a", encoding="utf-8") as handle:
-            handle.write(markdown + "\n")
-    except OSError as exc:
-        messages.warning(f"cannot append to $GITHUB_STEP_SUMMARY ({target}): "
-                         f"{exc.strerror or exc}")
+        write_output(target, (markdown + "\n").encode("utf-8"), flag="$GITHUB_STEP_SUMMARY",
+                     what="the step summary", append=True, wait=False)
+    except GrooveError as exc:
+        messages.warning(f"cannot append to $GITHUB_STEP_SUMMARY: {exc.message}")

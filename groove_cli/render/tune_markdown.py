@@ -17,17 +17,17 @@ from groove_cli.evaluate.tune import (
     label,
     label_of,
 )
-from groove_cli.render.markdown import cell, fmt, signed, table
+from groove_cli.render.markdown import code, fmt, signed, table
 
 
 def _verdict(r: Mapping[str, Any]) -> list[str]:
     v = r["verdict"]
     if v["decision"] == "adopt":
-        return [f"**Verdict: adopt** `{cell(label_of(v['condition']))}` — confirm it with "
+        return [f"**Verdict: adopt** {code(label_of(v['condition']))} — confirm it with "
                 "`groove eval` before relying on it. Add to `groove.toml` (or run "
                 "`groove tune --write`):", "", "```toml", *v["toml_snippet"].splitlines(), "```"]
     lines = [f"**Verdict: keep the built-in defaults** "
-             f"(`{cell(label(default_condition(r['space'])))}`)", ""]
+             f"({code(label(default_condition(r['space'])))})", ""]
     return lines + [f"- {reason}" for reason in v["reasons"]]
 
 
@@ -59,7 +59,7 @@ def render_tune_markdown(report: Mapping[str, Any]) -> str:
     """The tune report as Markdown, ending with a newline."""
     imp = report["per_query_impact"]
     lines = [f"## groove tune — {report['space']} space", "",
-             f"golden `{cell(report['golden_path'])}` · model `{report['model']}` · "
+             f"golden {code(report['golden_path'])} · model {code(report['model'])} · "
              f"{report['query_count']} queries ({report['effective_query_count']} effective) · "
              f"primary metric nDCG@{report['primary_k']}", "", *_verdict(report), "",
              *_evidence(report), "", *_secondary(report), "",

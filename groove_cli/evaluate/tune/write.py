@@ -9,11 +9,9 @@ then renamed over the original, so a failed write never leaves a half-written co
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import stat
-import tempfile
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +24,7 @@ from tomlkit.toml_document import TOMLDocument
 from groove_cli.errors import ConfigError, GrooveError
 from groove_cli.evaluate.tune.grid import TABLES, Condition, Space
 from groove_cli.evaluate.tune.report import WrittenKeys
+from groove_cli.outfile import replace_file, umask
 
 __all__ = [
     "REFUSE_KEEP_DEFAULTS",
@@ -243,14 +242,8 @@ def rewrite_config(config_path: Path, edit: Callable[[str], str],
     edited = edit(original)
     validate(edited, config_path)
     info = target.stat() if exists else None
-    mode = stat.S_IMODE(info.st_mode) if info else 0o666 & ~_umask()
-    _replace(target, edited.encode("utf-8"), mode, (info.st_uid, info.st_gid) if info else None)
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
+    mode = stat.S_IMODE(info.st_mode) if info else 0o666 & ~umask()
+    replace_file(target, edited.encode("utf-8"), mode, (info.st_uid, info.st_gid) if info else None)
 
 
 def check_writable(config_path: Path) -> None:
@@ -268,38 +261,3 @@ def check_writable(config_path: Path) -> None:
         )
 
 
-def _replace(target: Path, data: bytes, mode: int, owner: tuple[int, int] | None) -> None:
-    """Write `data` to a temporary file next to `target`, then rename it over `target`; the
-    new file gets `mode` and, when given and possible, the old file's `owner` (uid, gid).
-    When the owner cannot be kept (another user's file), the file is rewritten in place."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as exc:
-        raise GrooveError(f"cannot write {target}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        if owner is not None and (os.stat(tmp).st_uid, os.stat(tmp).st_gid) != owner:
-            try:
-                os.chown(tmp, *owner)
-            except PermissionError:
-                os.unlink(tmp)
-                _rewrite_in_place(target, data)
-                return
-        os.replace(tmp, target)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise GrooveError(f"cannot write {target}: {exc.strerror or exc}") from None
-
-
-def _rewrite_in_place(target: Path, data: bytes) -> None:
-    """Overwrite `target`'s content, keeping its inode (owner, mode, links)."""
-    with open(target, "r+b") as handle:
-        handle.write(data)
-        handle.truncate()
-        handle.flush()
-        os.fsync(handle.fileno())
