@@ -29,9 +29,9 @@ from groove_cli.evaluate import runner
 from groove_cli.evaluate.golden import Expected
 from groove_cli.evaluate.metrics import HitRecord, score_query
 from groove_cli.evaluate.report import aggregate
-from groove_cli.retrieve import cjk
 from groove_cli.retrieve import query as query_module
-from groove_cli.retrieve.words import match_expression
+from groove_cli.text import cjk
+from groove_cli.text.words import match_expression
 
 Compiler = Callable[[str], query_module.CompiledQuery]
 Tokeniser = Callable[[str], list[str]]
