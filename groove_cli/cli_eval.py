@@ -106,13 +106,8 @@ def eval_cmd(
     """
     if ctx.invoked_subcommand is not None:  # `groove eval compare …`
         return
-    from groove_cli.evaluate.runner import (
-        EvalRequest,
-        effective_limit,
-        gate_metric_from,
-        k_values_from,
-        run_eval,
-    )
+    from groove_cli.evaluate.golden import effective_limit, k_values_from
+    from groove_cli.evaluate.runner import EvalRequest, gate_metric_from, run_eval
     from groove_cli.retrieve.params import eval_reranker
 
     # an ablation is no eval run: it has no testcases for JUnit
