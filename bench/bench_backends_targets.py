@@ -37,7 +37,7 @@ costs dominate. This script measures what the targets are about:
    documents.
 
 Results are merged into bench/results/backends.json (keys `hnsw_recall`, `index_full`) and
-backends.md is rewritten by bench_backends.markdown, which renders these sections too.
+backends.md is rewritten by backends_report.markdown, which renders these sections too.
 """
 
 from __future__ import annotations
@@ -70,21 +70,23 @@ from _common import (
     percentile,
     ratio,
     run_groove,
-    verdict,
     write_results,
 )
-from bench_backends import (
+from backends_common import (
     PG_PACKAGES,
+    QUANTILES,
+    RERUNS,
     TARGETS,
     PgServer,
     analyze,
     measured,
     pgvector_build,
-    server_package,
     sqlite_versions,
 )
+from backends_report import markdown
 from bench_index import bare_embedder_seconds, chunk_inputs, parse_done
-from bench_search import RECALL_K, begin_index, finish_index, load_matrix
+from bench_search import RECALL_K, load_matrix
+from search_index import begin_index, finish_index
 
 from groove_cli.dburl import DEFAULT_EF_SEARCH, PgTarget, kb_name_for
 from groove_cli.store import open_writer, utc_now
@@ -96,11 +98,9 @@ SIGMA = (0.013, 0.026)
 nearest-neighbour cosines match those of the real CISI + JSQuAD chunks."""
 CHUNKS_PER_DOC = 100
 NEIGHBOUR_RANKS = (1, 10, 50)
-QUANTILES = (5, 25, 50, 75, 95)
 SAMPLE_ROWS = 2000
 JSQUAD_QUERIES = 124
 """With CISI's 76: 200 real queries."""
-RERUNS = 3
 INSERT_CHUNKS = 500
 """New chunks written into each built index: the per-chunk cost of keeping it current."""
 
@@ -515,205 +515,6 @@ def incremental(kb: Path, targets: dict[str, Path | str], batch: list[str]) -> d
 # --------------------------------------------------------------------------- report
 
 
-def context_lines(entry: dict[str, Any]) -> list[str]:
-    """The measured line, and the versions a section's numbers depend on."""
-    from bench_backends import _measured_line
-
-    pk = entry["machine"]["packages"] | entry.get("pg_packages", {})
-    pg = entry.get("postgres") or {}
-    argv = (entry.get("measured") or {}).get("argv", "")
-    return [_measured_line(entry["measured"]) + f" {entry['machine']['cpu_count']} cores, "
-            "shared.", "",
-            f"Versions: PostgreSQL {pg.get('server_version')}, pgvector "
-            f"{pg.get('vector_available')} ({entry.get('pgvector_build')}), psycopg "
-            f"{pk.get('psycopg')}, {server_package(pk)}, onnxruntime "
-            f"{pk.get('onnxruntime')}, numpy {pk.get('numpy')}, SQLite "
-            f"{(entry.get('sqlite_versions') or {}).get('sqlite')}, sqlite-vec "
-            f"{pk.get('sqlite-vec')}. Server: shared_buffers {pg.get('shared_buffers')}, "
-            f"maintenance_work_mem {pg.get('maintenance_work_mem')} (the store's HNSW build "
-            "raises it to 512MB).", "",
-            f"Command: `.venv/bin/python bench/bench_backends_targets.py {argv}`.", ""]
-
-
-def recall_lines(rec: dict[str, Any]) -> list[str]:
-    """backends.md's section on the HNSW leg's recall over structured vectors."""
-    nb = rec["neighbours"]
-
-    def dist(entry: dict[str, Any], rank: int) -> str:
-        q = entry[f"rank{rank}"]
-        return " / ".join(f"{q[f'p{p}']:.3f}" for p in QUANTILES)
-
-    lines = [f"## Recall@50 of the Postgres HNSW leg at {rec['chunks']:,} structured vectors "
-             "(real embeddings, real queries)", "",
-             f"The {rec['chunks']:,} vectors are the {rec['base_vectors']:,} real "
-             "multilingual-e5-small embeddings of the CISI and JSQuAD chunks, each repeated "
-             f"{rec['chunks'] // rec['base_vectors']}–{-(-rec['chunks'] // rec['base_vectors'])}"
-             " times with isotropic Gaussian noise of a per-vector scale drawn log-uniformly "
-             f"from [{rec['sigma'][0]}, {rec['sigma'][1]}] per dimension, renormalised; "
-             "written through the Postgres store's writer, HNSW index built by the store "
-             "(`build_vector_index`). Queries: "
-             f"{rec['queries']} real queries ({rec['query_sources']['cisi']} CISI, "
-             f"{rec['query_sources']['jsquad']} JSQuAD) embedded by groove's embedder. Recall "
-             "through `Searcher.knn` (the leg a search runs) on a `PgTarget` with each "
-             "ef_search, against exact float64 top-50 over the store's own vectors.", "",
-             "How realistic the set is — cosine to the k-th nearest other vector, quantiles "
-             "p5 / p25 / p50 / p75 / p95:", "",
-             "| set | 1st neighbour | 10th | 50th |", "|---|---|---|---|"]
-    for label, key in ((f"real chunks ({nb['real']['vectors']:,})", "real"),
-                       (f"synthetic ({nb['synthetic']['vectors']:,}; "
-                        f"{nb['synthetic']['rows_sampled']:,} rows sampled)", "synthetic")):
-        lines.append(f"| {label} | {dist(nb[key], 1)} | {dist(nb[key], 10)} | "
-                     f"{dist(nb[key], 50)} |")
-    lines += ["", "Queries' cosine to their 1st / 50th nearest vector (p5 / p25 / p50 / p75 / "
-              f"p95): real set {dist(nb['query_to_real'], 1)} / "
-              f"{dist(nb['query_to_real'], RECALL_K)}; synthetic set "
-              f"{dist(nb['query_to_synthetic'], 1)} / "
-              f"{dist(nb['query_to_synthetic'], RECALL_K)}.", "",
-              f"Write through the store: {rec['write']['write_s']:.0f} s for "
-              f"{rec['write']['chunks']:,} chunks; Postgres ran the leg's query as: "
-              f"{rec['knn_plan']}.", ""]
-    lines += context_lines(rec) + summary_lines(rec)
-    for build in rec["builds"]:
-        commit = build.get("commit") or rec["measured"]["code"]["commit"]
-        origin = (f"the store's DDL at `{commit}`" if build["store_ddl"]
-                  else f"the store's DDL at `{commit}` with a WITH clause")
-        insert = (f"; then {build['insert']['chunks']} new chunks through the store's writer "
-                  f"at {build['insert']['ms_per_chunk']:.1f} ms each" if build.get("insert")
-                  else "")
-        lines += [f"### m = {build['m']}, ef_construction = {build['ef_construction']} "
-                  f"({origin}; build {build['build_s']:.0f} s at load "
-                  f"{build['load_average'][0]}{insert})", "",
-                  "| ef_search | recall@50 mean | min | p5 | queries < 0.99 | p50 ms | p95 ms "
-                  "| target (mean ≥ 0.99) |",
-                  "|---:|---:|---:|---:|---:|---:|---:|---|"]
-        for row in build["sweep"]:
-            ef = str(row["ef_search"])
-            if row["effective_ef_search"] != row["ef_search"]:
-                ef += f" (runs as {row['effective_ef_search']}: raised to k)"
-            if row["ef_search"] == rec["groove_ef_search"]:
-                ef += " — groove's default"
-            lines.append(f"| {ef} | {row['mean']:.4f} | {row['min']:.2f} | {row['p5']:.2f} | "
-                         f"{row['queries_below_0.99']} | {row['p50_ms']:.1f} | "
-                         f"{row['p95_ms']:.1f} | {verdict(row['met'])} |")
-        lines.append("")
-    repeats = rec.get("repeat_builds")
-    if repeats:
-        lines += ["### Earlier builds of the same set (pgvector draws graph levels at random: "
-                  "every build differs)", "",
-                  "Recall@50 mean (worst query) and p50 ms per ef_search, from the logs of two "
-                  f"earlier runs at commit `{repeats[0]['commit']}`:", "",
-                  "| build | " + " | ".join(f"ef {row['ef_search']}"
-                                           for row in repeats[-1]["sweep"]) + " |",
-                  "|---|" + "---|" * len(repeats[-1]["sweep"])]
-        for build in repeats:
-            cells = {row["ef_search"]: f"{row['mean']:.4f} ({row['min']:.2f}), "
-                     f"{row['p50_ms']:.1f} ms" for row in build["sweep"]}
-            lines.append(f"| m {build['m']}, ef_construction {build['ef_construction']} | "
-                         + " | ".join(cells.get(row["ef_search"], "–")
-                                      for row in repeats[-1]["sweep"]) + " |")
-        lines.append("")
-    return lines
-
-
-def summary_lines(rec: dict[str, Any]) -> list[str]:
-    """Every build of the section (and the earlier ones) grouped by m and ef_construction: the
-    range of mean recall@50 at groove's ef_search and how many builds left a query at 0."""
-    groups: dict[tuple[int, int], list[dict[str, Any]]] = {}
-    for build in [*rec["builds"], *rec.get("repeat_builds", [])]:
-        row = next((r for r in build["sweep"] if r["ef_search"] == rec["groove_ef_search"]), None)
-        if row is not None:
-            groups.setdefault((build["m"], build["ef_construction"]), []).append(row)
-    from groove_cli.store.postgres.store import HNSW_EF_CONSTRUCTION
-
-    lines = [f"Summary at groove's ef_search {rec['groove_ef_search']}, every build below "
-             "(later builds were added by runs with `--add-builds`; each names its commit). "
-             f"The store now builds m = 16, ef_construction = {HNSW_EF_CONSTRUCTION}.", "",
-             "| m | ef_construction | builds | recall@50 mean | builds with a query at 0 | "
-             "target (mean ≥ 0.99) |", "|---:|---:|---:|---|---:|---|"]
-    for (m, efc), rows in sorted(groups.items()):
-        means = [r["mean"] for r in rows]
-        lines.append(f"| {m} | {efc} | {len(rows)} | {min(means):.4f}–{max(means):.4f} | "
-                     f"{sum(1 for r in rows if r['min'] == 0)} | "
-                     f"{verdict(min(means) >= TARGETS['recall'])} |")
-    return [*lines, ""]
-
-
-def index_lines(full: dict[str, Any]) -> list[str]:
-    """backends.md's section on index throughput from scratch on both stores."""
-    bare = full["bare"]
-    lines = [f"## Index throughput from scratch: {full['documents']:,} real documents on both "
-             "stores", "",
-             f"The first {full['cisi_docs']:,} CISI and {full['jsquad_docs']:,} JSQuAD documents "
-             f"({full['inputs']:,} chunks), `groove index` into a fresh SQLite file and a fresh "
-             "Postgres database (subprocess wall, model load included) against the bare "
-             "`Embedder.embed_passages` on the same inputs (model load excluded): "
-             "bench_index.py's ratio, with the bare embedder run before, between and after "
-             "the stores' runs, and the whole sequence repeated. \"By CPU s/chunk\" counts the "
-             "groove process only; the last column adds the Postgres server's CPU (the "
-             "postmaster and its backends) to it: the measure the machine's drift moves least.",
-             ""]
-    lines += context_lines(full)
-    if full.get("runs"):
-        lines += _repeated_lines(full)
-    else:  # a results file from before the runs were repeated
-        lines += ["| store | chunks | index wall s | chunks/s | bare chunks/s around it "
-                  "| ÷ bare embedder | by `Done` line | by CPU s/chunk | target |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-        for store, row in full["stores"].items():
-            lines.append(f"| {store} | {row['chunks']:,} | {row['wall_s']:.1f} | "
-                         f"{row['chunks_per_s']:.2f} | "
-                         f"{row.get('bare_chunks_per_s', bare['chunks_per_s']):.2f} | "
-                         f"{row['throughput_ratio']:.3f} | "
-                         f"{row['throughput_ratio_done_line']:.3f} | {row['cpu_ratio']:.3f} | "
-                         f"≥ {TARGETS['index_ratio']}: {verdict(row['met'])} |")
-    if full.get("bare_runs"):
-        lines += ["", "Bare embedder before, between and after the stores' runs (each store "
-                  "run against the mean of the two around it): " + ", ".join(
-                      f"{r['embed_s']:.1f} s" for r in full["bare_runs"])
-                  + f" ({full['inputs']:,} chunks); model load {bare['model_load_s']:.1f} s "
-                  "(median), excluded.", ""]
-    else:
-        lines += ["", f"Bare embedder: {bare['embed_s']:.1f} s = {bare['chunks_per_s']:.2f} "
-                  f"chunks/s (model load {bare['model_load_s']:.1f} s).", ""]
-    inc = full.get("incremental")
-    if inc:
-        lines += [f"Incremental: {inc['new_documents']} new documents ({inc['new_chunks']} "
-                  "chunks) into that index. Fixed cost = a no-change run (median of "
-                  f"{RERUNS}: start-up, reading and hashing every file) + the model load "
-                  f"({inc['bare']['model_load_s']:.1f} s); the rest of the run's wall time per "
-                  "new chunk against the bare embedder's "
-                  f"{inc['bare']['s_per_chunk'] * 1000:.0f} ms per chunk.", "",
-                  "| store | no-change run s | fixed s | run wall s | per new chunk ms | "
-                  "÷ bare (per chunk) | ÷ bare (whole run) |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
-        for store, row in inc["stores"].items():
-            lines.append(f"| {store} | {row['no_change_median_s']:.2f} | {row['fixed_s']:.2f} "
-                         f"| {row['added']['wall_s']:.1f} | {row['s_per_chunk'] * 1000:.0f} | "
-                         f"{row['per_chunk_ratio']:.3f} | {row['whole_run_ratio']:.3f} |")
-        lines.append("")
-    return lines
-
-
-def _repeated_lines(full: dict[str, Any]) -> list[str]:
-    """One row per store run, then each store's mean over the repeats (the verdict)."""
-    lines = ["| run | store | index wall s | bare chunks/s around it | ÷ bare embedder "
-             "| by `Done` line | by CPU s/chunk | by CPU incl. the server's |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|"]
-    for row in full["runs"]:
-        with_server = row.get("cpu_ratio_with_server")
-        lines.append(f"| {row['repeat']} | {row['store']} | {row['wall_s']:.1f} | "
-                     f"{row['bare_chunks_per_s']:.2f} | {row['throughput_ratio']:.3f} | "
-                     f"{row['throughput_ratio_done_line']:.3f} | {row['cpu_ratio']:.3f} | "
-                     f"{'' if with_server is None else f'{with_server:.3f}'} |")
-    lines += ["", "| store | runs | ÷ bare embedder, mean (min–max) | target |",
-              "|---|---:|---|---|"]
-    for store, entry in full["stores"].items():
-        lines.append(f"| {store} | {entry['runs']} | {entry['throughput_ratio']:.3f} "
-                     f"({entry['min']:.3f}–{entry['max']:.3f}) | ≥ {TARGETS['index_ratio']} "
-                     f"(mean): {verdict(entry['met'])} |")
-    return lines
-
-
 # --------------------------------------------------------------------------- main
 
 
@@ -760,8 +561,6 @@ def main() -> None:
     if args.dry:
         print(json.dumps(found, indent=2, ensure_ascii=False))
         return
-    from bench_backends import markdown
-
     path = RESULTS / "backends.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     if args.add_builds and "hnsw_recall" in found and data.get("hnsw_recall"):

@@ -47,7 +47,7 @@ from _common import (
 )
 from fts_variants import char_bigrams, compile_v2, eval_v1, peer_bm25s
 
-from groove_cli.retrieve import cjk
+from groove_cli.text import cjk
 
 MODES = ("fts", "vector", "hybrid")
 METRICS = (("ndcg@10", "ndcg_at_k", "10"), ("recall@10", "recall_at_k", "10"), ("MRR", "mrr", None))

@@ -26,12 +26,12 @@ from typing import Any
 
 from groove_cli import config
 from groove_cli.evaluate import runner
-from groove_cli.evaluate.golden import Expected
+from groove_cli.evaluate.golden import Expected, effective_limit, normalise_k
 from groove_cli.evaluate.metrics import HitRecord, score_query
 from groove_cli.evaluate.report import aggregate
-from groove_cli.retrieve import cjk
 from groove_cli.retrieve import query as query_module
-from groove_cli.retrieve.words import match_expression
+from groove_cli.text import cjk
+from groove_cli.text.words import match_expression
 
 Compiler = Callable[[str], query_module.CompiledQuery]
 Tokeniser = Callable[[str], list[str]]
@@ -66,9 +66,9 @@ def eval_v1(kb: Path, db: Path, golden: Path, config_path: Path, mode: str,
     `compiler` given)."""
     settings = config.load_settings(config_path, {"kb_path": str(kb),
                                                   "search.retrieval.mode": mode})
-    k_values = runner.normalise_k([int(str(v)) for v in settings.list_("eval.k_values")])
+    k_values = normalise_k([int(str(v)) for v in settings.list_("eval.k_values")])
     request = runner.EvalRequest(settings=settings, db=db, kb=kb, golden=golden,
-                                 k_values=k_values, limit=runner.effective_limit(None, k_values),
+                                 k_values=k_values, limit=effective_limit(None, k_values),
                                  reranker=None, no_history=True)
     names = vars(runner)  # the runner compiles the golden queries through its module global
     original = names["compile_query"]

@@ -41,15 +41,15 @@ if str(ROOT) not in sys.path:
 from _common import RESULTS, machine, machine_line, write_results  # noqa: E402
 
 from groove_cli.config import load_settings  # noqa: E402
-from groove_cli.evaluate.calibrate import (  # noqa: E402
+from groove_cli.evaluate.golden import load_golden  # noqa: E402
+from groove_cli.evaluate.metrics import entry_matches  # noqa: E402
+from groove_cli.evaluate.tune.calibrate import (  # noqa: E402
     LabelledHit,
     cross_fitted,
     expected_calibration_error,
     fit_logistic,
     split_half,
 )
-from groove_cli.evaluate.golden import load_golden  # noqa: E402
-from groove_cli.evaluate.metrics import entry_matches  # noqa: E402
 from groove_cli.retrieve.filters import FilterSpec  # noqa: E402
 from groove_cli.retrieve.params import build_params  # noqa: E402
 from groove_cli.retrieve.query import compile_query  # noqa: E402

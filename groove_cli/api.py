@@ -274,12 +274,8 @@ class Index:
                      k: Sequence[int] | str | None = None, limit: int | None = None,
                      history: bool = True, **options: Any) -> Any:
         """The `EvalRequest` `evaluate` runs (eval --ablate runs the same request)."""
-        from groove_cli.evaluate.runner import (
-            EvalRequest,
-            effective_limit,
-            gate_metric_from,
-            k_values_from,
-        )
+        from groove_cli.evaluate.golden import effective_limit, k_values_from
+        from groove_cli.evaluate.runner import EvalRequest, gate_metric_from
         from groove_cli.retrieve.params import eval_reranker
 
         if self.kb is None:

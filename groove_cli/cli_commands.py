@@ -25,7 +25,7 @@ from groove_cli.cli_options import (
 from groove_cli.render import output
 
 if TYPE_CHECKING:
-    from groove_cli.evaluate.calibrate import CalibrationReport
+    from groove_cli.evaluate.tune.calibrate import CalibrationReport
     from groove_cli.models import ModelStatus, ResolvedModel
 
 
@@ -67,7 +67,7 @@ def calibrate_cmd(ctx: typer.Context, kb_path: Path | None, golden: Path | None,
                   fmt: str, write: bool, force: bool) -> None:
     """`tune --space calibration`: refit the relevance model, print it, --write it (only a
     refit that beats the calibration in use on held-out hits, unless --force)."""
-    from groove_cli.evaluate.calibrate import calibrate, write_calibration
+    from groove_cli.evaluate.tune.calibrate import calibrate, write_calibration
     from groove_cli.evaluate.tune.write import write_target
     from groove_cli.retrieve.params import configured_calibration, configured_rerank_calibration
     from groove_cli.retrieve.relevance import default_calibration

@@ -10,22 +10,44 @@ and otherwise falls back to an in-memory copy (batches) or plain vec0 KNN.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from groove_cli.config import MAX_TOP_K
 from groove_cli.npyfiles import save_stamped
-from groove_cli.store import Store
-
-if TYPE_CHECKING:
-    from groove_cli.store.postgres import PgStore
 
 Neighbours = list[tuple[int, float]]
+
+
+class VectorRows(Protocol):
+    """What the snapshot reads from an index (both stores; Postgres's reader too). A protocol
+    here rather than the store's classes, so the stores can use the snapshot without a circle."""
+
+    def all_vectors(self) -> Iterator[tuple[int, bytes]]: ...
+
+
+class StampedVectors(VectorRows, Protocol):
+    """An index whose vectors carry an identity and a version (the snapshot's stamp)."""
+
+    def index_id(self) -> str: ...
+
+    def vectors_version(self) -> str: ...
+
+    def vec_dim(self) -> int | None: ...
+
+
+class KnnSource(Protocol):
+    """An index's own KNN (vec0 or Postgres's HNSW) and its row count."""
+
+    def chunk_count(self) -> int: ...
+
+    def vec_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]: ...
+
 BLOCK_FLOATS = 16_000_000
 MAX_VEC_K = MAX_TOP_K
 
@@ -45,7 +67,7 @@ class SnapshotStamp:
     vectors_version: str
 
     @classmethod
-    def of(cls, store: Store | PgStore) -> SnapshotStamp:
+    def of(cls, store: StampedVectors) -> SnapshotStamp:
         return cls(store.index_id(), store.vectors_version())
 
 
@@ -82,7 +104,7 @@ class VectorSnapshot:
         """(row, first row with the same vector) pairs, row-ascending."""
 
     @classmethod
-    def from_store(cls, store: Store | PgStore, dim: int) -> VectorSnapshot:
+    def from_store(cls, store: VectorRows, dim: int) -> VectorSnapshot:
         """Read every vector from vec0 (one scan) and normalise; zero vectors are dropped."""
         ids: list[int] = []
         blobs: list[bytes] = []
@@ -186,7 +208,7 @@ def duplicate_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.int64]:
     return np.asarray([p for p in pairs if p[0] != p[1]], dtype=np.int64).reshape(-1, 2)
 
 
-def vec0_knn(store: Store | PgStore) -> Callable[[npt.NDArray[np.float32], int], Neighbours]:
+def vec0_knn(store: KnnSource) -> Callable[[npt.NDArray[np.float32], int], Neighbours]:
     """Plain vec0 KNN (or Postgres's HNSW) made to agree with the snapshot at the k-th distance.
 
     vec0 picks arbitrarily among rows tied with the k-th distance, and a NULL-distance row (a
@@ -211,7 +233,7 @@ def vec0_knn(store: Store | PgStore) -> Callable[[npt.NDArray[np.float32], int],
     return knn
 
 
-def refresh_snapshot(store: Store, db: Path) -> None:
+def refresh_snapshot(store: StampedVectors, db: Path) -> None:
     """Rebuild the snapshot when the index's vectors changed since it was written (`index`)."""
     dim = store.vec_dim()
     if dim is None:

@@ -1,4 +1,4 @@
-"""The CJK table's tokeniser (retrieve/cjk.py) on hand-checked sentences, and a round trip
+"""The CJK table's tokeniser (text/cjk.py) on hand-checked sentences, and a round trip
 through FTS5's unicode61 tokenizer as `fts_cjk` is declared (migration 0003)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import apsw
 import pytest
 
-from groove_cli.retrieve.cjk import (
+from groove_cli.text.cjk import (
     ROW_WINDOW_CHARS,
     has_cjk,
     is_cjk,

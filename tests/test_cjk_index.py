@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from groove_cli.retrieve.cjk import row_text
 from groove_cli.store import SCHEMA_VERSION
+from groove_cli.text.cjk import row_text
 from tests.test_index import Groove, chunk_ids, make_groove, meta, rows, write_kb
 from tests.test_status_doctor import tiny_model, writable  # noqa: F401 (a fixture)
 

@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groove_cli import config
-from groove_cli.evaluate.golden import GoldenQuery
-from groove_cli.evaluate.runner import EvalRequest, load_golden_set, run_eval
+from groove_cli.evaluate.golden import GoldenQuery, load_golden_set
+from groove_cli.evaluate.runner import EvalRequest, run_eval
 from groove_cli.evaluate.tune.lists import ListFetcher, vector_lists
 from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.fuse import fuse_lists

@@ -15,7 +15,7 @@ from groove_cli.retrieve.query import (
     compile_query,
     query_phrases,
 )
-from groove_cli.retrieve.words import ENGLISH_STOPWORDS, MAX_WORD_TERMS, MIN_WORD_CHARS
+from groove_cli.text.words import ENGLISH_STOPWORDS, MAX_WORD_TERMS, MIN_WORD_CHARS
 
 # search.md §2.6, every row that compiles to an expression, as (query, trigram MATCH, word-level
 # MATCH) since issue #8: an all-Latin query goes to `fts_words` only; a query with a non-Latin

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 import groove_cli
 from groove_cli.errors import UsageError
-from groove_cli.retrieve.cjk import row_text
 from groove_cli.retrieve.query import MAX_NEG_PHRASES, MAX_PHRASES, compile_query
-from groove_cli.retrieve.words import ENGLISH_STOPWORDS, MAX_WORD_TERMS, is_latin_text
+from groove_cli.text.cjk import row_text
+from groove_cli.text.words import ENGLISH_STOPWORDS, MAX_WORD_TERMS, is_latin_text
 
 REFUSALS = {
     "the query is empty",

@@ -107,7 +107,7 @@ def test_min_relevance_drops_weak_hits_and_may_leave_none(
 def test_calibration_fit_and_ece_by_hand() -> None:
     import numpy as np
 
-    from groove_cli.evaluate.calibrate import expected_calibration_error, fit_logistic
+    from groove_cli.evaluate.tune.calibrate import expected_calibration_error, fit_logistic
 
     # two bins: predictions 0.15 (rate 0/2) and 0.85 (rate 2/2) -> |0.15-0|*2 + |0.85-1|*2 / 4
     error, bins = expected_calibration_error([0.15, 0.15, 0.85, 0.85], [0, 0, 1, 1])
@@ -122,7 +122,7 @@ def test_calibration_fit_and_ece_by_hand() -> None:
 
 
 def test_cross_fitting_scores_each_half_by_the_other_halfs_model() -> None:
-    from groove_cli.evaluate.calibrate import LabelledHit, cross_fitted
+    from groove_cli.evaluate.tune.calibrate import LabelledHit, cross_fitted
 
     blank = (0.0,) * 6  # no evidence: each half's model is its base rate
     first = [LabelledHit("a", blank, r) for r in (True, False, False, False)]  # rate 1/4
@@ -245,7 +245,7 @@ def test_write_calibration_follows_the_config_write_rules(tmp_path: Path) -> Non
     import stat
 
     from groove_cli.errors import GrooveError
-    from groove_cli.evaluate.calibrate import write_calibration
+    from groove_cli.evaluate.tune.calibrate import write_calibration
 
     target = tmp_path / "groove.toml"
     target.write_text("# mine\nmax_length = 256\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The word-level query helpers (`retrieve/words.py`, issue #8): which text is Latin, how plain
+"""The word-level query helpers (`text/words.py`, issue #8): which text is Latin, how plain
 text splits into words, which words the `fts_words` expression keeps, and how it is written.
 
 Expressions compiled end to end are pinned in `test_query.py`; here each rule is checked alone.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from groove_cli.retrieve.words import (
+from groove_cli.text.words import (
     ENGLISH_STOPWORDS,
     MAX_WORD_TERMS,
     dedupe_cap,

@@ -23,6 +23,7 @@ import numpy as np
 
 from groove_cli import messages
 from groove_cli.errors import UsageError
+from groove_cli.evaluate.golden import load_golden_set
 from groove_cli.evaluate.history import is_judged
 from groove_cli.evaluate.metrics import score_query
 from groove_cli.evaluate.paired import (
@@ -32,13 +33,7 @@ from groove_cli.evaluate.paired import (
     significantly_worse,
 )
 from groove_cli.evaluate.report import build_run, utc_timestamp
-from groove_cli.evaluate.runner import (
-    EvalRequest,
-    compile_golden,
-    eval_params,
-    hit_records,
-    load_golden_set,
-)
+from groove_cli.evaluate.runner import EvalRequest, compile_golden, eval_params, hit_records
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.query import CompiledQuery
 from groove_cli.retrieve.searcher import Batch, Searcher, extra_readers

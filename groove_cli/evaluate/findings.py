@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from groove_cli.evaluate.golden import GoldenQuery
+from groove_cli.evaluate.golden import GoldenQuery, normalize
 
 CHECK = "golden-queries-quoted"
 MIN_NEEDLE_LENGTH = 12
@@ -21,11 +21,6 @@ PREFIX = 8
 
 FindingChunk = tuple[str, str | None, str | None, str]
 """(path, heading, context_text, content) of one chunk."""
-
-
-def normalize(text: str) -> str:
-    """Collapse whitespace runs to one space, strip and lower-case."""
-    return " ".join(text.split()).lower()
 
 
 def _needles(queries: Sequence[GoldenQuery]) -> dict[str, list[GoldenQuery]]:

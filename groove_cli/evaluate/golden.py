@@ -1,4 +1,5 @@
-"""Golden file: locate, read safely, validate strictly and check against the index (eval.md §1).
+"""Golden file: locate, read safely, validate strictly and check against the index (eval.md §1);
+the k list and depth every measuring command (eval, ablate, tune, calibration) shares.
 
 The golden file is user input that decides what "good retrieval" means, so every field is checked
 and every error names its location; a typo such as `relevance:` must not silently drop a judgement.
@@ -10,15 +11,21 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from groove_cli import messages
+from groove_cli.config import MAX_LIMIT
 from groove_cli.errors import GoldenError, UsageError
 from groove_cli.text import not_utf8
+
+if TYPE_CHECKING:
+    from groove_cli.config import Settings
+    from groove_cli.store.reader import IndexReader
 
 MAX_GOLDEN_BYTES = 1024 * 1024
 """Golden files above 1 MiB are refused (eval.md §1)."""
@@ -403,6 +410,11 @@ def expected_warnings(
     return warnings
 
 
+def normalize(text: str) -> str:
+    """Collapse whitespace runs to one space, strip and lower-case."""
+    return " ".join(text.split()).lower()
+
+
 def repeated_queries_warning(golden: GoldenSet, normalize: Callable[[str], str]) -> str | None:
     """A warning when queries repeat an earlier one (after `normalize`), else None.
 
@@ -425,3 +437,78 @@ def repeated_queries_warning(golden: GoldenSet, normalize: Callable[[str], str])
             f'(first: "{again.id}" at queries[{again.index}] repeats "{original.id}" at '
             f"queries[{original.index}]); each copy counts again in every mean, which narrows "
             "the confidence intervals and lets tune adopt noise; remove the copies")
+
+
+def parse_k_values(text: str) -> tuple[int, ...]:
+    """`--k 1,5,10`: integers ≥ 0, each capped at 1000, sorted, deduplicated."""
+    values: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            value = int(part)
+        except ValueError:
+            raise UsageError(f"--k expects comma-separated integers, got {part!r}") from None
+        if value < 0:
+            raise UsageError(f"--k values must be >= 0, got {value}")
+        values.append(value)
+    if not values:
+        raise UsageError("--k needs at least one value")
+    return normalise_k(values)
+
+
+def k_values_from(settings: Settings, flag: str | None) -> tuple[int, ...]:
+    """eval's k list: `--k` when given, else `[eval].k_values`, normalised."""
+    if flag is not None:
+        return parse_k_values(flag)
+    return normalise_k([int(str(v)) for v in settings.list_("eval.k_values")])
+
+
+def normalise_k(values: Sequence[int]) -> tuple[int, ...]:
+    return tuple(sorted({min(int(v), MAX_LIMIT) for v in values}))
+
+
+def effective_limit(limit: int | None, k_values: Sequence[int]) -> int:
+    """`--limit` or the largest k (1 when it is 0), capped at 1000 with the spec's note."""
+    value = limit if limit is not None else max(max(k_values), 1)
+    if value > MAX_LIMIT:
+        messages.note(f"limit {value} exceeds the retrieval cap; using {MAX_LIMIT}")
+        value = MAX_LIMIT
+    return value
+
+
+def load_golden_set(settings: Settings, kb: Path, explicit: Path | None,
+                    topics: Path | None = None) -> GoldenSet:
+    """Locate and validate the golden file (eval.md §1); shared with tune and ablate. With
+    `topics`, the golden file is a TREC qrels file and the queries come from the topics file
+    (eval.md §12). Repeated queries get a warning: each copy counts again in every mean."""
+    if topics is not None and explicit is None:
+        raise UsageError("--topics needs --golden QRELS (the TREC qrels file)")
+    path = find_golden(explicit, settings.path("eval.golden"), kb)
+
+    from groove_cli.retrieve.query import compile_query
+
+    def check(text: str) -> None:
+        compile_query(text)
+
+    if topics is not None:
+        from groove_cli.evaluate.trec import load_trec_golden
+
+        golden = load_trec_golden(path, topics, check_query=check)
+    else:
+        golden = load_golden(path, check_query=check)
+        if golden.has_defaults:
+            messages.detail("golden defaults are ignored")
+    repeated = repeated_queries_warning(golden, normalize)
+    if repeated:
+        messages.warning(repeated)
+    return golden
+
+
+def golden_index_warnings(store: IndexReader, golden: GoldenSet) -> None:
+    """A warning per expected entry whose path or heading the index lacks (eval.md §1)."""
+    headings = store.headings_by_path()
+    for text in expected_warnings(golden, has_path=lambda p: p in headings,
+                                  headings_of=lambda p: headings.get(p, set())):
+        messages.warning(text)

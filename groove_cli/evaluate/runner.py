@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from groove_cli import messages
-from groove_cli.config import MAX_LIMIT, Settings
+from groove_cli.config import Settings
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import UsageError
 from groove_cli.evaluate import history
@@ -24,10 +24,8 @@ from groove_cli.evaluate.findings import findings_warning_text, quoted_findings,
 from groove_cli.evaluate.fingerprint import FingerprintInputs, build_fingerprint
 from groove_cli.evaluate.golden import (
     GoldenSet,
-    expected_warnings,
-    find_golden,
-    load_golden,
-    repeated_queries_warning,
+    golden_index_warnings,
+    load_golden_set,
 )
 from groove_cli.evaluate.metrics import HitRecord, QueryMetrics, score_query
 from groove_cli.evaluate.paired import check_metric, default_metric, run_has_metric
@@ -44,46 +42,6 @@ from groove_cli.retrieve.params import (
 from groove_cli.retrieve.pipeline import SearchResult
 from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.retrieve.searcher import Searcher, extra_readers
-from groove_cli.store import IndexReader
-
-
-def parse_k_values(text: str) -> tuple[int, ...]:
-    """`--k 1,5,10`: integers ≥ 0, each capped at 1000, sorted, deduplicated."""
-    values: list[int] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            value = int(part)
-        except ValueError:
-            raise UsageError(f"--k expects comma-separated integers, got {part!r}") from None
-        if value < 0:
-            raise UsageError(f"--k values must be >= 0, got {value}")
-        values.append(value)
-    if not values:
-        raise UsageError("--k needs at least one value")
-    return normalise_k(values)
-
-
-def k_values_from(settings: Settings, flag: str | None) -> tuple[int, ...]:
-    """eval's k list: `--k` when given, else `[eval].k_values`, normalised."""
-    if flag is not None:
-        return parse_k_values(flag)
-    return normalise_k([int(str(v)) for v in settings.list_("eval.k_values")])
-
-
-def normalise_k(values: Sequence[int]) -> tuple[int, ...]:
-    return tuple(sorted({min(int(v), MAX_LIMIT) for v in values}))
-
-
-def effective_limit(limit: int | None, k_values: Sequence[int]) -> int:
-    """`--limit` or the largest k (1 when it is 0), capped at 1000 with the spec's note."""
-    value = limit if limit is not None else max(max(k_values), 1)
-    if value > MAX_LIMIT:
-        messages.note(f"limit {value} exceeds the retrieval cap; using {MAX_LIMIT}")
-        value = MAX_LIMIT
-    return value
 
 
 def gate_metric_from(value: str | None, k_values: Sequence[int]) -> str | None:
@@ -141,42 +99,6 @@ def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
         fts_weight=params.fts_weight, cjk_weight=params.cjk_weight, min_score=params.min_score,
         context_mode=context_mode,
     )
-
-
-def load_golden_set(settings: Settings, kb: Path, explicit: Path | None,
-                    topics: Path | None = None) -> GoldenSet:
-    """Locate and validate the golden file (eval.md §1); shared with tune and ablate. With
-    `topics`, the golden file is a TREC qrels file and the queries come from the topics file
-    (eval.md §12). Repeated queries get a warning: each copy counts again in every mean."""
-    if topics is not None and explicit is None:
-        raise UsageError("--topics needs --golden QRELS (the TREC qrels file)")
-    path = find_golden(explicit, settings.path("eval.golden"), kb)
-
-    def check(text: str) -> None:
-        compile_query(text)
-
-    if topics is not None:
-        from groove_cli.evaluate.trec import load_trec_golden
-
-        golden = load_trec_golden(path, topics, check_query=check)
-    else:
-        golden = load_golden(path, check_query=check)
-        if golden.has_defaults:
-            messages.detail("golden defaults are ignored")
-    from groove_cli.evaluate.findings import normalize
-
-    repeated = repeated_queries_warning(golden, normalize)
-    if repeated:
-        messages.warning(repeated)
-    return golden
-
-
-def golden_index_warnings(store: IndexReader, golden: GoldenSet) -> None:
-    """A warning per expected entry whose path or heading the index lacks (eval.md §1)."""
-    headings = store.headings_by_path()
-    for text in expected_warnings(golden, has_path=lambda p: p in headings,
-                                  headings_of=lambda p: headings.get(p, set())):
-        messages.warning(text)
 
 
 def eval_params(req: EvalRequest) -> SearchParams:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from groove_cli.errors import UsageError
-from groove_cli.retrieve import cjk
-from groove_cli.retrieve.words import (
+from groove_cli.text import NOT_UTF8_HINT, cjk, not_utf8
+from groove_cli.text.words import (
     MIN_WORD_CHARS,
     dedupe_cap,
     is_latin_text,
@@ -25,7 +25,6 @@ from groove_cli.retrieve.words import (
     or_expr,
     select_terms,
 )
-from groove_cli.text import NOT_UTF8_HINT, not_utf8
 
 MIN_PHRASE_CHARS = 3
 # In a query with CJK phrases a lone Latin token (a unit such as "km", a single name) is served
@@ -73,7 +72,7 @@ class CompiledQuery:
     word_expr: str | None = None
     word_negative_expr: str | None = None
     cjk_terms: tuple[str, ...] = ()
-    """Tokens (retrieve/cjk.py) of a query with CJK text, for the CJK table; repeats kept."""
+    """Tokens (text/cjk.py) of a query with CJK text, for the CJK table; repeats kept."""
     cjk_expr: str | None = None
     cjk_negative_expr: str | None = None
     """Exclusions the trigram table cannot hold (shorter than 3 characters) that are one CJK

@@ -14,7 +14,7 @@ from typing import Any
 import apsw
 
 from groove_cli.errors import GrooveError
-from groove_cli.retrieve.cjk import row_text
+from groove_cli.text.cjk import row_text
 
 MIN_SQLITE = (3, 45, 0)
 MIN_SQLITE_VEC = (0, 1, 9)

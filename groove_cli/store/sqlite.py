@@ -21,7 +21,6 @@ import apsw
 from groove_cli.dbfile import damage_error
 from groove_cli.errors import GrooveError, IndexMissing
 from groove_cli.failures import check_index_file
-from groove_cli.retrieve.cjk import CJK_TOKENISER_VERSION
 from groove_cli.store.reads import SearchReads
 from groove_cli.store.rows import FTS_TABLES, FTS_VALUE, f32_blob, scalar_int
 from groove_cli.store.runtime import (
@@ -31,6 +30,7 @@ from groove_cli.store.runtime import (
     register_functions,
     utc_now,
 )
+from groove_cli.text.cjk import CJK_TOKENISER_VERSION
 from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
 
 if TYPE_CHECKING:  # numpy is imported where vectors are read or written, not at start-up

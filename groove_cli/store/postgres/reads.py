@@ -151,7 +151,7 @@ class PgReads:
         if self.exact_vectors():
             from groove_cli.vectors import VectorSnapshot
 
-            return VectorSnapshot.from_store(self, dim).knn(query, k)  # type: ignore[arg-type]
+            return VectorSnapshot.from_store(self, dim).knn(query, k)
         ef = min(max(self.ef_search, k), MAX_EF_SEARCH)
         with self.con.transaction():
             self.con.execute("SELECT set_config('hnsw.ef_search', %s, true), "

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from groove_cli.dburl import PgTarget, mask
 from groove_cli.errors import GrooveError, IndexMissing
-from groove_cli.retrieve.cjk import CJK_TOKENISER_VERSION
 from groove_cli.store.postgres import schema, tokens
 from groove_cli.store.postgres.reads import PgReads, binary_vector_type, vector_binary
 from groove_cli.store.rows import f32_blob
 from groove_cli.store.runtime import utc_now
+from groove_cli.text.cjk import CJK_TOKENISER_VERSION
 from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
 
 if TYPE_CHECKING:

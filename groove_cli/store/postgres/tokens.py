@@ -10,7 +10,7 @@ query finds the same rows and counts the same term frequencies as on SQLite:
   characters holds n − 2 tokens;
 - words (`fts_words`): `porter unicode61 remove_diacritics 2` tokens (English stems);
 - CJK (`fts_cjk`): `unicode61 remove_diacritics 0` tokens of groove's CJK row text
-  (`retrieve/cjk.row_text`: unigrams + bigrams).
+  (`text/cjk.row_text`: unigrams + bigrams).
 
 Word and CJK rows are stored as (term, frequency per column) postings plus, per column, the
 token stream wrapped as ` t1  t2  … ` so that a multi-token phrase is a substring of it.
@@ -25,7 +25,7 @@ from functools import cache
 
 import apsw
 
-from groove_cli.retrieve.cjk import row_text
+from groove_cli.text.cjk import row_text
 
 WINDOW_CHARS = 65_536
 """Texts are tokenised a window at a time, cut at whitespace (no token spans whitespace)."""
