@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
+# onnxruntime (its Linux wheels too) writes a telemetry database and a device id under
+# `~/.cache/Microsoft/DeveloperTools/` as soon as it is imported; `disable_telemetry_events()`
+# comes too late for that. Only this variable, set before the first `import onnxruntime`,
+# stops it: groove writes nothing outside the KB state, the model cache and the paths the user
+# names. Set here because every groove entry point imports this package first.
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+
 
 def __getattr__(name: str) -> str:
     """`__version__`, read from the installed metadata on first use (importlib.metadata costs
