@@ -7,6 +7,15 @@ names load on first use, so importing the package costs nothing a command does n
 
 from __future__ import annotations
 
+import os
+
+# onnxruntime (its Linux wheels too) writes a telemetry database and a device id under
+# `~/.cache/Microsoft/DeveloperTools/` as soon as it is imported; `disable_telemetry_events()`
+# comes too late for that. Only this variable, set before the first `import onnxruntime`,
+# stops it: groove writes nothing outside the KB state, the model cache and the paths the user
+# names. Set here because every groove entry point imports this package first.
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:

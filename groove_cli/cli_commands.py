@@ -48,19 +48,19 @@ def get_cmd(
     * `groove get notes/ops/backup.md:12`
     * `groove get ops/backup.md:12:5 --kb-path ~/notes --format json`
     """
-    from groove_cli.get import read_excerpt
+    from groove_cli.get import Excerpt, read_excerpt
     from groove_cli.render.terminal import print_excerpt
 
     fmt = check_format(format, ("text", "json"))
 
-    def run() -> tuple[Path, int, tuple[str, ...]]:
+    def run() -> Excerpt:
         settings = settings_for(ctx, kb_flags(kb_path), announce=False)
         kb = config.kb_path(settings, required=False)
-        excerpt = read_excerpt(location, kb, [str(h) for h in settings.list_("exclude_headings")])
-        return excerpt.path, excerpt.line_start, excerpt.lines
+        return read_excerpt(location, kb, [str(h) for h in settings.list_("exclude_headings")])
 
-    path, start, lines = run_core(run)
-    print_excerpt(path, start, lines, fmt, no_color=no_color)
+    excerpt = run_core(run)
+    print_excerpt(excerpt.path, excerpt.line_start, excerpt.line_end, excerpt.lines(), fmt,
+                  no_color=no_color)
 
 
 def calibrate_cmd(ctx: typer.Context, kb_path: Path | None, golden: Path | None, model: str | None,

@@ -9,15 +9,17 @@ working directory) and then inside the KB folder.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from groove_cli.chunk import parse_document
 from groove_cli.errors import GrooveError, UsageError
 
 _LOCATION = re.compile(r"(?P<path>.+?):(?P<line>\d+)(?::(?P<count>\d+))?", re.DOTALL)
 _HEADING_TAIL = "  § "
+_BLOCK = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +31,25 @@ class Location:
 
 @dataclass(frozen=True, slots=True)
 class Excerpt:
-    """Lines `line_start..line_end` (1-based, inclusive) of `path`."""
+    """Lines `line_start..line_end` (1-based, inclusive) of `path`; `lines()` reads them."""
 
     path: Path
     line_start: int
     line_end: int
-    lines: tuple[str, ...]
+
+    def lines(self) -> Iterator[str]:
+        """The lines, read from the file one at a time (memory bounded by the longest)."""
+        try:
+            with open(self.path, "rb") as handle:
+                if not _skip_lines(handle, self.line_start - 1):
+                    return
+                for _ in range(self.line_end - self.line_start + 1):
+                    raw = handle.readline()
+                    if not raw:
+                        return
+                    yield _decoded(raw)
+        except OSError as exc:
+            raise GrooveError(f"cannot read {self.path}: {exc.strerror or exc}") from None
 
 
 def parse_location(text: str) -> Location:
@@ -69,7 +84,11 @@ def _candidates(path: str, kb: Path | None) -> list[Path]:
 
 
 def read_excerpt(argument: str, kb: Path | None, exclude_headings: Sequence[str] = ()) -> Excerpt:
-    """The lines `argument` names (see the module doc); a clear error when it names none."""
+    """The lines `argument` names (see the module doc); a clear error when it names none.
+
+    Only the chunk bounds of `PATH:LINE` read the whole file (the chunker needs it), and only
+    for a file the index could hold (`scan.MAX_FILE_BYTES`: no hit points into a larger one);
+    everything else streams, so `big.md:1:1` costs one line, not the file."""
     whole = find_file(argument.strip(), kb)
     location = Location(argument.strip()) if whole is not None else parse_location(argument)
     path = whole or find_file(location.path, kb)
@@ -77,28 +96,81 @@ def read_excerpt(argument: str, kb: Path | None, exclude_headings: Sequence[str]
         where = "the working directory" + (f" or {kb}" if kb is not None else "")
         raise GrooveError(f"no such file: {location.path} (looked in {where})")
     try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        if location.line is None:
+            return Excerpt(path, 1, _count_lines(path))
+        if location.count is not None:
+            end = location.line + location.count - 1
+            total = _count_lines(path, stop=end)
+            if location.line <= total:
+                return Excerpt(path, location.line, min(end, total))
+        else:
+            text = _chunk_text(path)
+            total = _count_lines(path) if text is None else _text_lines(text)
+            if location.line <= total:
+                chunk_end = None if text is None else _chunk_end(text, path, location.line,
+                                                                 exclude_headings)
+                return Excerpt(path, location.line, chunk_end or total)
     except OSError as exc:
         raise GrooveError(f"cannot read {path}: {exc.strerror or exc}") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the newline that ends the last line opens no line of its own
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    if location.line is None:
-        return Excerpt(path, 1, len(lines), tuple(lines))
-    if location.line > len(lines):
-        raise GrooveError(f"{path} has {len(lines)} lines; line {location.line} is past its end")
-    if location.count is not None:
-        end = min(len(lines), location.line + location.count - 1)
-    else:
-        end = _chunk_end(text, path, location.line, exclude_headings) or len(lines)
-    return Excerpt(path, location.line, end, tuple(lines[location.line - 1 : end]))
+    raise GrooveError(f"{path} has {total} lines; line {location.line} is past its end")
+
+
+def _decoded(raw: bytes) -> str:
+    """One line as text: invalid UTF-8 replaced, its `\n` and one `\r` before it dropped."""
+    line = raw.decode("utf-8", errors="replace")
+    line = line[:-1] if line.endswith("\n") else line
+    return line[:-1] if line.endswith("\r") else line
+
+
+def _skip_lines(handle: BinaryIO, count: int) -> bool:
+    """Move `handle` past `count` lines, a block at a time (a skipped line is never held whole);
+    False when the file ends first."""
+    while count > 0:
+        at = handle.tell()
+        block = handle.read(_BLOCK)
+        if not block:
+            return False
+        found = block.count(b"\n")
+        if found < count:
+            count -= found
+            continue
+        end = -1
+        for _ in range(count):
+            end = block.index(b"\n", end + 1)
+        handle.seek(at + end + 1)
+        return True
+    return True
+
+
+def _count_lines(path: Path, stop: int | None = None) -> int:
+    """How many lines the file has (a last line without `\n` counts), reading blocks; with
+    `stop`, counting may end once that many are seen."""
+    lines = 0
+    last = b"\n"
+    with open(path, "rb") as handle:
+        while block := handle.read(_BLOCK):
+            lines += block.count(b"\n")
+            last = block[-1:]
+            if stop is not None and lines >= stop:
+                return lines
+    return lines + (last != b"\n")
+
+
+def _text_lines(text: str) -> int:
+    return text.count("\n") + (bool(text) and not text.endswith("\n"))
+
+
+def _chunk_text(path: Path) -> str | None:
+    """The text the chunker reads for `PATH:LINE`; None for a file it does not chunk."""
+    from groove_cli.scan import MAX_FILE_BYTES
+
+    if path.suffix.lower() not in (".md", ".txt") or path.stat().st_size > MAX_FILE_BYTES:
+        return None
+    return path.read_bytes().decode("utf-8", errors="replace")
 
 
 def _chunk_end(text: str, path: Path, line: int, exclude_headings: Sequence[str]) -> int | None:
     """The last line of the chunk that covers `line` (what a search hit at `line` spans)."""
-    if path.suffix.lower() not in (".md", ".txt"):
-        return None
     chunks = parse_document(text, path.name, exclude_headings=exclude_headings).chunks
     for chunk in chunks:
         if chunk.line_start <= line <= chunk.line_end:

@@ -107,3 +107,93 @@ def test_get_round_trips_search_text(golden_index: tuple[Path, Path], config_fil
             assert first.lstrip("# ") == hit["heading"]
         body = [x for x in hit["content"].split("\n") if x.strip() and not x.startswith("## ")]
         assert all(x.strip() in doc["content"] for x in body)
+
+
+# A child process runs `groove get` with its stdout on a file (nothing is captured in memory)
+# under tracemalloc, and reports the peak of Python allocations and the elapsed time. A first
+# run on a one-line note (argv[1]) does the imports, so the peak is the command's own.
+STREAM_CHILD = r"""
+import sys, time, tracemalloc
+from groove_cli.cli import main
+
+
+def run(*args):
+    sys.argv = ["groove", "get", *args]
+    try:
+        main()
+    except SystemExit as exit:
+        return exit.code
+    return 0
+
+
+warm, *asked = sys.argv[1:]
+run(warm)
+tracemalloc.start()
+started = time.monotonic()
+code = run(*asked)
+print(code, tracemalloc.get_traced_memory()[1], time.monotonic() - started, file=sys.stderr)
+"""
+BIG_LINE = b"the quick brown fox jumps over the lazy dog, line after line.\n"  # 62 bytes
+BIG_LINES = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def big_note(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 62 MB note of a million short lines (over the index's 50 MB file cap), the last one
+    different and without a newline."""
+    path = tmp_path_factory.mktemp("big") / "big.md"
+    with open(path, "wb") as handle:
+        handle.write(BIG_LINE * (BIG_LINES - 1) + b"the end")
+    return path
+
+
+def _warm_up_note(folder: Path) -> str:
+    path = folder / "warm-up.md"
+    path.write_text("# Warm up\n", encoding="utf-8")
+    return str(path)
+
+
+def _get_streamed(*args: str) -> tuple[int, int, float, str]:
+    """(exit code, peak traced bytes, seconds, stdout) of `groove get ARGS` in a child."""
+    import subprocess
+    import sys
+
+    warm = _warm_up_note(Path(args[0].rsplit(":", 2)[0]).parent)
+    proc = subprocess.run([sys.executable, "-c", STREAM_CHILD, warm, *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+    code, peak, seconds = proc.stderr.split()[-3:]
+    return int(code), int(peak), float(seconds), proc.stdout
+
+
+@pytest.mark.parametrize(("where", "expected"), [
+    ("1:1", "# Warm up\n" + BIG_LINE.decode()),
+    (f"{BIG_LINES - 1}:5", "# Warm up\n" + BIG_LINE.decode() + "the end\n"),
+])
+def test_get_streams_the_lines_asked_for(big_note: Path, where: str, expected: str) -> None:
+    code, peak, seconds, stdout = _get_streamed(f"{big_note}:{where}")
+    assert (code, stdout) == (0, expected)
+    assert peak < 1_000_000  # a block of the file and a line, not the file (62 MB)
+    assert seconds < 5
+
+
+def test_get_past_the_end_of_a_big_note_counts_without_holding_it(big_note: Path) -> None:
+    code, peak, _, stdout = _get_streamed(f"{big_note}:{BIG_LINES + 1}:1")
+    assert (code, stdout) == (1, "# Warm up\n")
+    assert peak < 1_000_000
+
+
+def test_get_whole_note_is_written_as_it_is_read(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    note = tmp_path / "long.md"
+    note.write_bytes(BIG_LINE * 50_000)  # 3.1 MB: every line goes through the text writer
+    out = tmp_path / "out.md"
+    with open(out, "wb") as handle:
+        proc = subprocess.run([sys.executable, "-c", STREAM_CHILD, _warm_up_note(tmp_path),
+                               str(note)],
+                              stdout=handle, stderr=subprocess.PIPE, text=True, timeout=60,
+                              check=False)
+    code, peak, _ = proc.stderr.split()[-3:]
+    assert (int(code), out.read_bytes()) == (0, b"# Warm up\n" + note.read_bytes())
+    assert int(peak) < 500_000

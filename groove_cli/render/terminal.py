@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -99,14 +99,15 @@ class Painter:
         self.stream.flush()
 
 
-def print_excerpt(path: Path, line_start: int, lines: Sequence[str], fmt: str, *,
+def print_excerpt(path: Path, line_start: int, line_end: int, lines: Iterable[str], fmt: str, *,
                   no_color: bool = False) -> None:
-    """`groove get`: JSON, or the lines (numbered on a terminal, as they are when piped)."""
+    """`groove get`: JSON, or the lines (numbered on a terminal, as they are when piped),
+    written as they are read."""
     if fmt == "json":
         from groove_cli.render.output import print_json
 
         print_json({"path": str(path.resolve()), "line_start": line_start,
-                    "line_end": line_start + len(lines) - 1, "content": "\n".join(lines)})
+                    "line_end": line_end, "content": "\n".join(lines)})
         return
     painter = Painter(no_color=no_color)
     if not painter.color:
@@ -114,7 +115,7 @@ def print_excerpt(path: Path, line_start: int, lines: Sequence[str], fmt: str, *
             painter.line([(line, None)], keep_newlines=True)
         painter.flush()
         return
-    width = len(str(line_start + max(len(lines) - 1, 0)))
+    width = len(str(max(line_end, line_start)))
     for number, line in enumerate(lines, line_start):
         painter.line([(f"{number:>{width}} ", "green"), ("│ ", "dim"), (line, None)],
                      keep_newlines=True)
