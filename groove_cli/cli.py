@@ -41,6 +41,7 @@ from groove_cli.cli_options import (
     with_retrieval_flags,
 )
 from groove_cli.errors import IndexMissing, UsageError
+from groove_cli.failures import ReaderGone
 from groove_cli.render import output
 
 if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays light
@@ -230,7 +231,12 @@ def doctor_cmd(
                           reranker=paths.settings.str_("reranker"))
 
     report = run_core(run)
-    output.print_doctor(report, fmt)
+    try:
+        output.print_doctor(report, fmt)
+    except ReaderGone:  # `doctor | head`: findings still fail (failures.py)
+        if report.findings:
+            raise typer.Exit(1) from None
+        raise
     if report.findings:
         raise typer.Exit(1)
 
