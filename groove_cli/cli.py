@@ -265,7 +265,10 @@ def search_cmd(
         "Drop hits whose estimated relevance (0-1) is below this; may leave no hit."))] = None,
     explain: Annotated[bool, typer.Option("--explain", help=(
         "Per-hit stage ranks and per-stage timings."))] = False,
-    format: Annotated[str, typer.Option("--format", help="json, text or files.")] = "json",
+    format: Annotated[str, typer.Option("--format", help=(
+        "json, text (a snippet per hit), md, csv or files."))] = "json",
+    full: Annotated[bool, typer.Option("--full", help=(
+        "text, md, csv: whole chunks instead of snippets."))] = False,
     no_color: NoColorOpt = False,
     verbose_flag: VerboseOpt = False,
 ) -> None:
@@ -284,7 +287,7 @@ def search_cmd(
     from groove_cli.retrieve.query import compile_query
     from groove_cli.retrieve.searcher import run_search
 
-    fmt = check_format(format, ("json", "text", "files"))
+    fmt = check_format(format, ("json", "text", "md", "csv", "files"))
     verbose(verbose_flag)
 
     def run() -> SearchOutcome:
@@ -302,12 +305,14 @@ def search_cmd(
         compile_query(query)  # an empty query is a usage error before any file is read
         paths = resolve_paths(ctx, flags, kb_required=False)
         return run_search(paths.settings, paths.db, paths.kb, query, limit=limit,
-                          filters=filters.spec(paths.settings), explicit_ratio=min_confidence_ratio)
+                          filters=filters.spec(paths.settings), explicit_ratio=min_confidence_ratio,
+                          files=fmt == "files")
 
     outcome = run_core(run)
     render_search.print_search(outcome.result, outcome.params, fmt, explain=explain,
                                filter_applied=outcome.filter_applied, kb_root=outcome.kb_root,
-                               no_color=no_color)
+                               no_color=no_color, full=full, query=query,
+                               files_short=outcome.files_short)
 
 
 # --------------------------------------------------------------------------- get

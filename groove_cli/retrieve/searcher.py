@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groove_cli import config, messages
-from groove_cli.config import Settings
+from groove_cli.config import MAX_LIMIT, Settings
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import ModelError
 from groove_cli.retrieve.filters import FilterSpec, compile_filters, filter_applied
@@ -372,11 +372,36 @@ class SearchOutcome:
     filter_applied: dict[str, object]
     kb_root: str | None = None
     """The KB folder the index was built from (hits' paths are relative to it)."""
+    files_short: str | None = None
+    """Why `--format files` found fewer files than asked (fill_files), else None."""
+
+
+def fill_files(searcher: Searcher, query: CompiledQuery, params: SearchParams
+               ) -> tuple[SearchResult, str | None]:
+    """`--format files`: hits collapse to files, so fetch more hits (×4 each round, up to the
+    1000-hit cap) until `params.limit` files are found or the search has no more; keep the
+    hits of the first `params.limit` files. The second value says why there are fewer files
+    than asked, else None."""
+    wanted, fetch = params.limit, params.limit
+    while True:
+        result = searcher.search(query, dataclasses.replace(params, limit=fetch))
+        files = list(dict.fromkeys(hit.chunk.path for hit in result.hits))
+        if len(files) >= wanted or len(result.hits) < fetch or fetch >= MAX_LIMIT:
+            break
+        fetch = min(MAX_LIMIT, fetch * 4)
+    kept = set(files[:wanted])
+    result = dataclasses.replace(result, hits=tuple(h for h in result.hits if h.chunk.path in kept))
+    if not result.hits or len(files) >= wanted:
+        return result, None
+    return result, (f"{len(files)} files, not {wanted}: the {len(result.hits)} hits found "
+                    f"are all in these files (hits collapse to files)")
 
 
 def run_search(settings: Settings, db: IndexLocation, kb: Path | None, text: str, *, limit: int,
-               filters: FilterSpec, explicit_ratio: float | None) -> SearchOutcome:
-    """`groove search` as one core call: compile, check, open the index, search once."""
+               filters: FilterSpec, explicit_ratio: float | None, files: bool = False
+               ) -> SearchOutcome:
+    """`groove search` as one core call: compile, check, open the index, search once (with
+    `files`, as often as `fill_files` needs)."""
     query = compile_query(text)
     compile_filters(filters)  # malformed globs are usage errors before any work
     reranker_name = search_reranker(settings)
@@ -392,6 +417,9 @@ def run_search(settings: Settings, db: IndexLocation, kb: Path | None, text: str
         if not legs.any:
             messages.note(NOTHING_TO_SEARCH)
         kb_root = searcher.meta.get("kb_path") or (str(kb.resolve()) if kb else None)
+        if files:
+            result, short = fill_files(searcher, query, params)
+            return SearchOutcome(result, params, applied, kb_root, short)
         return SearchOutcome(searcher.search(query, params), params, applied, kb_root)
     finally:
         searcher.close()
