@@ -177,9 +177,11 @@ class Index:
     # ------------------------------------------------------------------ calls
 
     def search(self, query: str, *, limit: int = 5, mode: str | None = None,
-               filters: Filters | None = None, **overrides: object) -> Results:
+               filters: Filters | None = None, files: bool = False,
+               **overrides: object) -> Results:
         """One query through the hybrid pipeline (search.md); `mode` is hybrid, vector or
-        fts, `overrides` any search setting (`rrf_k=40`, `min_relevance=0.5`)."""
+        fts, `overrides` any search setting (`rrf_k=40`, `min_relevance=0.5`). With `files`,
+        hits are fetched until `limit` distinct files are found (`search --format files`)."""
         from groove_cli.config import MAX_LIMIT
         from groove_cli.results import Results
         from groove_cli.retrieve.filters import compile_filters, filter_applied
@@ -192,7 +194,7 @@ class Index:
             settings_warnings,
         )
         from groove_cli.retrieve.query import compile_query
-        from groove_cli.retrieve.searcher import NOTHING_TO_SEARCH
+        from groove_cli.retrieve.searcher import NOTHING_TO_SEARCH, fill_files
 
         if limit < 1:
             raise UsageError(f"limit {limit} must be >= 1", hint=f"use 1 to {MAX_LIMIT}")
@@ -216,13 +218,17 @@ class Index:
             try:
                 if not legs.any:
                     messages.note(NOTHING_TO_SEARCH)
-                result = searcher.search(compiled, params)
+                short = None
+                if files:
+                    result, short = fill_files(searcher, compiled, params)
+                else:
+                    result = searcher.search(compiled, params)
                 kb_root = searcher.meta.get("kb_path") or (str(self.kb.resolve()) if self.kb
                                                            else None)
             finally:
                 if searcher is not self._searcher:
                     searcher.close()
-        return Results(query, result, params, applied, kb_root, tuple(given))
+        return Results(query, result, params, applied, kb_root, tuple(given), short)
 
     def get(self, location: str) -> Excerpt:
         """A note's lines: `PATH`, `PATH:LINE` (the chunk there) or `PATH:LINE:COUNT`."""

@@ -320,6 +320,25 @@ def _heading(line: str) -> tuple[int, str] | None:
     return None
 
 
+def first_h1(text: str) -> str | None:
+    """The text of a note's first `# ` heading outside a code fence (frontmatter skipped), or
+    None: the title a person sees at the top of a note without a frontmatter `title`."""
+    _, body = split_frontmatter(text)
+    fence: tuple[str, int] | None = None
+    for line in body.split("\n"):
+        if fence is not None:
+            if _fence_closes(line, *fence):
+                fence = None
+            continue
+        fence = _fence_open(line)
+        stripped = line.strip()
+        if fence is None and stripped.startswith("# ") and len(line) - len(line.lstrip(" ")) < 4:
+            title = re.sub(r"(?:^|\s+)#+$", "", stripped[2:].strip()).strip()
+            if title:
+                return title
+    return None
+
+
 def _sections(body: str, exclude_headings: Sequence[str], first_line: int = 1) -> list[_Section]:
     """Split `body` into emitted sections (before the short-chunk merge); `first_line` is the
     file line of the body's first line, so each section knows the lines it spans."""

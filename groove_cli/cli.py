@@ -41,6 +41,7 @@ from groove_cli.cli_options import (
     with_retrieval_flags,
 )
 from groove_cli.errors import IndexMissing, UsageError
+from groove_cli.failures import ReaderGone
 from groove_cli.render import output
 
 if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays light
@@ -228,7 +229,12 @@ def doctor_cmd(
         return Index(paths.settings, paths.kb, paths.db).doctor()
 
     report = run_core(run)
-    output.print_doctor(report, fmt)
+    try:
+        output.print_doctor(report, fmt)
+    except ReaderGone:  # `doctor | head`: findings still fail (failures.py)
+        if report.findings:
+            raise typer.Exit(1) from None
+        raise
     if report.findings:
         raise typer.Exit(1)
 
@@ -257,7 +263,10 @@ def search_cmd(
         "Drop hits whose estimated relevance (0-1) is below this; may leave no hit."))] = None,
     explain: Annotated[bool, typer.Option("--explain", help=(
         "Per-hit stage ranks and per-stage timings."))] = False,
-    format: Annotated[str, typer.Option("--format", help="json, text or files.")] = "json",
+    format: Annotated[str, typer.Option("--format", help=(
+        "json, text (a snippet per hit), md, csv or files."))] = "json",
+    full: Annotated[bool, typer.Option("--full", help=(
+        "text, md, csv: whole chunks instead of snippets."))] = False,
     no_color: NoColorOpt = False,
     verbose_flag: VerboseOpt = False,
 ) -> None:
@@ -276,7 +285,7 @@ def search_cmd(
     from groove_cli.render import search as render_search
     from groove_cli.retrieve.query import compile_query
 
-    fmt = check_format(format, ("json", "text", "files"))
+    fmt = check_format(format, ("json", "text", "md", "csv", "files"))
     verbose(verbose_flag)
 
     def run() -> Results:
@@ -293,11 +302,12 @@ def search_cmd(
         compile_query(query)  # an empty query is a usage error before any file is read
         paths = resolve_paths(ctx, flags, kb_required=False)
         with Index(paths.settings, paths.kb, paths.db) as index:
-            return index.search(query, limit=limit, filters=filters.filters())
+            return index.search(query, limit=limit, filters=filters.filters(),
+                                files=fmt == "files")
 
     results = run_core(run)
     messages.replay(results.messages)
-    render_search.print_search(results, fmt, explain=explain, no_color=no_color)
+    render_search.print_search(results, fmt, explain=explain, no_color=no_color, full=full)
 
 
 # --------------------------------------------------------------------------- get

@@ -34,6 +34,7 @@ from groove_cli.cli_options import (
     verbose,
     with_retrieval_flags,
 )
+from groove_cli.failures import ReaderGone
 from groove_cli.render import output
 
 if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays light
@@ -133,7 +134,12 @@ def eval_cmd(
         output.print_ablation(outcome, fmt)
         return
     messages.replay(outcome.messages)
-    output.print_eval(outcome, fmt, no_color=no_color, gated=fail_on_regression)
+    try:
+        output.print_eval(outcome, fmt, no_color=no_color, gated=fail_on_regression)
+    except ReaderGone:  # `eval … | head`: a failing gate still fails (failures.py)
+        if outcome.regression_error:
+            raise typer.Exit(1) from None
+        raise
     if outcome.regression_error:
         messages.error(outcome.regression_error)
         raise typer.Exit(1)

@@ -29,10 +29,12 @@ _READ_ONLY_HINT = "make the file and its folder writable, or pass --db a writabl
 
 
 class ReaderGone(GrooveError):
-    """stdout's reader closed the pipe (`groove search … | head -1`): nothing went wrong that
-    the user needs to read about, so nothing is printed (as ripgrep and git do); the exit code
-    stays 1 because the output was not all delivered, so a CI gate piped into `head` never
-    passes by accident."""
+    """stdout's reader closed the pipe (`groove search … | head -1`): the reader took what it
+    wanted, so nothing is printed and the exit code is 0 (as for `seq 1000 | head`), and a
+    script under `set -o pipefail` goes on. A failing eval gate still exits 1: cli_eval.py
+    checks the gate when its report's reader is gone."""
+
+    exit_code = 0
 
     def __init__(self) -> None:
         super().__init__("the reader of the output closed the pipe")

@@ -18,6 +18,11 @@ if TYPE_CHECKING:  # `get` renders through render/terminal, which must not load 
     from groove_cli.retrieve.pipeline import SearchHit, SearchResult, SearchTrace
 
 
+SCHEMA_VERSION = 2
+"""The search JSON's `schema_version` (cli.md §5.1): raised when a key changes meaning or goes
+away; new keys do not raise it."""
+
+
 def absolute(kb_root: str | Path | None, rel: str) -> Path | None:
     """The file of a KB-relative path, or None when the KB root is unknown."""
     if not kb_root:
@@ -71,6 +76,8 @@ class Results:
     """The KB folder the index was built from (hits' paths are relative to it)."""
     messages: tuple[Message, ...] = ()
     """The warnings and notes the search gave, in order (the CLI prints them on stderr)."""
+    files_short: str | None = None
+    """With `files=True`: why fewer files than asked were found (hits collapse to files)."""
 
     @property
     def hits(self) -> tuple[SearchHit, ...]:
@@ -100,6 +107,8 @@ class Results:
     def to_json(self, *, explain: bool = False) -> dict[str, Any]:
         """The document `groove search --format json` prints."""
         return {
+            "schema_version": SCHEMA_VERSION,
+            "query": self.query,
             "results": [hit_json(hit, explain, self.kb_root) for hit in self.hits],
             "low_confidence": self.low_confidence,
             "filter_applied": dict(self.filter_applied),

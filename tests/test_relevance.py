@@ -99,7 +99,9 @@ def test_min_relevance_drops_weak_hits_and_may_leave_none(
     none = groove(config_file, db, "zebra quantum banana", "--min-relevance", "0.5",
                   "--format", "text")
     assert none.exit_code == 0
-    assert none.stdout == "[low_confidence: no hit reaches relevance 0.5]\n\n"
+    assert none.stdout == ""  # no hit: nothing on stdout, one note on stderr says what to try
+    assert none.stderr == ("groove: note: no hits; none reaches relevance 0.5: try a lower "
+                           "--min-relevance\n")
     bad = groove(config_file, db, "x", "--min-relevance", "2")
     assert bad.exit_code == 2 and "--min-relevance" in bad.stderr
 

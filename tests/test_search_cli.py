@@ -372,9 +372,11 @@ def test_json_shape_exactly(golden_index: tuple[Path, Path], config_file: Path,
     result = groove(config_file, golden_index[1], "Blameless", "--mode", "fts", "--limit", "1")
     doc = ok_json(result)
     assert result.stdout == json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-    assert list(doc) == ["results", "low_confidence", "filter_applied"]
+    assert list(doc) == ["schema_version", "query", "results", "low_confidence", "filter_applied"]
     # "Blameless" is only in the heading: spans are computed, and empty
     assert doc == {
+        "schema_version": 2,
+        "query": "Blameless",
         "results": [{
             "score": 1.0,
             "relevance": None,  # fts mode: no cosine, no relevance
@@ -493,10 +495,17 @@ def test_explain_without_a_phrase(golden_index: tuple[Path, Path], config_file: 
                                        'explain: words MATCH "ab"']
 
 
+def _first_h1(file: str) -> str | None:
+    heads = [line[2:] for line in Path(file).read_text(encoding="utf-8").splitlines()
+             if line.startswith("# ")]
+    return heads[0] if heads else None
+
+
 def _text_block(hit: dict[str, Any]) -> str:
-    """One hit in the cli.md §5.2 layout."""
+    """One hit in the cli.md §5.2 layout with --full (the sample KB's headings are all h2)."""
     where = f"{os.path.relpath(hit['abs_path'])}:{hit['line_start']}"
-    lines = [f"# {hit['title'] or hit['path'].rsplit('/', 1)[-1]}",
+    title = hit["title"] or _first_h1(hit["abs_path"]) or hit["path"].rsplit("/", 1)[-1]
+    lines = [f"# {title}",
              f"{where}  § {hit['heading']}" if hit["heading"] else where,
              f"score: {hit['score']:.4f}"]
     if hit["tags"]:
@@ -511,7 +520,7 @@ def test_text_format(golden_index: tuple[Path, Path], config_file: Path, workdir
     db = golden_index[1]
     args = ("retry budget", "--mode", "fts", "--limit", "3")
     doc = ok_json(groove(config_file, db, *args))
-    text = groove(config_file, db, *args, "--format", "text")
+    text = groove(config_file, db, *args, "--format", "text", "--full")
     assert text.exit_code == 0
     assert doc["low_confidence"] is True
     expected = ("[low_confidence: max / mean ratio < 1.5]\n\n"
@@ -566,25 +575,35 @@ def test_text_format_heading_less_hit(tmp_path: Path, capsys: pytest.CaptureFixt
         tmp_path / "index.db", DocumentRow("loose.md", None, None, None, None, (), None, "h", 1, "t"),
         [ChunkRow(0, None, None, (), "a loose thought", None, 4, 1.0),
          ChunkRow(1, "Later", 2, (), "another thought", None, 4, 1.0)])
-    print_search(Results("q", result, params), "text", explain=False)
+    print_search(Results("q", result, params), "text", explain=False, full=True)
     assert capsys.readouterr().out == (
         "# loose.md\nloose.md\nscore: 1.0000\nmatch_spans: \"thought\"\n\na loose thought"
         "\n\n---\n\n"
         "# loose.md\nloose.md  § Later\nscore: 0.9839\nmatch_spans: \"thought\"\n\nanother thought"
         "\n")
+    # the default: snippets, one blank line between hits, no match_spans line
+    print_search(Results("q", result, params), "text", explain=False)
+    assert capsys.readouterr().out == (
+        "# loose.md\nloose.md\nscore: 1.0000\n\n  a loose thought\n\n"
+        "# loose.md\nloose.md  § Later\nscore: 0.9839\n\n  another thought\n")
 
 
 def test_files_format_prints_each_path_once(golden_index: tuple[Path, Path], config_file: Path,
                                             workdir: Path) -> None:
     db = golden_index[1]
     args = ("retry", "--mode", "fts", "--limit", "10")
-    hits = ok_json(groove(config_file, db, *args))["results"]
-    paths = [h["path"] for h in hits]
-    unique = list(dict.fromkeys(os.path.relpath(h["abs_path"]) for h in hits))
-    assert len(unique) < len(paths)  # some note has several hits
+    many = ok_json(groove(config_file, db, "retry", "--mode", "fts", "--limit", "1000"))
+    unique = list(dict.fromkeys(os.path.relpath(h["abs_path"]) for h in many["results"]))
+    assert len(unique) < 10 < len(many["results"])  # fewer notes than hits: one has several
+    first_ten = ok_json(groove(config_file, db, *args))["results"]
+    assert len({h["path"] for h in first_ten}) < len(unique)  # 10 hits do not show every file
     files = groove(config_file, db, *args, "--format", "files", "--explain")
     assert files.exit_code == 0
+    # hits collapse to files: more hits are fetched to fill the limit, and the shortfall is said
     assert files.stdout == "".join(f"{p}\n" for p in unique)
+    assert (f"groove: note: {len(unique)} files, not 10: the {len(many['results'])} hits found "
+            "are all in these files (hits collapse to files)") in files.stderr.splitlines()
+    paths = [h["path"] for h in many["results"]]
     assert "groove: note: low confidence (max / mean ratio < 1.5)" in files.stderr.splitlines()
     per_hit = [line for line in files.stderr.splitlines() if ": explain: fts=" in line]
     assert len(per_hit) == len(paths)
@@ -747,10 +766,14 @@ def test_control_characters_are_escaped_in_text_and_files(
         [ChunkRow(0, "H\x00", 2, (), "ring \x07 the thought\x1b]0;x\x07", None, 4, 1.0)])
     print_search(Results("q", result, params), "files", explain=False)
     assert capsys.readouterr().out == "evil\\nname.md\n"
-    print_search(Results("q", result, params), "text", explain=False)
+    print_search(Results("q", result, params), "text", explain=False, full=True)
     assert capsys.readouterr().out == (
         "# T\\x1b[2J\nevil\\nname.md  § H\\x00\nscore: 1.0000\ntags: a\\x07\n"
         "match_spans: \"thought\"\n\nring \\x07 the thought\\x1b]0;x\\x07\n")
+    print_search(Results("q", result, params), "text", explain=False)
+    assert capsys.readouterr().out == (
+        "# T\\x1b[2J\nevil\\nname.md  § H\\x00\nscore: 1.0000\ntags: a\\x07\n"
+        "\n  ring \\x07 the thought\\x1b]0;x\\x07\n")
     print_search(Results("q", result, params), "json", explain=False)
     hit = json.loads(capsys.readouterr().out)["results"][0]
     assert (hit["path"], hit["title"], hit["content"]) == (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from groove_cli.retrieve.words import ENGLISH_STOPWORDS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -93,8 +94,9 @@ def test_occurrences_do_not_overlap() -> None:
 
 def test_at_most_100_terms_budget_one() -> None:
     # 150 two-letter words: no phrase, so 150 split terms; sorted, the first 100 are kept and
-    # each gets budget max(1, 100 // 100) = 1.
-    words = [chr(97 + i // 26) + chr(97 + i % 26) for i in range(150)]
+    # each gets budget max(1, 100 // 100) = 1 (stopwords such as `an` are left out: never terms).
+    pairs = (chr(97 + i // 26) + chr(97 + i % 26) for i in range(26 * 26))
+    words = [w for w in pairs if w not in ENGLISH_STOPWORDS][:150]
     content = " ".join(words) + " " + " ".join(words)
     spans = match_spans(" ".join(reversed(words)), content)
     assert spans == [(3 * i, 3 * i + 2) for i in range(100)]
@@ -139,3 +141,12 @@ def test_every_span_folds_to_contain_a_term(content: str) -> None:
     for start, end in spans:
         folded = content[start:end].casefold()
         assert "ss" in folded or "fi" in folded
+
+
+def test_stopwords_are_not_highlighted() -> None:
+    # issue 28: `the` lit up three times in a hit for "the retry budget"
+    content = "Set the retry budget in the config; the rest stays."
+    spans = match_spans("the retry budget", content)
+    assert texts(content, spans) == ["retry", "budget"]
+    # a query of stopwords only still highlights them
+    assert texts("the end", match_spans("the", "the end")) == ["the"]

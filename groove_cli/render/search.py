@@ -6,11 +6,17 @@ from pathlib import Path
 
 from groove_cli import messages
 from groove_cli.render.output import print_json
+from groove_cli.render.snippet import ELLIPSIS, note_title, snippet
 from groove_cli.render.terminal import Painter, location, shown_path
 from groove_cli.results import Results, absolute
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.pipeline import SearchHit, SearchResult
 from groove_cli.text import printable
+
+HIT_LINES = 12
+"""A text-format hit prints at most this many lines unless `--full`."""
+INDENT = "  "
+"""Snippet lines are indented so a note's own `# ` line never reads as a hit's title."""
 
 
 def _rank(value: int | None) -> str:
@@ -73,25 +79,66 @@ def _weak_text(result: SearchResult, params: SearchParams) -> str:
     return f"max / mean ratio < {params.min_confidence_ratio}"
 
 
-def display_title(hit: SearchHit) -> str:
-    """The note's title, else its file name (a note without frontmatter title still reads)."""
-    return hit.chunk.title or hit.chunk.path.rsplit("/", 1)[-1]
+def display_title(hit: SearchHit, kb_root: str | Path | None = None) -> str:
+    """The note's title: frontmatter `title`, else its first `# ` heading (read from the file),
+    else its file name."""
+    return (hit.chunk.title or note_title(absolute(kb_root, hit.chunk.path))
+            or hit.chunk.path.rsplit("/", 1)[-1])
 
 
-def print_search(results: Results, fmt: str, *, explain: bool, no_color: bool = False) -> None:
+def breadcrumb(hit: SearchHit) -> str | None:
+    """The hit's heading with its ancestors, `Setup > Linux > Packages`; None without one."""
+    if not hit.chunk.heading:
+        return None
+    return " > ".join([*hit.chunk.ancestry, hit.chunk.heading])
+
+
+def empty_hint(params: SearchParams, filter_applied: dict[str, object]) -> str:
+    """The one stderr line for a search without hits: what to try, for this mode."""
+    if params.min_relevance > 0 and params.mode != "fts":
+        return (f"no hits; none reaches relevance {params.min_relevance}: try a lower "
+                "--min-relevance")
+    if filter_applied:
+        return "no hits; try fewer filters (" + ", ".join(filter_applied) + ")"
+    if params.mode == "fts":
+        return "no hits; try fewer or other words, or --mode hybrid (also matches by meaning)"
+    if params.mode == "vector":
+        return "no hits; try --mode hybrid, or check the index with `groove status`"
+    return "no hits; try fewer words, or --mode fts for exact words"
+
+
+def print_search(results: Results, fmt: str, *, explain: bool, no_color: bool = False,
+                 full: bool = False) -> None:
     """Print a search's results; its `kb_root` (the indexed KB folder) turns KB-relative paths
-    into ones that open from the working directory."""
+    into ones that open from the working directory; `full` prints whole chunks instead of
+    snippets; with `--format files`, `results.files_short` says why there are fewer files
+    than asked."""
     result, params, kb_root = results.result, results.params, results.kb_root
+    filter_applied, files_short = dict(results.filter_applied), results.files_short
     if explain:
         explain_stderr(result, params)
+    if not result.hits:
+        messages.note(empty_hint(params, filter_applied))
     weak = _weak_text(result, params)
     if fmt == "json":
         print_json(results.to_json(explain=explain))
         return
+    if fmt in ("md", "csv"):
+        from groove_cli.render.search_formats import print_csv, print_markdown
+
+        rows = [(hit, display_title(hit, kb_root), breadcrumb(hit)) for hit in result.hits]
+        if fmt == "md":
+            print_markdown(rows, kb_root, full=full, low_confidence=weak
+                           if result.low_confidence and result.hits else None)
+        else:
+            print_csv(rows, kb_root, full=full)
+        return
     painter = Painter(no_color=no_color)
     if fmt == "files":
-        if result.low_confidence:
+        if result.low_confidence and result.hits:
             messages.note(f"low confidence ({weak})")
+        if files_short:
+            messages.note(files_short)
         seen: set[str] = set()
         for hit in result.hits:
             # one path per line: a newline or ESC inside a path is shown escaped
@@ -104,38 +151,59 @@ def print_search(results: Results, fmt: str, *, explain: bool, no_color: bool = 
                              link=absolute(kb_root, hit.chunk.path))
         painter.flush()
         return
-    if result.low_confidence:
+    if result.low_confidence and result.hits:
         painter.line([(f"[low_confidence: {weak}]", "yellow")])
         painter.line([])
     for number, hit in enumerate(result.hits):
-        if number:
+        if number and full:
             painter.line([("", None)])
             painter.line([("---", "dim")])
             painter.line([("", None)])
-        _print_hit(painter, hit, explain, kb_root)
+        elif number:
+            painter.line([("", None)])
+        _print_hit(painter, hit, explain, kb_root, full)
     painter.flush()
 
 
 def _print_hit(painter: Painter, hit: SearchHit, explain: bool,
-               kb_root: str | Path | None) -> None:
-    """One hit of the text format (cli.md §5.2)."""
+               kb_root: str | Path | None, full: bool) -> None:
+    """One hit of the text format (cli.md §5.2): a snippet of at most HIT_LINES lines, or
+    with `full` the whole chunk."""
     chunk = hit.chunk
-    painter.line([(f"# {display_title(hit)}", "bold")])
+    head = 0
+
+    def line(parts: list[tuple[str, str | None]], link: Path | None = None) -> None:
+        nonlocal head
+        painter.line(parts, link=link)
+        head += 1
+
+    line([(f"# {display_title(hit, kb_root)}", "bold")])
     where: list[tuple[str, str | None]] = [
         (location(shown_path(kb_root, chunk.path), chunk.line_start), "magenta")]
-    if chunk.heading:
-        where.append((f"  § {chunk.heading}", "cyan"))
-    painter.line(where, link=absolute(kb_root, chunk.path))
+    crumb = breadcrumb(hit)
+    if crumb:
+        where.append((f"  § {crumb}", "cyan"))
+    line(where, link=absolute(kb_root, chunk.path))
     scores = f"score: {hit.score:.4f}"
     if hit.relevance is not None:
         scores += f"  relevance: {hit.relevance:.2f}"
-    painter.line([(scores, "dim")])
+    line([(scores, "dim")])
     if chunk.tags:
-        painter.line([(f"tags: {', '.join(chunk.tags)}", "dim")])
-    if hit.match_spans:
+        line([(f"tags: {', '.join(chunk.tags)}", "dim")])
+    if hit.match_spans and full:
         texts = ", ".join(f'"{hit.content[s:e]}"' for s, e in hit.match_spans[:3])
-        painter.line([(f"match_spans: {texts}", "dim")])
+        line([(f"match_spans: {texts}", "dim")])
     if explain:
-        painter.line([(explain_line(hit), "dim")])
-    painter.line([("", None)])
-    painter.highlighted(hit.content, hit.match_spans)
+        line([(explain_line(hit), "dim")])
+    if full:
+        painter.line([("", None)])
+        painter.highlighted(hit.content, hit.match_spans)
+        return
+    shown = snippet(hit.content, hit.match_spans, HIT_LINES - head - 1)
+    if shown:
+        painter.line([("", None)])
+    for part in shown:
+        if part.gap_before:
+            painter.line([(f"{INDENT}{ELLIPSIS}", "dim")])
+        painter.highlighted(INDENT + part.text,
+                            [(s + len(INDENT), e + len(INDENT)) for s, e in part.spans])

@@ -300,7 +300,9 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
                         query.cjk_expr if legs.cjk else None, pools.vec if legs.vector else 0,
                         pools.fts if legs.fts or legs.words or legs.cjk else 0, len(fused),
                         dropped, timings)
-    if vector is not None:  # search.md §12: the best hit's relevance
+    if not hits:  # search.md §12: nothing found is nothing to trust
+        weak = True
+    elif vector is not None:  # search.md §12: the best hit's relevance
         weak = weak_dropped or weak_best([h.relevance or 0.0 for h in hits],
                                          params.low_confidence_below)
     else:  # no relevance without the vector leg: the shape of the fused scores

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groove_cli import config, messages
-from groove_cli.config import Settings
+from groove_cli.config import MAX_LIMIT, Settings
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import ModelError
 from groove_cli.retrieve.legs import (
@@ -404,3 +404,24 @@ def search_all(stores: Sequence[Store | PgStore], batch: Batch, dim: int,
     if errors:
         raise errors[0]
     return [r for r in results if r is not None]
+
+
+def fill_files(searcher: Searcher, query: CompiledQuery, params: SearchParams
+               ) -> tuple[SearchResult, str | None]:
+    """`--format files`: hits collapse to files, so fetch more hits (×4 each round, up to the
+    1000-hit cap) until `params.limit` files are found or the search has no more; keep the
+    hits of the first `params.limit` files. The second value says why there are fewer files
+    than asked, else None."""
+    wanted, fetch = params.limit, params.limit
+    while True:
+        result = searcher.search(query, dataclasses.replace(params, limit=fetch))
+        files = list(dict.fromkeys(hit.chunk.path for hit in result.hits))
+        if len(files) >= wanted or len(result.hits) < fetch or fetch >= MAX_LIMIT:
+            break
+        fetch = min(MAX_LIMIT, fetch * 4)
+    kept = set(files[:wanted])
+    result = dataclasses.replace(result, hits=tuple(h for h in result.hits if h.chunk.path in kept))
+    if not result.hits or len(files) >= wanted:
+        return result, None
+    return result, (f"{len(files)} files, not {wanted}: the {len(result.hits)} hits found "
+                    f"are all in these files (hits collapse to files)")

@@ -8,6 +8,7 @@ text keeps, per folded code point, the index of the original code point that pro
 from __future__ import annotations
 
 from groove_cli.retrieve.query import query_phrases
+from groove_cli.text.words import ENGLISH_STOPWORDS
 
 MAX_CONTENT_BYTES = 262_144
 MAX_TERMS = 100
@@ -32,6 +33,13 @@ def _fold(content: str) -> tuple[str, list[int] | None]:
     return "".join(parts), origin
 
 
+def _content_terms(terms: set[str]) -> set[str]:
+    """The terms without English stopwords (`the` would light up every line), as the word-level
+    leg drops them; all of them when nothing else is left (a query of stopwords only)."""
+    kept = {t for t in terms if t not in ENGLISH_STOPWORDS}
+    return kept or terms
+
+
 def match_spans(positive_text: str, content: str) -> list[tuple[int, int]] | None:
     """Spans of `content` matching the query's phrases (or its words when it has none).
 
@@ -46,7 +54,7 @@ def match_spans(positive_text: str, content: str) -> list[tuple[int, int]] | Non
     terms = query_phrases(text) or text.split()
     if len(content.encode("utf-8", errors="surrogatepass")) > MAX_CONTENT_BYTES:
         return None
-    folded_terms = sorted({t.casefold() for t in terms} - {""})[:MAX_TERMS]
+    folded_terms = sorted(_content_terms({t.casefold() for t in terms} - {""}))[:MAX_TERMS]
     if not folded_terms:
         return []
     folded, origin = _fold(content)
