@@ -169,6 +169,35 @@ def load_golden(path: Path, *, check_query: Callable[[str], None]) -> GoldenSet:
     return GoldenSet(path=path, queries=checked, golden_hash=golden_hash, has_defaults=has_defaults)
 
 
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of arrays and objects accepted in a JSON golden file, baseline or history
+(theirs is under 10): deeper input is refused as damaged, never a RecursionError."""
+
+
+def loads_bounded(text: str, **options: Any) -> object:
+    """`json.loads` with nesting bounded by MAX_JSON_DEPTH.
+
+    Raises:
+        ValueError: invalid JSON (json.JSONDecodeError) or nesting deeper than MAX_JSON_DEPTH.
+    """
+    too_deep = ValueError(f"arrays or objects are nested more than {MAX_JSON_DEPTH} deep")
+    try:
+        document = json.loads(text, **options)
+    except RecursionError:
+        raise too_deep from None
+    level: list[tuple[object, int]] = [(document, 1)]
+    while level:  # breadth-first, without recursion
+        value, depth = level.pop()
+        children = (value.values() if isinstance(value, dict)
+                    else value if isinstance(value, list) else ())
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth >= MAX_JSON_DEPTH:
+                    raise too_deep
+                level.append((child, depth + 1))
+    return document
+
+
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object that refuses a repeated key (the later one would silently win)."""
     found: dict[str, Any] = {}
@@ -210,7 +239,7 @@ def _parse(path: Path, raw: bytes) -> object:
         text = text[1:]
     try:
         if path.suffix.lower() == ".json":
-            return json.loads(text, object_pairs_hook=_unique_pairs)
+            return loads_bounded(text, object_pairs_hook=_unique_pairs)
         return yaml.load(text, Loader=_UniqueKeyLoader)
     except (ValueError, yaml.YAMLError) as exc:
         detail = " ".join(str(exc).split())

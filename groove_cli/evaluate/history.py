@@ -20,7 +20,7 @@ from typing import Any
 from groove_cli import messages
 from groove_cli.dbfile import corrupt_copy_path
 from groove_cli.errors import GrooveError
-from groove_cli.evaluate.golden import RefusedFile, read_regular_file, size_text
+from groove_cli.evaluate.golden import RefusedFile, loads_bounded, read_regular_file, size_text
 
 HISTORY_NAME = ".groove-eval-history.json"
 MAX_HISTORY_BYTES = 64 * 1024 * 1024
@@ -104,9 +104,10 @@ def history_problem(kb: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> str | No
 
 
 def parse_json(raw: bytes) -> object:
-    """Decode UTF-8 JSON; ValueError with a short reason (shared with the baseline file)."""
+    """Decode UTF-8 JSON, nesting bounded (golden.MAX_JSON_DEPTH); ValueError with a short
+    reason (shared with the baseline file)."""
     try:
-        return json.loads(raw.decode("utf-8"))
+        return loads_bounded(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise ValueError(f"not valid UTF-8: {exc.reason}") from None
     except json.JSONDecodeError as exc:
