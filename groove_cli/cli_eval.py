@@ -150,7 +150,7 @@ def eval_compare_cmd(
     ctx: typer.Context,
     a: Annotated[str, typer.Argument(
         metavar="A", help="Run A: a baseline file, or a history run (0 = newest, 1 = the one "
-                          "before, or a timestamp prefix).")],
+                          "before: up to three digits; or a timestamp prefix such as 2026).")],
     b: Annotated[str, typer.Argument(metavar="B", help="Run B, compared with A (Δ = B − A).")],
     kb_path: KbOpt = None,
     format: CompareFormatOpt = "text",

@@ -173,8 +173,13 @@ class GuardedOutput:
         _discard(self._stream)
         if exc.errno == errno.EPIPE:
             return ReaderGone()
-        return GrooveError(f"cannot write the output: {exc.strerror or exc}",
-                           hint="free some disk space or send the output elsewhere")
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            hint = "free some disk space or send the output elsewhere"
+        elif exc.errno == errno.EBADF:
+            hint = "standard output is closed (>&-); send it to a file, a pipe or /dev/null"
+        else:
+            hint = "send the output elsewhere"
+        return GrooveError(f"cannot write the output: {exc.strerror or exc}", hint=hint)
 
     def write(self, text: str) -> int:
         try:

@@ -6,6 +6,7 @@ full-text rows and its vector) are `Store.integrity`, reported by `status.run_do
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,10 +40,29 @@ def unreadable(error: DamagedIndex) -> Finding:
     return Finding("database-damaged", "error", error.message, 1, (), FORCE)
 
 
+_NEVER_USED = re.compile(r"Page (\d+): never used")
+
+
+def summarise_problems(problems: list[str]) -> list[str]:
+    """SQLite's check output as one line per problem: its rows may hold many lines (a
+    `*** in database main ***` header, then one line per page); the `Page N: never used`
+    lines become one `{n} pages never used (3, 4, 5, 6, 7, …)` line."""
+    lines = [line.strip() for problem in problems for line in problem.splitlines()]
+    lines = [line for line in lines if line and not line.startswith("*** in database")]
+    pages = [m.group(1) for m in map(_NEVER_USED.fullmatch, lines) if m]
+    if not pages:
+        return lines
+    shown = ", ".join(pages[:5]) + (", …" if len(pages) > 5 else "")
+    summary = f"{len(pages)} page{'s' if len(pages) > 1 else ''} never used ({shown})"
+    first = next(i for i, line in enumerate(lines) if _NEVER_USED.fullmatch(line))
+    rest = [line for line in lines if not _NEVER_USED.fullmatch(line)]
+    return [*rest[:first], summary, *rest[first:]]
+
+
 def file_findings(store: Store | PgStore) -> list[Finding]:
     """SQLite's integrity_check of every page, b-tree and full-text table (Postgres: invalid
     or missing indexes and extensions)."""
-    problems = store.file_problems()
+    problems = summarise_problems(store.file_problems())
     if not problems:
         return []
     if not isinstance(store, Store):

@@ -113,7 +113,8 @@ class VectorSnapshot:
                 ids.append(cid)
                 blobs.append(blob)
         matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(ids), dim).astype(np.float32)
-        norms = np.linalg.norm(matrix, axis=1)
+        with np.errstate(over="ignore", invalid="ignore"):  # a damaged vector's norm is
+            norms = np.linalg.norm(matrix, axis=1)           # inf or nan: dropped below
         keep = np.isfinite(norms) & (norms > 0)
         matrix = matrix[keep] / norms[keep, None]
         order = np.argsort(np.asarray(ids, dtype=np.int64)[keep], kind="stable")

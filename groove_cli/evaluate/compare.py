@@ -1,7 +1,9 @@
 """`groove eval compare A B`: two runs compared metric by metric, query by query.
 
 A and B are baseline files or history runs (`0` = the newest run, `1` the one before, or a
-timestamp or a unique prefix of one). For every metric both runs have: the means, Δ = B − A
+timestamp or a unique prefix of one). The rule is unambiguous: a path that exists is a file;
+else one to three digits are a history index (a history holds at most 1000 runs); anything
+else — `2026`, `2026-05` — is a timestamp prefix. For every metric both runs have: the means, Δ = B − A
 with its paired 95 % bootstrap CI, and a two-sided paired randomization-test p-value,
 Holm-corrected across the metrics (several metrics tested at once would otherwise find
 "significant" noise). Queries are paired by id; only queries judged in both runs count.
@@ -10,6 +12,7 @@ Holm-corrected across the metrics (several metrics tested at once would otherwis
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,8 @@ from groove_cli.evaluate.paired import (
 )
 
 Run = dict[str, Any]
+_INDEX = re.compile(r"[0-9]{1,3}")
+"""A history index: `eval.history_size` is at most 1000, so a four-digit reference is a year."""
 
 
 def resolve_run(ref: str, history_runs: Callable[[], Sequence[Run]]) -> tuple[str, Run]:
@@ -38,7 +43,7 @@ def resolve_run(ref: str, history_runs: Callable[[], Sequence[Run]]) -> tuple[st
     if os.path.lexists(ref):
         return ref, load_baseline(Path(ref))
     runs = history_runs()
-    if ref.isdigit():
+    if _INDEX.fullmatch(ref):
         index = int(ref)
         if index >= len(runs):
             raise UsageError(f"no history run {ref}: the history holds {len(runs)} run(s) "
