@@ -245,7 +245,7 @@ class Collection:
             return False
         pending = data.get("pending") or {}
         return (data.get("documents") == self.doc_count()
-                and not any(pending.get(key) for key in ("new", "changed", "deleted")))
+                and not any(pending.get(key) for key in ("new", "changed", "deleted", "renamed")))
 
     def ensure_index(self, db: Path | str | None = None) -> GrooveRun | None:
         """Index the collection into the work index (or `db`) unless a complete index is

@@ -60,6 +60,8 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("rerank_by_default", "bool", True, help="Use a configured reranker in search."),
     KeySpec("models_dir", "path", help="Model cache folder."),
     KeySpec("exclude_dirs", "list_str", list(DEFAULT_EXCLUDE_DIRS), help="Skipped folders."),
+    KeySpec("index_hidden_dirs", "bool", False,
+            help="Also index folders whose name starts with '.' (.github, .claude, …)."),
     KeySpec("exclude_headings", "list_str", [], help="Drop h2/h3 sections containing these."),
     KeySpec("parsers.enabled", "list_str", ["md"], help="File types: md, txt."),
     KeySpec("quality_filter.enabled", "bool", True),

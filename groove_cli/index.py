@@ -83,6 +83,8 @@ class IndexOptions:
     models_dir: Path
     force: bool = False
     exclude_dirs: tuple[str, ...] = ()
+    hidden_dirs: bool = False
+    """Also walk folders whose name starts with `.` (index.md §1)."""
     exclude_headings: tuple[str, ...] = ()
     parsers: tuple[str, ...] = ("md",)
     contextual: bool = False
@@ -99,6 +101,7 @@ class IndexOptions:
             kb=kb, db=db, model=s.str_("model"), max_length=s.int_("max_length"),
             models_dir=config.models_dir(s), force=force,
             exclude_dirs=tuple(str(d) for d in s.list_("exclude_dirs")),
+            hidden_dirs=s.bool_("index_hidden_dirs"),
             exclude_headings=tuple(str(h) for h in s.list_("exclude_headings")),
             parsers=tuple(str(p) for p in s.list_("parsers.enabled")),
             contextual=s.bool_("contextual.enabled"), verbose=verbose, quiet=quiet,
@@ -323,7 +326,8 @@ class Indexer:
         if backfilled:
             self._line(f"Backfilled {backfilled} chunks into FTS index")
 
-        scan = collect_files(opt.kb, exclude_dirs=opt.exclude_dirs, extensions=opt.parsers)
+        scan = collect_files(opt.kb, exclude_dirs=opt.exclude_dirs, extensions=opt.parsers,
+                             hidden_dirs=opt.hidden_dirs)
         for warning in scan.warnings:
             messages.warning(warning)
         if scan.ignore_patterns is not None:

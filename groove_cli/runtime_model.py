@@ -6,6 +6,7 @@ without importing the chunker, the scanner or numpy (index.md §5, cli.md §1).
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,21 +15,29 @@ from groove_cli.errors import GrooveError, IndexMismatch
 from groove_cli.models import peek_model, resolve_model
 
 
-def model_mismatch_text(db_model: str, db_dim: int, model: str, dim: int) -> str:
+def rebuild_command(kb: str | None, *extra: str) -> str:
+    """`groove index --kb-path KB --force …` with the KB folder the index records (shell-quoted),
+    a command that runs as printed; without a recorded KB, `--kb-path` is left out."""
+    words = ["groove", "index", *(["--kb-path", kb] if kb else []), "--force", *extra]
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def model_mismatch_text(db_model: str, db_dim: int, model: str, dim: int,
+                        kb: str | None = None) -> str:
     return (
         "embedding model mismatch.\n"
         f"  DB was indexed with: {db_model} ({db_dim} dim)\n"
         f"  Current runtime:     {model} ({dim} dim)\n\n"
-        f"Run `groove index --kb-path <path> --force --model {model}` to rebuild the index, "
+        f"Run `{rebuild_command(kb, '--model', model)}` to rebuild the index, "
         "or switch back to the previous model."
     )
 
 
-def max_length_mismatch_text(recorded: int, runtime: int) -> str:
+def max_length_mismatch_text(recorded: int, runtime: int, kb: str | None = None) -> str:
     return (
         "embedding max_length mismatch.\n"
         f"  DB was indexed with max_length {recorded}; current runtime uses {runtime}.\n\n"
-        "Run `groove index --kb-path <path> --force` to rebuild the index, "
+        f"Run `{rebuild_command(kb)}` to rebuild the index, "
         f"or set max_length back to {recorded}."
     )
 
@@ -87,10 +96,12 @@ def check_identity(meta: dict[str, str], runtime: RuntimeModel) -> None:
     db_model = meta["embedding_model"]
     db_dim = int(meta.get("embedding_dim", "0"))
     if db_model != runtime.name or db_dim != runtime.dim:
-        raise IndexMismatch(model_mismatch_text(db_model, db_dim, runtime.name, runtime.dim))
+        raise IndexMismatch(model_mismatch_text(db_model, db_dim, runtime.name, runtime.dim,
+                                                meta.get("kb_path")))
     recorded_len = int(meta.get("embedding_max_length", runtime.max_length))
     if recorded_len != runtime.max_length:
-        raise IndexMismatch(max_length_mismatch_text(recorded_len, runtime.max_length))
+        raise IndexMismatch(max_length_mismatch_text(recorded_len, runtime.max_length,
+                                                     meta.get("kb_path")))
 
 
 def warn_digest(meta: dict[str, str], name: str, sha256: str | None) -> None:

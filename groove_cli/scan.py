@@ -230,7 +230,7 @@ def _extension(name: str) -> str:
 
 
 def collect_files(
-    kb: Path, *, exclude_dirs: Sequence[str], extensions: Sequence[str]
+    kb: Path, *, exclude_dirs: Sequence[str], extensions: Sequence[str], hidden_dirs: bool = False
 ) -> ScanResult:
     """Walk `kb` without following links and select the files to index (index.md §1).
 
@@ -238,6 +238,8 @@ def collect_files(
         kb: The KB root.
         exclude_dirs: Directory basenames to skip, compared with `str.casefold`.
         extensions: Enabled parser ids (`md`, `txt`), case-insensitive; a leading '.' is allowed.
+        hidden_dirs: Also walk folders whose name starts with `.` (`.github`, `.claude`): tool
+            and editor state, not notes, unless the user says so (`index_hidden_dirs`).
 
     Returns:
         The files sorted by KB-relative path, the refused links, the `.grooveignore` pattern
@@ -281,6 +283,7 @@ def collect_files(
                     name = entry.name
                     if (
                         _ascii_lower(name) in ALWAYS_EXCLUDED
+                        or (name.startswith(".") and not hidden_dirs)
                         or name.casefold() in excluded_names
                         or ignored(rel + "/")
                     ):

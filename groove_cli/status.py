@@ -42,6 +42,9 @@ class Pending:
     deleted: int
     skipped: int = 0
     """Files `index` leaves out on purpose (empty, frontmatter-only, not UTF-8): not pending."""
+    renamed: int = 0
+    """Vanished indexed paths whose content reappears under a new path, as `index` pairs them
+    (index.md §6.1 step 7): counted here, not as new + deleted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,16 +68,20 @@ class StatusReport:
 
 
 def pending_changes(store: Store | PgStore, kb: Path, exclude_dirs: tuple[str, ...],
-                    parsers: tuple[str, ...], exclude_headings: tuple[str, ...] = ()) -> Pending:
-    """Compare the KB with the index by hash, without embedding (no rename detection).
+                    parsers: tuple[str, ...], exclude_headings: tuple[str, ...] = (), *,
+                    hidden_dirs: bool = False) -> Pending:
+    """Compare the KB with the index by hash, without embedding; renames are paired as `index`
+    pairs them (a vanished path's hash under a new path).
 
     A new or changed file `index` would skip (nothing to embed, or not UTF-8) is counted as
     skipped, not pending: indexing again would not change it.
     """
     indexed = store.path_hashes()
-    scan = collect_files(kb, exclude_dirs=exclude_dirs, extensions=parsers)
+    scan = collect_files(kb, exclude_dirs=exclude_dirs, extensions=parsers,
+                         hidden_dirs=hidden_dirs)
     new = changed = skipped = 0
     seen: set[str] = set()
+    arrivals: list[tuple[str, str]] = []  # (new path, hash): rename candidates
     for file in scan.files:
         result = read_source(file)
         if not isinstance(result, SourceBytes):
@@ -88,10 +95,26 @@ def pending_changes(store: Store | PgStore, kb: Path, exclude_dirs: tuple[str, .
             skipped += 1
         elif file.rel not in indexed:
             new += 1
+            arrivals.append((file.rel, result.sha256))
         else:
             changed += 1
-    deleted = sum(1 for path in indexed if path not in seen)
-    return Pending(new, changed, deleted, skipped)
+    orphans = sorted(path for path in indexed if path not in seen)
+    renamed = _renames(orphans, arrivals, indexed)
+    return Pending(new - renamed, changed, len(orphans) - renamed, skipped, renamed)
+
+
+def _renames(orphans: list[str], arrivals: list[tuple[str, str]],
+             indexed: dict[str, str]) -> int:
+    """How many vanished paths pair with a new path of identical content (each new path used
+    once, in path order: index.py's `_renames` rule)."""
+    free = sorted(arrivals)
+    count = 0
+    for old in orphans:
+        match = next((i for i, (_, sha) in enumerate(free) if sha == indexed[old]), None)
+        if match is not None:
+            free.pop(match)
+            count += 1
+    return count
 
 
 def _skipped_by_index(source: SourceBytes, exclude_headings: tuple[str, ...], *,
@@ -117,12 +140,14 @@ def settings_status(settings: Settings, db: IndexLocation, kb: Path | None) -> S
                                                     include_low_quality=False),
         exclude_dirs=tuple(str(d) for d in settings.list_("exclude_dirs")),
         parsers=tuple(str(p) for p in settings.list_("parsers.enabled")),
-        exclude_headings=tuple(str(h) for h in settings.list_("exclude_headings")))
+        exclude_headings=tuple(str(h) for h in settings.list_("exclude_headings")),
+        hidden_dirs=settings.bool_("index_hidden_dirs"))
 
 
 def index_status(db: IndexLocation, kb: Path | None, *, quality_threshold: float,
                  exclude_dirs: tuple[str, ...], parsers: tuple[str, ...],
-                 exclude_headings: tuple[str, ...] = ()) -> StatusReport:
+                 exclude_headings: tuple[str, ...] = (), hidden_dirs: bool = False
+                 ) -> StatusReport:
     store = open_reader(db, str(kb) if kb else "<path>")
     try:
         meta = store.meta()
@@ -132,7 +157,8 @@ def index_status(db: IndexLocation, kb: Path | None, *, quality_threshold: float
             from groove_cli.store.postgres import kb_list
 
             kbs = tuple(kb_list(store.con))
-        pending = (pending_changes(store, kb, exclude_dirs, parsers, exclude_headings)
+        pending = (pending_changes(store, kb, exclude_dirs, parsers, exclude_headings,
+                                   hidden_dirs=hidden_dirs)
                    if kb is not None else None)
         dim = meta.get("embedding_dim")
         max_length = meta.get("embedding_max_length")

@@ -304,6 +304,18 @@ def test_example_file_lists_every_key_with_its_default() -> None:
     validate_text(_uncommented_text(), P)
 
 
+def test_install_hints_name_the_package_and_its_extras() -> None:
+    # issue 28: the example said `pip install 'groove[postgres]'`; the package is groove-cli
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    for name in ("groove.toml.example", "README.md"):
+        text = (REPO / name).read_text(encoding="utf-8")
+        installs = re.findall(r"pip install '([\w.-]+)\[(\w+)\]'", text)
+        assert installs, name
+        for package, extra in installs:
+            assert package == project["name"], (name, package)
+            assert extra in project["optional-dependencies"], (name, extra)
+
+
 # ----------------------------------------------------------------------------- issue 15
 
 

@@ -305,7 +305,8 @@ def test_status_reports_files_index_skips_as_skipped_not_pending(groove: Groove)
             "(3 skipped: empty, frontmatter-only or not UTF-8)") in result.stdout.splitlines()
     as_json = json.loads(ok(groove.run("status", "--kb-path", str(groove.kb),
                                        "--format", "json")).stdout)
-    assert as_json["pending"] == {"new": 0, "changed": 0, "deleted": 0, "skipped": 3}
+    assert as_json["pending"] == {"new": 0, "changed": 0, "deleted": 0, "renamed": 0,
+                                  "skipped": 3}
 
 
 # --------------------------------------------------------------------------- 9. fts without model

@@ -555,7 +555,8 @@ def test_model_mismatch_is_refused_before_anything_is_loaded(indexed: Groove,
         f"  DB was indexed with: {indexed.model} ({DIM} dim)\n"
         "  Current runtime:     multilingual-e5-small (384 dim)\n"
         "\n"
-        "Run `groove index --kb-path <path> --force --model multilingual-e5-small` to rebuild "
+        f"Run `groove index --kb-path {indexed.kb.resolve()} --force --model multilingual-e5-small` "
+        "to rebuild "
         "the index, or switch back to the previous model.\n")
     assert LOADING not in result.stderr and "Indexing" not in result.stderr
     # Nothing was converted or downloaded into the models cache.
@@ -571,6 +572,16 @@ def test_model_mismatch_is_refused_before_anything_is_loaded(indexed: Groove,
             f"  Current runtime:     {wide} (16 dim)\n") in other.stderr
 
 
+def test_the_rebuild_hint_is_a_command_that_runs_as_printed() -> None:
+    # issue 28: the hint printed a literal `<path>`
+    from groove_cli.runtime_model import model_mismatch_text, rebuild_command
+
+    assert rebuild_command("/home/me/my notes", "--model", "bge-m3") == (
+        "groove index --kb-path '/home/me/my notes' --force --model bge-m3")
+    assert rebuild_command(None) == "groove index --force"
+    assert "<path>" not in model_mismatch_text("a", 8, "b", 16)
+
+
 def test_max_length_mismatch_then_force_records_the_new_value(indexed: Groove) -> None:
     indexed.configure("max_length = 32\n")
     result = indexed.index()
@@ -580,7 +591,8 @@ def test_max_length_mismatch_then_force_records_the_new_value(indexed: Groove) -
         "groove: error: embedding max_length mismatch.\n"
         f"  DB was indexed with max_length {MAX_LENGTH}; current runtime uses 32.\n"
         "\n"
-        "Run `groove index --kb-path <path> --force` to rebuild the index, or set max_length "
+        f"Run `groove index --kb-path {indexed.kb.resolve()} --force` to rebuild the index, or "
+        "set max_length "
         f"back to {MAX_LENGTH}.\n")
     assert LOADING not in result.stderr
 

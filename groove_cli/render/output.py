@@ -159,7 +159,8 @@ def print_status(report: StatusReport, fmt: str) -> None:
     pending = None
     if report.pending is not None:
         pending = {"new": report.pending.new, "changed": report.pending.changed,
-                   "deleted": report.pending.deleted, "skipped": report.pending.skipped}
+                   "deleted": report.pending.deleted, "renamed": report.pending.renamed,
+                   "skipped": report.pending.skipped}
     if fmt == "json":
         print_json({
             "index": report.index,
@@ -192,7 +193,9 @@ def print_status(report: StatusReport, fmt: str) -> None:
         p = report.pending
         skipped = (f" ({p.skipped} skipped: empty, frontmatter-only or not UTF-8)"
                    if p.skipped else "")
-        print_line(f"Pending: {p.new} new / {p.changed} changed / {p.deleted} deleted{skipped}")
+        renamed = f" / {p.renamed} renamed" if p.renamed else ""
+        print_line(f"Pending: {p.new} new / {p.changed} changed / {p.deleted} deleted{renamed}"
+                   f"{skipped}")
     if quality is not None:
         print_line(f"Quality filter (threshold={report.quality_threshold}): "
                    f"{report.quality_passing} passing, {report.quality_below} below threshold")
