@@ -105,6 +105,11 @@ def print_tune(report: TuneReport, fmt: str, *, full: bool = False) -> None:
 
 def print_index_done(report: IndexReport) -> None:
     """The `Done` line, or the interrupted line (cli.md §4)."""
+    if report.interrupted and report.to_embed:
+        messages.progress(f"Interrupted after embedding {report.embedded:,} of "
+                          f"{report.to_embed:,} chunks; the index is valid, full-text search "
+                          "covers every note and the next run continues from here.")
+        return
     if report.interrupted:
         messages.progress(f"Interrupted after {report.processed} of {report.total} files; the "
                           "index is valid and the next run continues from here.")
@@ -113,6 +118,9 @@ def print_index_done(report: IndexReport) -> None:
         f"Done in {report.elapsed_ms}ms: {report.documents} docs ({report.updated} updated, "
         f"{report.renamed} renamed, {report.deleted} deleted, {report.skipped} skipped), "
         f"{report.chunks} chunks")
+    if report.pending_vectors:
+        messages.note(f"{report.pending_vectors:,} of {report.chunks:,} chunks have no vector "
+                      "yet; run `groove index` without --text-only to embed them")
 
 
 def print_line(line: str) -> None:
