@@ -308,7 +308,7 @@ def search_cmd(
     outcome = run_core(run)
     render_search.print_search(outcome.result, outcome.params, fmt, explain=explain,
                                filter_applied=outcome.filter_applied, kb_root=outcome.kb_root,
-                               no_color=no_color)
+                               no_color=no_color, notes=outcome.notes)
 
 
 # --------------------------------------------------------------------------- get

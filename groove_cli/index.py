@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from groove_cli import __version__, config, messages
 from groove_cli.chunk import ChunkDraft, ParsedDocument, chunker_fingerprint, parse_document
 from groove_cli.config import Settings
@@ -41,11 +39,11 @@ from groove_cli.text import printable
 from groove_cli.types import (
     ChunkRow,
     DocumentRow,
-    EmbeddingRow,
     NullProgress,
     ProgressSink,
     StoredDocument,
 )
+from groove_cli.vector_fill import BatchResult, embed_batch, embedding_text
 from groove_cli.vectors import refresh_snapshot
 
 if TYPE_CHECKING:
@@ -171,26 +169,9 @@ def kb_mismatch_text(db: IndexLocation, recorded: str, kb: Path) -> str:
     )
 
 
-def embedding_text(heading: str | None, context: str | None, content: str, static: bool) -> str:
-    """The text embedded for a chunk (index.md §4), before the model's passage prefix."""
-    if static and context and context.strip():
-        return f"{context}\n\n{content}"
-    if not content and heading:
-        return heading
-    return content
-
-
 def embedding_input(chunk: ChunkDraft, static: bool) -> str:
     """`embedding_text` of a parsed chunk."""
     return embedding_text(chunk.heading, chunk.context, chunk.content, static)
-
-
-def embedding_header(heading: str | None, context: str | None, static: bool) -> str:
-    """What every piece of a long chunk starts with (index.md §4): the breadcrumb in static
-    mode, else the heading."""
-    if static and context and context.strip():
-        return context
-    return heading or ""
 
 
 def _same_chunks(stored: Sequence[ChunkRow], parsed: Sequence[ChunkDraft], static: bool) -> bool:
@@ -541,6 +522,16 @@ class Indexer:
         self._verbose(f"  indexed: {source.rel} ({len(rows)} chunks)")
         self._advance(len(rows))
 
+    def _count(self, done: BatchResult) -> None:
+        self.embedded += done.embedded
+        self.long_chunks += done.long_chunks
+        self.pieces += done.pieces
+        for path in done.dropped:
+            self.skipped += 1
+            if path in self.written:
+                self.updated -= 1
+            self._line(f"Skipping {path}: degenerate embedding")
+
     def _embed_pending(self, store: Store | PgStore, pending: list[tuple[int, int]],
                        static: bool) -> None:
         """Phase 2: embed every chunk that has no vector yet, shortest first, one model batch
@@ -558,53 +549,10 @@ class Indexer:
                     return
                 batch = store.embedding_rows(order[first : first + step])
                 if batch:
-                    self._embed_batch(store, embedder, batch, static)
+                    self._count(embed_batch(store, embedder, batch, static))
                 self.progress.advance(min(first + step, len(order)), len(batch))
         finally:
             self.progress.finish()
-
-    def _embed_batch(self, store: Store | PgStore, embedder: Embedder, batch: list[EmbeddingRow],
-                     static: bool) -> None:
-        """Embed one batch and commit its vectors; a chunk longer than the model's window is
-        embedded in pieces; a degenerate vector drops its document (index.md §4)."""
-        counts = embedder.count_tokens([row.content for row in batch])
-        inputs = [embedding_text(row.heading, row.context_text, row.content, static)
-                  for row in batch]
-        room = embedder.max_length
-        # exact input lengths only where the content's count plus a generous bound for the
-        # breadcrumb, prefix and special tokens (two per character) could pass the window
-        extra = 2 * len(embedder.settings.passage_prefix) + 8
-        maybe_long = [i for i, row in enumerate(batch)
-                      if counts[i] + 2 * (len(inputs[i]) - len(row.content)) + extra > room]
-        long: set[int] = set()
-        if maybe_long:
-            lengths = embedder.input_lengths([inputs[i] for i in maybe_long], "passage")
-            long = {i for i, n in zip(maybe_long, lengths, strict=True) if n > room}
-        short = [i for i in range(len(batch)) if i not in long]
-        vectors = np.empty((len(batch), embedder.dim), dtype=np.float32)
-        vectors[short] = embedder.embed_passages([inputs[i] for i in short])
-        for i in sorted(long):
-            row = batch[i]
-            header = embedding_header(row.heading, row.context_text, static)
-            vectors[i], pieces = embedder.embed_in_pieces(row.content, header)
-            self.long_chunks += 1
-            self.pieces += pieces
-        norms = np.linalg.norm(vectors, axis=1)
-        bad = ~np.isfinite(vectors).all(axis=1) | (norms < 1e-6)
-        dropped = {batch[i].document_id: batch[i].path for i in np.flatnonzero(bad)}
-        good = [i for i, row in enumerate(batch) if row.document_id not in dropped]
-        with store.transaction():
-            store.write_vectors([batch[i].chunk_id for i in good], vectors[good],
-                                [counts[i] for i in good])
-            for document_id in dropped:
-                store.delete_document(document_id)
-        self.embedded += len(good)
-        for path in sorted(dropped.values()):
-            self.skipped += 1
-            if path in self.written:
-                self.updated -= 1
-            self._line(f"Skipping {path}: degenerate embedding")
-
 
 def index_kb(options: IndexOptions, progress: ProgressSink | None = None,
              should_stop: Callable[[], bool] | None = None) -> IndexReport:

@@ -180,6 +180,7 @@ def print_status(report: StatusReport, fmt: str) -> None:
             "context_mode": report.context_mode,
             "last_indexed": report.last_indexed,
             "pending": pending,
+            "pending_vectors": report.pending_vectors,
             "quality_filter": quality,
             **({"knowledge_bases": [
                 {"kb": name, "documents": docs, "chunks": chunks, "last_indexed": last}
@@ -201,6 +202,9 @@ def print_status(report: StatusReport, fmt: str) -> None:
         skipped = (f" ({p.skipped} skipped: empty, frontmatter-only or not UTF-8)"
                    if p.skipped else "")
         print_line(f"Pending: {p.new} new / {p.changed} changed / {p.deleted} deleted{skipped}")
+    if report.pending_vectors:
+        print_line(f"Pending vectors: {report.pending_vectors:,} of {report.chunks:,} chunks "
+                   "(full-text search covers all; `groove index` embeds the rest)")
     if quality is not None:
         print_line(f"Quality filter (threshold={report.quality_threshold}): "
                    f"{report.quality_passing} passing, {report.quality_below} below threshold")
@@ -221,12 +225,16 @@ def print_doctor(report: DoctorReport, fmt: str) -> None:
                  "samples": list(f.samples), "remedy": f.remedy}
                 for f in report.findings
             ],
+            "pending_vectors": report.pending_vectors,
             **({"server": list(report.server)} if report.server else {}),
         })
         return
     print_line(f"groove doctor — {report.documents} document(s), {report.chunks} chunk(s)")
     for fact in report.server:
         print_line(f"Server: {fact}")
+    if report.pending_vectors:
+        print_line(f"Pending: {report.pending_vectors:,} chunk(s) wait for their vectors (not "
+                   "damage: `groove index` embeds them)")
     if not report.findings:
         print_line("No issues found.")
         return

@@ -113,7 +113,7 @@ def display_title(hit: SearchHit) -> str:
 
 def print_search(result: SearchResult, params: SearchParams, fmt: str, *, explain: bool,
                  filter_applied: dict[str, object], kb_root: str | Path | None = None,
-                 no_color: bool = False) -> None:
+                 no_color: bool = False, notes: tuple[str, ...] = ()) -> None:
     """Print a search result; `kb_root` (the indexed KB folder) turns KB-relative paths into
     ones that open from the working directory."""
     if explain:
@@ -124,6 +124,7 @@ def print_search(result: SearchResult, params: SearchParams, fmt: str, *, explai
             "results": [hit_json(hit, explain, kb_root) for hit in result.hits],
             "low_confidence": result.low_confidence,
             "filter_applied": filter_applied,
+            **({"notes": list(notes)} if notes else {}),
         })
         return
     painter = Painter(no_color=no_color)

@@ -138,6 +138,23 @@ class Searcher:
     def dim(self) -> int:
         return self.runtime.dim
 
+    def require_vectors(self, command: str) -> None:
+        """Refuse to measure quality on a half-embedded index (eval.md §2): the vector leg
+        would rank with the vectors that exist, and the figure would describe no real state.
+
+        Raises:
+            GrooveError: naming the coverage, with `groove index` as the way out.
+        """
+        coverage = vector_coverage_note(self.store)
+        if coverage is not None:
+            from groove_cli.errors import GrooveError
+
+            raise GrooveError(
+                f"{command} needs every chunk's vector, but the index has {coverage} "
+                "(`groove index` has not finished embedding)",
+                hint="run `groove index` to embed the rest (it resumes where it stopped), or "
+                     "measure the full-text leg alone with --mode fts")
+
     @property
     def context_mode(self) -> str:
         return self.meta.get("context_mode", "off")
@@ -372,6 +389,17 @@ class SearchOutcome:
     filter_applied: dict[str, object]
     kb_root: str | None = None
     """The KB folder the index was built from (hits' paths are relative to it)."""
+    notes: tuple[str, ...] = ()
+    """What the caller should know about this result (JSON `notes`), also printed as notes."""
+
+
+def vector_coverage_note(store: Store | PgStore) -> str | None:
+    """`vectors for N of M chunks; full-text covers all` while phase 2 of `index` has not
+    embedded every chunk yet (index.md §6.1); None when every chunk has its vector."""
+    chunks, vectors = store.chunk_count(), store.vector_count()
+    if vectors >= chunks:
+        return None
+    return f"vectors for {vectors:,} of {chunks:,} chunks; full-text covers all"
 
 
 def run_search(settings: Settings, db: IndexLocation, kb: Path | None, text: str, *, limit: int,
@@ -392,6 +420,10 @@ def run_search(settings: Settings, db: IndexLocation, kb: Path | None, text: str
         if not legs.any:
             messages.note(NOTHING_TO_SEARCH)
         kb_root = searcher.meta.get("kb_path") or (str(kb.resolve()) if kb else None)
-        return SearchOutcome(searcher.search(query, params), params, applied, kb_root)
+        coverage = vector_coverage_note(searcher.store) if legs.vector else None
+        if coverage is not None:
+            messages.note(coverage)
+        return SearchOutcome(searcher.search(query, params), params, applied, kb_root,
+                             (coverage,) if coverage else ())
     finally:
         searcher.close()

@@ -53,7 +53,8 @@ class IntegrityReport:
 
     @property
     def consistent(self) -> bool:
-        return not (self.vector_table_missing or self.missing_embedding or self.orphan_embedding
+        """No damage: a chunk without a vector is pending (index.md §6.1 phase 2), not damage."""
+        return not (self.vector_table_missing or self.orphan_embedding
                     or self.missing_fts_row or self.orphan_fts_row or self.chunk_without_document
                     or self.document_without_chunks)
 
