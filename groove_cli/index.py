@@ -357,6 +357,9 @@ class Indexer:
         if not self.interrupted and pending and not opt.text_only:
             self._embed_pending(store, pending, static)
         self.pending_left = len(store.pending_vectors()) if pending else 0
+        if self.pending_left and not self.interrupted:
+            self._note(f"{self.pending_left:,} of {store.chunk_count():,} chunks have no vector "
+                       "yet; run `groove index` without --text-only to embed them")
         if self.long_chunks:
             assert self.runtime is not None
             self._note(f"{self.long_chunks} chunk(s) exceed max_length {self.runtime.max_length} "

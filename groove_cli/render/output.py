@@ -118,9 +118,7 @@ def print_index_done(report: IndexReport) -> None:
         f"Done in {report.elapsed_ms}ms: {report.documents} docs ({report.updated} updated, "
         f"{report.renamed} renamed, {report.deleted} deleted, {report.skipped} skipped), "
         f"{report.chunks} chunks")
-    if report.pending_vectors:
-        messages.note(f"{report.pending_vectors:,} of {report.chunks:,} chunks have no vector "
-                      "yet; run `groove index` without --text-only to embed them")
+
 
 
 def print_line(line: str) -> None:
