@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""Indexing benchmark: JSQuAD (2,304 documents) with the default model.
+"""Indexing benchmark: a 10,000-note synthetic KB and JSQuAD (2,304 documents), default model.
 
-    .venv/bin/python bench/bench_index.py [--reuse]
+    .venv/bin/python bench/bench_index.py [--reuse] [--notes 10000] [--collections synthetic,jsquad]
 
-1. `groove index` from scratch into `bench/work/jsquad/index.db` (KB = a symlink to
-   /work/shared/datasets/jsquad/docs); documents and chunks from the `Done` line must equal
-   `groove status --format json`.
+1. `groove index` from scratch into `bench/work/<name>/index.db` (JSQuAD: KB = a symlink to
+   /work/shared/datasets/jsquad/docs; synthetic: `make_synthetic_kb.py --chunks N
+   --sections-per-file 1`, one chunk per note); documents and chunks from the `Done` line must
+   equal `groove status --format json`. While it runs, as soon as phase 1 reports `Full text
+   ready`, a `--mode fts` search for a word of the last note runs: the time from the index
+   start until that search answers (with the last note among its hits, and `status` counting
+   every note) is the time to the first full-text search (target ≤ 30 s for 10,000 notes).
 2. Throughput ratio: indexed chunks/s ÷ the bare embedder's chunks/s on the very same embedding
    inputs (`Embedder.embed_passages`, same model, model load excluded) — target ≥ 0.9. The
    full index is slow on 2 cores, so it runs once, between two bare runs (the ratio uses their
@@ -24,16 +28,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import resource
+import signal
+import subprocess
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from _common import (
+    BENCH,
     DEFAULT_MODEL,
+    GROOVE,
     JSQUAD,
     RESULTS,
     Collection,
+    GrooveRun,
     load_average,
     machine,
     machine_line,
@@ -50,6 +63,75 @@ from groove_cli.index import embedding_input
 RERUNS = 5
 DONE_RE = re.compile(r"Done in (\d+)ms: (\d+) docs .*?, (\d+) chunks")
 LOADING = "Loading embedding model"
+TEXT_READY = "Full text ready"
+FTS_TARGET_S = 30.0
+THROUGHPUT_TARGET = 0.95
+
+
+@dataclass(frozen=True, slots=True)
+class Synthetic(Collection):
+    """`make_synthetic_kb.py` notes of one section each, written once under bench/work."""
+
+    notes: int = 10_000
+
+    @property
+    def docs(self) -> Path:
+        return self.work / "docs"
+
+    def doc_count(self) -> int:
+        return sum(1 for _ in self.docs.rglob("*.md"))
+
+    def prepare_kb(self) -> Path:
+        if not self.docs.is_dir():
+            subprocess.run([sys.executable, str(BENCH / "make_synthetic_kb.py"), "--chunks",
+                            str(self.notes), "--sections-per-file", "1", "--out",
+                            str(self.docs)], check=True)
+        return Collection.prepare_kb(self)
+
+
+def last_note_query(kb: Path) -> tuple[str, str]:
+    """(KB-relative path of the last note in path order, a distinctive word of its text)."""
+    last = max(kb.rglob("*.md"), key=lambda p: p.relative_to(kb).as_posix())
+    words = re.findall(r"[A-Za-z]{6,}", last.read_text(encoding="utf-8").split("---")[-1])
+    return last.relative_to(kb).as_posix(), max(words, key=len)
+
+
+def index_with_fts_probe(coll: Collection, *, stop_after: bool = False
+                         ) -> tuple[GrooveRun, dict[str, Any]]:
+    """`groove index` from scratch; when phase 1 ends, one `--mode fts` search and a status.
+    `stop_after`: then Ctrl-C the run (phase 2 is measured on another collection)."""
+    rel, word = last_note_query(coll.kb)
+    full = [str(GROOVE), "--config", str(coll.config), "--db", str(coll.db), "index",
+            "--kb-path", str(coll.kb)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.Popen(full, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ))
+    assert proc.stderr is not None
+    probe: dict[str, Any] = {"query": word, "expected_path": rel}
+    lines: list[str] = []
+    for line in proc.stderr:
+        lines.append(line)
+        if line.startswith(TEXT_READY) and "answered_s" not in probe:
+            probe["text_ready_s"] = time.perf_counter() - start
+            found = run_groove(["search", word, "--mode", "fts", "--format", "json",
+                                "--limit", "10"], config=coll.config, db=coll.db)
+            probe["answered_s"] = time.perf_counter() - start
+            probe["search_s"] = found.wall_s
+            paths = [hit["path"] for hit in found.json()["results"]]
+            probe["found_last_note"] = any(p.endswith(rel) for p in paths)
+            probe["status_documents"] = run_groove(
+                ["status", "--format", "json"], config=coll.config, db=coll.db).json()["documents"]
+            if stop_after:
+                proc.send_signal(signal.SIGINT)
+    proc.wait()
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    run = GrooveRun(tuple(full), wall, cpu, proc.returncode, "", "".join(lines))
+    if proc.returncode != 0 and not (stop_after and proc.returncode == 130):
+        raise RuntimeError(f"{' '.join(full)} exited {proc.returncode}:\n{run.stderr}")
+    return run, probe
 
 
 def chunk_inputs(kb: Path, under: Path | None = None) -> list[str]:
@@ -94,7 +176,7 @@ def full_index(coll: Collection) -> dict[str, Any]:
     load_before = load_average()
     bare = [bare_embedder_seconds(inputs)]
     load_before_index = load_average()
-    run = run_groove(["index", "--kb-path", str(coll.kb)], config=coll.config, db=coll.db)
+    run, probe = index_with_fts_probe(coll)
     load_after_index = load_average()
     index_cpu_s = run.cpu_s
     done_ms, docs, chunks = parse_done(run.stderr)
@@ -106,7 +188,14 @@ def full_index(coll: Collection) -> dict[str, Any]:
     embed_cpu_s = sum(b[2] for b in bare) / len(bare)
     index_cps = chunks / run.wall_s
     bare_cps = len(inputs) / embed_s
+    fts_met = (probe.get("answered_s", float("inf")) <= FTS_TARGET_S
+                and probe.get("found_last_note", False)
+                and probe.get("status_documents") == coll.doc_count())
     return {
+        "collection": coll.name,
+        "fts_probe": probe,
+        "fts_target_s": FTS_TARGET_S,
+        "fts_met": fts_met,
         "documents": docs,
         "chunks": chunks,
         "dataset_documents": coll.doc_count(),
@@ -128,12 +217,28 @@ def full_index(coll: Collection) -> dict[str, Any]:
         "bare_chunks_per_s": bare_cps,
         "throughput_ratio": ratio(index_cps, bare_cps),
         "throughput_ratio_done_line": ratio(chunks / (done_ms / 1000), bare_cps),
-        "throughput_target": 0.9,
-        "throughput_met": ratio(index_cps, bare_cps) >= 0.9,
+        "throughput_target": THROUGHPUT_TARGET,
+        "throughput_met": ratio(index_cps, bare_cps) >= THROUGHPUT_TARGET,
         "load_average": {"before_bare_embed": load_before, "before_index": load_before_index,
                          "after_index": load_after_index, "after_bare_embed": load_after_embed},
         "index_stderr_tail": run.stderr.strip().splitlines()[-3:],
     }
+
+
+def fts_only(coll: Collection) -> dict[str, Any]:
+    """Time to the first full-text search on a collection too large to embed here: the index
+    run is stopped (Ctrl-C) once the search has answered."""
+    coll.remove_index()
+    coll.prepare_kb()
+    load = load_average()
+    run, probe = index_with_fts_probe(coll, stop_after=True)
+    met = (probe.get("answered_s", float("inf")) <= FTS_TARGET_S
+           and probe.get("found_last_note", False)
+           and probe.get("status_documents") == coll.doc_count())
+    return {"collection": coll.name, "documents": coll.doc_count(), "fts_probe": probe,
+            "fts_target_s": FTS_TARGET_S, "fts_met": met, "load_average_before": load,
+            "index_wall_s_until_stopped": run.wall_s,
+            "index_stderr_tail": run.stderr.strip().splitlines()[-3:]}
 
 
 def rerun(coll: Collection) -> dict[str, Any]:
@@ -185,41 +290,77 @@ def _loads(loads: dict[str, Any]) -> str:
     return "; ".join(f"{names[key]} {value}" for key, value in loads.items())
 
 
-def markdown(data: dict[str, Any]) -> str:
-    lines = ["# Indexing benchmark (JSQuAD, multilingual-e5-small)", "",
-             machine_line(data["machine"]), ""]
-    full = data.get("full_index")
-    if full:
-        lines += [
-            f"- Indexed {full['documents']} documents / {full['chunks']} chunks "
-            f"(dataset: {full['dataset_documents']} files); `groove status --format json` "
-            f"reports {full['status_documents']} / {full['status_chunks']} — "
-            f"{'same counts' if full['status_matches'] else 'DIFFERENT counts'}.",
-            f"- Index from scratch: {full['index_wall_s']:.1f} s wall (subprocess, model load "
-            f"included; `Done` line {full['index_done_ms'] / 1000:.1f} s) = "
-            f"{full['index_chunks_per_s']:.2f} chunks/s.",
-            f"- Bare `Embedder.embed_passages` on the same {full['bare_inputs']} inputs: "
-            f"{_bare_runs(full)} (model load {full['bare_model_load_s']:.1f} s "
-            f"excluded) = {full['bare_chunks_per_s']:.2f} chunks/s.",
-            f"- **Throughput ratio {full['throughput_ratio']:.3f}** (index ÷ bare; target ≥ 0.9, "
-            f"{verdict(full['throughput_met'])}); by the `Done` line "
-            f"{full['throughput_ratio_done_line']:.3f}; by CPU seconds per chunk (less "
-            f"sensitive to the other load) {full['cpu_ratio']:.3f} (index child CPU "
-            f"{full['index_cpu_s']:.1f} s incl. model load, bare embed CPU "
-            f"{full['bare_embed_cpu_s']:.1f} s).",
-            f"- Load average (1/5/15 min) {_loads(full['load_average'])} on "
-            f"{data['machine']['cpu_count']} cores (shared machine; each phase ran once because "
-            "it takes minutes).",
-        ]
-    re_run = data["rerun"]
+def _fts_lines(fts: dict[str, Any]) -> list[str]:
+    probe = fts["fts_probe"]
+    return [f"### {fts['collection']} — phase 1 only", "",
+            f"- **Time to the first full-text search: {probe['answered_s']:.1f} s** over "
+            f"{fts['documents']} notes (phase 1 reported `Full text ready` at "
+            f"{probe['text_ready_s']:.1f} s; the `--mode fts` search for `{probe['query']}` took "
+            f"{probe['search_s']:.2f} s and "
+            f"{'found' if probe['found_last_note'] else 'did NOT find'} the last note; `status` "
+            f"counted {probe['status_documents']} documents) — target ≤ "
+            f"{fts['fts_target_s']:.0f} s, {verdict(fts['fts_met'])}. The run was then stopped "
+            "(Ctrl-C in phase 2): embedding every note is measured on the smaller collection "
+            f"below. Load average before: {fts['load_average_before']}.", ""]
+
+
+def _full_lines(full: dict[str, Any], cores: int) -> list[str]:
+    probe = full.get("fts_probe") or {}
+    lines = [f"### {full.get('collection', 'jsquad')}", ""]
+    if "answered_s" in probe:
+        lines.append(
+            f"- **Time to the first full-text search: {probe['answered_s']:.1f} s** from the "
+            f"index start (phase 1 reported `Full text ready` at {probe['text_ready_s']:.1f} s; "
+            f"the `--mode fts` search for `{probe['query']}` took {probe['search_s']:.2f} s "
+            f"and {'found' if probe['found_last_note'] else 'did NOT find'} the last note "
+            f"`{probe['expected_path']}`; `status` then counted {probe['status_documents']} "
+            f"documents) — target ≤ {full['fts_target_s']:.0f} s, {verdict(full['fts_met'])}; "
+            f"the full index took {full['index_wall_s']:.1f} s.")
     lines += [
+        f"- Indexed {full['documents']} documents / {full['chunks']} chunks "
+        f"(dataset: {full['dataset_documents']} files); `groove status --format json` "
+        f"reports {full['status_documents']} / {full['status_chunks']} — "
+        f"{'same counts' if full['status_matches'] else 'DIFFERENT counts'}.",
+        f"- Index from scratch: {full['index_wall_s']:.1f} s wall (subprocess, model load "
+        f"included; `Done` line {full['index_done_ms'] / 1000:.1f} s) = "
+        f"{full['index_chunks_per_s']:.2f} chunks/s.",
+        f"- Bare `Embedder.embed_passages` on the same {full['bare_inputs']} inputs: "
+        f"{_bare_runs(full)} (model load {full['bare_model_load_s']:.1f} s "
+        f"excluded) = {full['bare_chunks_per_s']:.2f} chunks/s.",
+        f"- **Throughput ratio {full['throughput_ratio']:.3f}** (index ÷ bare; target ≥ "
+        f"{full['throughput_target']}, {verdict(full['throughput_met'])}); by the `Done` line "
+        f"{full['throughput_ratio_done_line']:.3f}; by CPU seconds per chunk (less "
+        f"sensitive to the other load) {full['cpu_ratio']:.3f} (index child CPU "
+        f"{full['index_cpu_s']:.1f} s incl. model load, bare embed CPU "
+        f"{full['bare_embed_cpu_s']:.1f} s).",
+        f"- Load average (1/5/15 min) {_loads(full['load_average'])} on {cores} cores (shared "
+        "machine; each phase ran once because it takes minutes).",
+        "",
+    ]
+    return lines
+
+
+def markdown(data: dict[str, Any]) -> str:
+    lines = ["# Indexing benchmark (multilingual-e5-small)", "",
+             machine_line(data["machine"]), ""]
+    for fts in data.get("fts_only_runs") or []:
+        lines += _fts_lines(fts)
+    for full in data.get("full_index_runs") or [data.get("full_index")]:
+        if full:
+            lines += _full_lines(full, data["machine"]["cpu_count"])
+    re_run = data.get("rerun")
+    if re_run:
+        lines += [
+        "### No-change re-run (jsquad)", "",
         f"- **No-change re-run: median {re_run['median_wall_s']:.3f} s** wall over "
         f"{re_run['runs']} runs (target ≤ 1 s, {verdict(re_run['met'])}; child CPU median "
         f"{re_run['median_cpu_s']:.3f} s; `Done` line median "
         f"{re_run['median_done_ms']:.0f} ms); `{LOADING}` "
         f"{'appeared' if re_run['model_loaded_in_any_run'] else 'absent in every run'}.",
         "",
-        "Command: `.venv/bin/python bench/bench_index.py`.",
+        ]
+    lines += [
+        f"Command: `.venv/bin/python bench/bench_index.py {data.get('args', '')}`.",
     ]
     return "\n".join(lines)
 
@@ -228,15 +369,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--reuse", action="store_true",
                         help="keep an existing complete index; measure only the re-run")
+    parser.add_argument("--fts-notes", type=int, default=0,
+                        help="synthetic KB measured for time to full text only (e.g. 10000)")
+    parser.add_argument("--notes", type=int, default=10_000, help="synthetic KB size (full)")
+    parser.add_argument("--collections", default="synthetic,jsquad",
+                        help="comma-separated, indexed in full: synthetic, jsquad")
+    parser.add_argument("--no-rerun", action="store_true", help="skip the no-change re-run")
     args = parser.parse_args()
-    coll = JSQUAD
-    data: dict[str, Any] = {"benchmark": "index", "collection": coll.name,
-                            "model": DEFAULT_MODEL, "machine": machine()}
-    if args.reuse and coll.index_is_current():
+    chosen = {"synthetic": Synthetic(f"synthetic-{args.notes}", args.notes), "jsquad": JSQUAD}
+    names = [n.strip() for n in args.collections.split(",") if n.strip()]
+    data: dict[str, Any] = {"benchmark": "index", "collections": names,
+                            "model": DEFAULT_MODEL, "machine": machine(),
+                            "args": " ".join(sys.argv[1:])}
+    if args.fts_notes:
+        data["fts_only_runs"] = [fts_only(Synthetic(f"synthetic-{args.fts_notes}",
+                                                    args.fts_notes)), fts_only(JSQUAD)]
+    if args.reuse and JSQUAD.index_is_current():
         data["full_index"] = previous_full_index()
     else:
-        data["full_index"] = full_index(coll)
-    data["rerun"] = rerun(coll)
+        data["full_index_runs"] = [full_index(chosen[name]) for name in names]
+    if not args.no_rerun:
+        JSQUAD.ensure_index()
+        data["rerun"] = rerun(JSQUAD)
     write_results("index", data, markdown(data))
     print(markdown(data))
 

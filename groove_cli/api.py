@@ -194,7 +194,11 @@ class Index:
             settings_warnings,
         )
         from groove_cli.retrieve.query import compile_query
-        from groove_cli.retrieve.searcher import NOTHING_TO_SEARCH, fill_files
+        from groove_cli.retrieve.searcher import (
+            NOTHING_TO_SEARCH,
+            fill_files,
+            vector_coverage_note,
+        )
 
         if limit < 1:
             raise UsageError(f"limit {limit} must be >= 1", hint=f"use 1 to {MAX_LIMIT}")
@@ -218,6 +222,9 @@ class Index:
             try:
                 if not legs.any:
                     messages.note(NOTHING_TO_SEARCH)
+                coverage = vector_coverage_note(searcher.store) if legs.vector else None
+                if coverage is not None:  # index's phase 2 has not embedded every chunk yet
+                    messages.note(coverage)
                 short = None
                 if files:
                     result, short = fill_files(searcher, compiled, params)
@@ -252,8 +259,9 @@ class Index:
 
     def index(self, *, force: bool = False, progress: ProgressSink | None = None,
               stop: Callable[[], bool] | None = None, verbose: bool = False,
-              quiet: bool = True) -> IndexReport:
-        """Index (or incrementally update) the KB folder; `stop` is polled between files
+              quiet: bool = True, text_only: bool = False) -> IndexReport:
+        """Index (or incrementally update) the KB folder: full text first, then the vectors
+        (`text_only` stops after the full text); `stop` is polled between files and batches
         (Ctrl-C leaves a valid index). Open searches see the new state on their next call."""
         from groove_cli.index import IndexOptions, index_kb
 
@@ -261,7 +269,7 @@ class Index:
             raise UsageError("indexing needs the KB folder",
                              hint="open it with groove_cli.open(KB_FOLDER)")
         options = IndexOptions.from_settings(self.settings, self.kb, self.location, force=force,
-                                             verbose=verbose, quiet=quiet)
+                                             verbose=verbose, quiet=quiet, text_only=text_only)
         self.close()  # the vector snapshot and model identity may change
         return index_kb(options, progress, stop)
 

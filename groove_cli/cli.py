@@ -135,14 +135,21 @@ def index_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", help=(
         "Only the Indexing, Found and Done lines (warnings and errors still appear)."))] = False,
     progress: Annotated[bool, typer.Option("--progress", help=(
-        "Show progress: a bar on a terminal, `Progress: N/M (P%)` lines otherwise."))] = False,
+        "Also print `Progress: N/M (P%)` lines for the files read when stderr is not a "
+        "terminal (a terminal always shows bars; other output gets a line every 10 s)."))
+    ] = False,
     verbose: Annotated[bool, typer.Option("--verbose", help=(
         "Per-file lines: indexed, renamed, deleted, emptied."))] = False,
+    text_only: Annotated[bool, typer.Option("--text-only", help=(
+        "Stop after the full-text phase: chunks are searchable with --mode fts, vectors are "
+        "left for the next run without this flag."))] = False,
 ) -> None:
     """Index (or incrementally update) a folder of notes into one SQLite file.
 
-    Unchanged files are skipped by content hash, renames are detected, deleted files are
-    removed. Ctrl-C leaves a valid index; the next run continues where this one stopped.
+    Two phases: first every new or changed note's text (then `--mode fts` searches see every
+    note), then the vectors of the chunks that have none yet. Unchanged files are skipped by
+    content hash, renames are detected, deleted files are removed. Ctrl-C or a kill leaves a
+    valid index; the next run continues where this one stopped.
 
     Example: `groove index --kb-path ~/notes`
     """
@@ -162,7 +169,8 @@ def index_cmd(
         stop = StopFlag()
         with stop.installed(), progress_for(quiet=quiet, plain_lines=progress) as bar:
             return Index(paths.settings, paths.kb, paths.db).index(
-                force=force, progress=bar, stop=stop.is_set, verbose=verbose, quiet=quiet)
+                force=force, progress=bar, stop=stop.is_set, verbose=verbose, quiet=quiet,
+                text_only=text_only)
 
     report = run_core(run)
     output.print_index_done(report)

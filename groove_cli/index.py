@@ -12,12 +12,9 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-
-import numpy as np
-import numpy.typing as npt
 
 from groove_cli import __version__, config, messages
 from groove_cli.chunk import ChunkDraft, ParsedDocument, chunker_fingerprint, parse_document
@@ -39,21 +36,22 @@ from groove_cli.scan import (
 )
 from groove_cli.store import Store, open_writer, utc_now
 from groove_cli.text import printable
-from groove_cli.types import ChunkRow, DocumentRow, NullProgress, ProgressSink, StoredDocument
+from groove_cli.types import (
+    ChunkRow,
+    DocumentRow,
+    NullProgress,
+    ProgressSink,
+    StoredDocument,
+)
+from groove_cli.vector_fill import BatchResult, embed_batch, embedding_text
 from groove_cli.vectors import refresh_snapshot
 
 if TYPE_CHECKING:
     from groove_cli.models import Embedder
     from groove_cli.store.postgres import PgStore
 
-# Files are embedded together until their chunks fill this many model batches, so batches stay
-# full even when notes are short; each file is still written in its own transaction. The group
-# is sorted by token length before it is cut into batches: on JSQuAD, groups of 512 inputs cost
-# 19 % more CPU than one global sort, groups of 2,048 6 % (bench_index.py); at 4,096 a
-# collection that size is one group. Ctrl-C is still noticed between model batches, and each
-# file is committed as soon as its last chunk is embedded: an interrupt loses only the
-# embeddings of files not finished yet, never a document's rows.
-EMBED_GROUP_BATCHES = 16
+# Phase 2 commits after every model batch; a stop (Ctrl-C) is noticed between batches.
+# Long chunks (more tokens than the model's window) are embedded in pieces (index.md §4).
 
 # Each write transaction adds a segment to both full-text indexes and FTS5's automerge leaves
 # several per level, each one probed by every query term. Merging them (FTS5 'optimize')
@@ -91,10 +89,13 @@ class IndexOptions:
     verbose: bool = False
     quiet: bool = False
     offline: bool = False
+    text_only: bool = False
+    """Stop after phase 1: full text only, vectors left for a later run (`--text-only`)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, kb: Path, db: IndexLocation, *, force: bool = False,
-                      verbose: bool = False, quiet: bool = False) -> IndexOptions:
+                      verbose: bool = False, quiet: bool = False,
+                      text_only: bool = False) -> IndexOptions:
         """The options of resolved settings (flag > file > default)."""
         s = settings
         return cls(
@@ -105,7 +106,7 @@ class IndexOptions:
             exclude_headings=tuple(str(h) for h in s.list_("exclude_headings")),
             parsers=tuple(str(p) for p in s.list_("parsers.enabled")),
             contextual=s.bool_("contextual.enabled"), verbose=verbose, quiet=quiet,
-            offline=config.offline_mode(),
+            offline=config.offline_mode(), text_only=text_only,
         )
 
 
@@ -123,6 +124,14 @@ class IndexReport:
     processed: int
     total: int
     interrupted: bool
+    embedded: int = 0
+    """Chunks this run embedded (phase 2)."""
+    to_embed: int = 0
+    """Chunks without a vector when phase 2 started (0 when it did not run)."""
+    pending_vectors: int = 0
+    """Chunks still without a vector when the run ended (`--text-only`, an interrupt)."""
+    text_ready_ms: int | None = None
+    """When phase 1 ended: from then on `--mode fts` sees every note."""
 
 
 @contextmanager
@@ -164,12 +173,8 @@ def kb_mismatch_text(db: IndexLocation, recorded: str, kb: Path) -> str:
 
 
 def embedding_input(chunk: ChunkDraft, static: bool) -> str:
-    """The text embedded for a chunk (index.md §4), before the model's passage prefix."""
-    if static and chunk.context and chunk.context.strip():
-        return f"{chunk.context}\n\n{chunk.content}"
-    if not chunk.content and chunk.heading:
-        return chunk.heading
-    return chunk.content
+    """`embedding_text` of a parsed chunk."""
+    return embedding_text(chunk.heading, chunk.context, chunk.content, static)
 
 
 def _same_chunks(stored: Sequence[ChunkRow], parsed: Sequence[ChunkDraft], static: bool) -> bool:
@@ -184,18 +189,6 @@ def _same_chunks(stored: Sequence[ChunkRow], parsed: Sequence[ChunkDraft], stati
     return True
 
 
-@dataclass
-class _Pending:
-    """A parsed file waiting for its embeddings."""
-
-    file: SourceBytes
-    parsed: ParsedDocument
-    existing: StoredDocument | None
-    inputs: list[str]
-    vectors: npt.NDArray[np.float32] | None = None
-    token_counts: list[int] = field(default_factory=list)
-
-
 class Indexer:
     """One `groove index` run."""
 
@@ -208,10 +201,15 @@ class Indexer:
         self.model: ResolvedModel | None = None
         self.runtime: RuntimeModel | None = None
         self.updated = self.renamed = self.deleted = self.skipped = 0
-        self.truncated = 0
+        self.long_chunks = self.pieces = 0
         self.done = 0
         self.total = 0
         self.interrupted = False
+        self.embedded = self.to_embed = self.pending_left = 0
+        self.text_ready_ms: int | None = None
+        self.started = time.monotonic()
+        self.written: set[str] = set()
+        """Paths whose rows this run wrote (a degenerate embedding undoes the count)."""
 
     # ------------------------------------------------------------------ helpers
 
@@ -235,7 +233,11 @@ class Indexer:
             assert self.runtime is not None
             model = self._resolved()
             self._line(f"Loading embedding model: {self.runtime.name} ({self.runtime.dim} dim)...")
-            self.embedder = Embedder.load(model, max_length=self.runtime.max_length)
+            self.progress.start(None, "Loading model", "")
+            try:
+                self.embedder = Embedder.load(model, max_length=self.runtime.max_length)
+            finally:
+                self.progress.finish()
         return self.embedder
 
     def _resolved(self) -> ResolvedModel:
@@ -247,7 +249,7 @@ class Indexer:
     # ------------------------------------------------------------------ run
 
     def run(self) -> IndexReport:
-        started = time.monotonic()
+        started = self.started = time.monotonic()
         opt = self.opt
         with indexer_lock(opt.db, force=opt.force):
             if isinstance(opt.db, Path):
@@ -263,7 +265,8 @@ class Indexer:
                 store.close()
         elapsed = int((time.monotonic() - started) * 1000)
         return IndexReport(documents, chunks, self.updated, self.renamed, self.deleted,
-                           self.skipped, elapsed, self.done, self.total, self.interrupted)
+                           self.skipped, elapsed, self.done, self.total, self.interrupted,
+                           self.embedded, self.to_embed, self.pending_left, self.text_ready_ms)
 
     def _set_aside_if_damaged(self) -> None:
         """`--force` on a damaged file: keep it as `.corrupt-<time>` and start a new one."""
@@ -339,25 +342,38 @@ class Indexer:
             self._line(f"Skipping {rel}: {reason}")
 
         self.total = len(scan.files)
-        self.progress.start(self.total)
+        self.progress.start(self.total, "Reading notes", "files")
         try:
             self._process(store, scan.files, static, fresh, rechunk)
         finally:
             self.progress.finish()
-        if self.truncated:
-            assert self.runtime is not None
-            self._note(f"{self.truncated} chunk(s) exceed max_length {self.runtime.max_length} "
-                       "tokens and were truncated for embedding")
         if not self.interrupted:
             with store.transaction():
                 if worth_optimizing(self.updated + self.renamed + self.deleted,
                                     store.document_count(), store.chunk_count()):
                     store.optimize_fts()
-                store.set_meta({"chunker_fingerprint": fingerprint, "last_indexed": utc_now(),
-                                "groove_version": __version__})
+                store.set_meta({"chunker_fingerprint": fingerprint})
+        self.text_ready_ms = int((time.monotonic() - self.started) * 1000)
+        pending = store.pending_vectors()
+        if not self.interrupted and pending:
+            self._line(f"Full text ready in {self.text_ready_ms}ms: searches with --mode fts "
+                       "see every note")
+        if not self.interrupted and pending and not opt.text_only:
+            self._embed_pending(store, pending, static)
+        self.pending_left = len(store.pending_vectors()) if pending else 0
+        if self.pending_left and not self.interrupted:
+            self._note(f"{self.pending_left:,} of {store.chunk_count():,} chunks have no vector "
+                       "yet; run `groove index` without --text-only to embed them")
+        if self.long_chunks:
+            assert self.runtime is not None
+            self._note(f"{self.long_chunks} chunk(s) exceed max_length {self.runtime.max_length} "
+                       f"tokens and were embedded in {self.pieces} window-sized pieces")
+        if not self.interrupted:
+            with store.transaction():
+                store.set_meta({"last_indexed": utc_now(), "groove_version": __version__})
         if isinstance(store, Store) and isinstance(opt.db, Path):
             refresh_snapshot(store, opt.db)
-        elif not isinstance(store, Store) and not self.interrupted:
+        elif not isinstance(store, Store) and not self.interrupted and not self.pending_left:
             store.build_vector_index()  # Postgres: a new KB's HNSW index, built once at the end
 
     def _context_mode(self, store: Store | PgStore, meta: dict[str, str], desired: str) -> str:
@@ -394,8 +410,6 @@ class Indexer:
         renamed_to = {} if fresh else self._renames(store, indexed, read, seen, kept)
         indexed = store.documents()
 
-        pending: list[_Pending] = []
-        pending_chunks = 0
         for source in read:
             if self.should_stop():
                 self.interrupted = True
@@ -406,17 +420,7 @@ class Indexer:
                     and not force_rewrite):
                 self._advance(0)
                 continue
-            item = self._prepare(store, source, existing, static, fresh, force_rewrite)
-            if item is None:
-                continue
-            pending.append(item)
-            pending_chunks += len(item.inputs)
-            if pending_chunks >= self._group_size():
-                if not self._flush(store, pending, static):
-                    break
-                pending, pending_chunks = [], 0
-        if pending and not self.interrupted:
-            self._flush(store, pending, static)
+            self._read_one(store, source, existing, static, fresh, force_rewrite)
         if self.interrupted:
             return
         gone = [doc for path, doc in store.documents().items() if path not in seen and path not in kept]
@@ -427,10 +431,6 @@ class Indexer:
             for doc in gone:
                 self.deleted += 1
                 self._verbose(f"  deleted: {doc.path}")
-
-    def _group_size(self) -> int:
-        batch = self.embedder.settings.batch_size if self.embedder is not None else 256
-        return max(1, batch * EMBED_GROUP_BATCHES)
 
     def _advance(self, chunks: int) -> None:
         self.done += 1
@@ -474,16 +474,19 @@ class Indexer:
         return DocumentRow(source.rel, parsed.title, parsed.topic, parsed.category, parsed.depth,
                            parsed.tags, parsed.date, source.sha256, source.size, utc_now())
 
-    def _prepare(self, store: Store | PgStore, source: SourceBytes, existing: StoredDocument | None,
-                 static: bool, fresh: bool, rechunk: bool) -> _Pending | None:
-        """Parse one changed file; handle emptied files and the frontmatter-only fast path."""
+    def _read_one(self, store: Store | PgStore, source: SourceBytes,
+                  existing: StoredDocument | None, static: bool, fresh: bool,
+                  rechunk: bool) -> None:
+        """Phase 1 for one changed file: parse it and write its document, chunks and full-text
+        rows in one transaction, without vectors (emptied files and the frontmatter-only fast
+        path as index.md §6.1 step 8 says)."""
         try:
             text = decode_source(source.raw)
         except SourceDecodeError as exc:
             self.skipped += 1
             self._line(f"Skipping {source.rel}: {exc}")
             self._advance(0)
-            return None
+            return
         parsed = parse_document(text, source.rel, exclude_headings=self.opt.exclude_headings)
         for warning in parsed.warnings:
             messages.warning(warning)
@@ -497,7 +500,7 @@ class Indexer:
                 self.skipped += 1
                 self._line(f"Skipping {source.rel}: no embeddable chunks")
             self._advance(0)
-            return None
+            return
         if existing is not None and not fresh:
             stored = store.chunk_rows(existing.id)
             if _same_chunks(stored, parsed.chunks, static):
@@ -511,79 +514,52 @@ class Indexer:
                     self.updated += 1
                     self._verbose(f"  indexed: {source.rel} ({len(parsed.chunks)} chunks)")
                 self._advance(len(parsed.chunks))
-                return None
-        inputs = [embedding_input(chunk, static) for chunk in parsed.chunks]
-        return _Pending(source, parsed, existing, inputs)
-
-    def _flush(self, store: Store | PgStore, pending: list[_Pending], static: bool) -> bool:
-        """Embed every pending file's chunks together; write each file as soon as its last
-        chunk is embedded.
-
-        The group's inputs are sorted by token length and embedded one model batch at a time,
-        so padding stays small and Ctrl-C is noticed between batches, not after the group. A
-        file is committed once its chunks are done, so an interrupt keeps every finished file
-        and the progress bar's file count moves while the group is embedded.
-        """
-        embedder = self._load_embedder()
-        inputs = [text for item in pending for text in item.inputs]
-        contents = [chunk.content for item in pending for chunk in item.parsed.chunks]
-        counts = embedder.count_tokens(contents)
-        lengths = embedder.input_lengths(inputs, "passage")
-        self.truncated += sum(1 for n in lengths if n > embedder.max_length)
-        order = sorted(range(len(inputs)), key=lambda i: lengths[i])
-        vectors = np.empty((len(inputs), embedder.dim), dtype=np.float32)
-        owner: list[int] = []
-        offset = 0
-        for number, item in enumerate(pending):
-            n = len(item.inputs)
-            item.vectors = vectors[offset : offset + n]  # a view, filled as batches finish
-            item.token_counts = counts[offset : offset + n]
-            owner += [number] * n
-            offset += n
-        left = [len(item.inputs) for item in pending]
-        step = max(1, embedder.settings.batch_size)
-        for start in range(0, len(order), step):
-            if self.should_stop():
-                self.interrupted = True
-                return False
-            batch = order[start : start + step]
-            vectors[batch] = embedder.embed_passages([inputs[i] for i in batch])
-            # the bar's chunk count moves while a large group is embedded
-            self.progress.advance(self.done, len(batch))
-            finished = []
-            for i in batch:
-                left[owner[i]] -= 1
-                if left[owner[i]] == 0:
-                    finished.append(owner[i])
-            for number in sorted(finished):
-                if self.should_stop():  # Ctrl-C is noticed between files, as elsewhere
-                    self.interrupted = True
-                    return False
-                self._write(store, pending[number], static)
-        return True
-
-    def _write(self, store: Store | PgStore, item: _Pending, static: bool) -> None:
-        assert item.vectors is not None
-        vectors = item.vectors
-        norms = np.linalg.norm(vectors, axis=1)
-        if not np.all(np.isfinite(vectors)) or np.any(norms < 1e-6):
-            self.skipped += 1
-            self._line(f"Skipping {item.file.rel}: degenerate embedding")
-            self._advance(0)
-            return
+                return
         rows = [
             ChunkRow(c.chunk_index, c.heading, c.level, c.ancestry, c.content,
-                     c.context if static else None, tokens, c.quality_score, c.line_start,
+                     c.context if static else None, None, c.quality_score, c.line_start,
                      c.line_end)
-            for c, tokens in zip(item.parsed.chunks, item.token_counts, strict=True)
+            for c in parsed.chunks
         ]
         with store.transaction():
-            store.write_document(self._document_row(item.file, item.parsed), rows, vectors,
-                                 item.existing.id if item.existing else None)
+            store.write_document(self._document_row(source, parsed), rows, None,
+                                 existing.id if existing else None)
         self.updated += 1
-        self._verbose(f"  indexed: {item.file.rel} ({len(rows)} chunks)")
-        self._advance(0)  # its chunks were counted as they were embedded
+        self.written.add(source.rel)
+        self._verbose(f"  indexed: {source.rel} ({len(rows)} chunks)")
+        self._advance(len(rows))
 
+    def _count(self, done: BatchResult) -> None:
+        self.embedded += done.embedded
+        self.long_chunks += done.long_chunks
+        self.pieces += done.pieces
+        for path in done.dropped:
+            self.skipped += 1
+            if path in self.written:
+                self.updated -= 1
+            self._line(f"Skipping {path}: degenerate embedding")
+
+    def _embed_pending(self, store: Store | PgStore, pending: list[tuple[int, int]],
+                       static: bool) -> None:
+        """Phase 2: embed every chunk that has no vector yet, shortest first, one model batch
+        per transaction, so an interrupt or a kill keeps every batch already written."""
+        embedder = self._load_embedder()
+        order = [cid for cid, _ in sorted(pending, key=lambda p: (p[1], p[0]))]
+        self.to_embed = len(order)
+        self._line(f"Embedding {len(order):,} chunks...")
+        self.progress.start(len(order), "Embedding", "chunks")
+        step = max(1, embedder.settings.batch_size)
+        try:
+            for first in range(0, len(order), step):
+                if self.should_stop():
+                    self.interrupted = True
+                    return
+                batch = store.embedding_rows(order[first : first + step])
+                if batch:
+                    self._count(embed_batch(store, embedder, batch, static))
+                self.progress.advance(min(first + step, len(order)), len(batch))
+        finally:
+            self.progress.finish()
 
 def index_kb(options: IndexOptions, progress: ProgressSink | None = None,
              should_stop: Callable[[], bool] | None = None) -> IndexReport:

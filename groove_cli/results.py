@@ -102,14 +102,17 @@ class Results:
 
     @property
     def notes(self) -> tuple[str, ...]:
-        return tuple(m.text for m in self.messages if m.kind != "warning")
+        return tuple(m.text for m in self.messages if m.kind == "note")
 
     def to_json(self, *, explain: bool = False) -> dict[str, Any]:
         """The document `groove search --format json` prints."""
-        return {
+        document: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "query": self.query,
             "results": [hit_json(hit, explain, self.kb_root) for hit in self.hits],
             "low_confidence": self.low_confidence,
             "filter_applied": dict(self.filter_applied),
         }
+        if self.notes:  # e.g. vectors still filling in (index.md): say so with the result
+            document["notes"] = list(self.notes)
+        return document

@@ -65,6 +65,8 @@ class StatusReport:
     quality_below: int
     knowledge_bases: tuple[tuple[str, int, int, str | None], ...] = ()
     """A Postgres store's KBs: (KB id, documents, chunks, last indexed)."""
+    pending_vectors: int = 0
+    """Chunks written by phase 1 whose vector phase 2 has not written yet (index.md §6.1)."""
 
 
 def pending_changes(store: Store | PgStore, kb: Path, exclude_dirs: tuple[str, ...],
@@ -178,9 +180,15 @@ def index_status(db: IndexLocation, kb: Path | None, *, quality_threshold: float
             quality_passing=passing,
             quality_below=below,
             knowledge_bases=kbs,
+            pending_vectors=pending_vectors(store),
         )
     finally:
         store.close()
+
+
+def pending_vectors(store: Store | PgStore) -> int:
+    """Chunks still waiting for their vector (phase 2 running, interrupted or `--text-only`)."""
+    return max(store.chunk_count() - store.vector_count(), 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +198,8 @@ class DoctorReport:
     findings: tuple[Finding, ...]
     server: tuple[str, ...] = ()
     """A Postgres store's server version and extensions."""
+    pending_vectors: int = 0
+    """Chunks waiting for phase 2: not damage, `groove index` embeds them."""
 
 
 def model_available(name: str, models_dir: Path, kind: str = "embedder") -> bool:
@@ -250,6 +260,7 @@ def run_doctor(db: IndexLocation, kb: Path | None, models_dir: Path,
             report = store.integrity()
             meta = store.meta()
             documents, chunks = store.document_count(), store.chunk_count()
+            waiting = len(report.missing_embedding)
             # the snapshot copies the rows: compared only once they are consistent
             snapshot = (snapshot_findings(store, db) if report.consistent
                         and isinstance(store, Store) and isinstance(db, Path) else [])
@@ -267,7 +278,6 @@ def run_doctor(db: IndexLocation, kb: Path | None, models_dir: Path,
         findings.append(Finding("vector-table-missing", "error",
                                 "the vec_chunks table does not exist", 1, (), force))
     pairs: list[tuple[str, str, list[int] | list[str], str]] = [
-        ("missing-embedding", "chunk(s) have no embedding", report.missing_embedding, force),
         ("orphan-embedding", "embedding(s) belong to no chunk", report.orphan_embedding, force),
         ("missing-fts-row", "chunk(s) have no full-text row", report.missing_fts_row,
          "groove index (a plain run backfills)"),
@@ -295,4 +305,4 @@ def run_doctor(db: IndexLocation, kb: Path | None, models_dir: Path,
             broken[0] if broken else f"the configured reranker {reranker} is not available locally",
             1, (reranker,),
             "fix reranker in groove.toml" if broken else f"groove models resolve {reranker}"))
-    return DoctorReport(documents, chunks, tuple(findings), server)
+    return DoctorReport(documents, chunks, tuple(findings), server, waiting)

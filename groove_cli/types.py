@@ -50,6 +50,18 @@ class StoredDocument:
 
 
 @dataclass(frozen=True, slots=True)
+class EmbeddingRow:
+    """A stored chunk waiting for its vector: what its embedding input is made of."""
+
+    chunk_id: int
+    document_id: int
+    heading: str | None
+    context_text: str | None
+    content: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
 class IndexedChunk:
     """A chunk joined with its document: what fused candidates and search hits carry."""
 
@@ -86,12 +98,13 @@ class FilterMeta:
 
 
 class ProgressSink(Protocol):
-    """Where the indexer reports per-file progress (the CLI draws a bar or plain lines)."""
+    """Where a long run reports progress (the CLI draws a bar or plain lines). The indexer
+    starts one step per phase: files read, the model load (`total` None), chunks embedded."""
 
-    def start(self, total: int) -> None: ...
+    def start(self, total: int | None, label: str | None = None, unit: str | None = None) -> None: ...
 
     def advance(self, done: int, chunks: int) -> None:
-        """`done` files finished so far; `chunks` embedded (or kept) since the last call."""
+        """`done` units finished so far; `chunks` written (or kept) since the last call."""
 
     def finish(self) -> None: ...
 
@@ -105,7 +118,7 @@ class NullProgress:
     def __exit__(self, *exc: object) -> None:
         pass
 
-    def start(self, total: int) -> None:
+    def start(self, total: int | None, label: str | None = None, unit: str | None = None) -> None:
         pass
 
     def advance(self, done: int, chunks: int) -> None:

@@ -168,13 +168,14 @@ def table_dump(db: Path) -> tuple[list[tuple[object, ...]], ...]:
             rows(db, "SELECT chunk_id, embedding FROM vec_chunks ORDER BY chunk_id"))
 
 
-def assert_consistent(db: Path) -> None:
+def assert_consistent(db: Path, pending: Sequence[int] = ()) -> None:
     """Every chunk has exactly one row in each FTS table (trigram and word-level) and one
-    vector, and every document has chunks."""
+    vector (except the `pending` ones, still waiting for phase 2), and every document has
+    chunks."""
     chunks = {r[0] for r in rows(db, "SELECT id FROM chunks")}
     assert {r[0] for r in rows(db, "SELECT rowid FROM fts_chunks")} == chunks
     assert {r[0] for r in rows(db, "SELECT rowid FROM fts_words")} == chunks
-    assert {r[0] for r in rows(db, "SELECT chunk_id FROM vec_chunks")} == chunks
+    assert {r[0] for r in rows(db, "SELECT chunk_id FROM vec_chunks")} == chunks - set(pending)
     assert rows(db, "SELECT path FROM documents d WHERE NOT EXISTS "
                     "(SELECT 1 FROM chunks c WHERE c.document_id = d.id)") == []
 
@@ -301,11 +302,13 @@ def test_first_run_lines_rows_and_meta(groove: Groove) -> None:
         "  indexed: alpha.md (2 chunks)",
         "  indexed: eng/search/beta.md (1 chunks)",
         "  indexed: ops/gamma.md (1 chunks)",
+        # phase 1 ends: full text first, then the model is loaded and the vectors fill in
+        "Full text ready in <ms>ms: searches with --mode fts see every note",
+        f"{LOADING}{groove.model} ({DIM} dim)...",
+        "Embedding 4 chunks...",
     ]
-    loading = f"{LOADING}{groove.model} ({DIM} dim)..."
-    assert sorted(lines[:-1]) == sorted([*spec_order, loading])
-    assert in_order(lines, spec_order)
-    assert lines.index(loading) < lines.index("  indexed: alpha.md (2 chunks)")
+    shown = [re.sub(r"ready in \d+ms", "ready in <ms>ms", line) for line in lines[:-1]]
+    assert shown == spec_order
     assert done(result) == Counts(docs=3, updated=3, renamed=0, deleted=0, skipped=0, chunks=4)
 
     db = groove.db
@@ -812,32 +815,64 @@ def test_symbolic_and_hard_links_are_refused_and_count_as_not_seen(indexed: Groo
     assert done(hard) == Counts(docs=1, updated=0, renamed=0, deleted=1, skipped=0, chunks=1)
 
 
-def test_degenerate_embedding_skips_the_file_and_keeps_old_rows(indexed: Groove) -> None:
-    gamma = chunk_ids(indexed.db, "ops/gamma.md")
-    gamma_doc = document(indexed.db, "ops/gamma.md")
+def test_degenerate_embedding_skips_the_file_and_drops_its_rows(indexed: Groove) -> None:
+    # Phase 1 has replaced gamma's rows before its vector is computed, so a degenerate
+    # embedding drops the document (index.md §4); the next run reads it again.
     write(indexed.kb, "ops/gamma.md", f"{ZERO_WORD} {ZERO_WORD}\n")
     write(indexed.kb, "zero.md", f"{ZERO_WORD}\n")
     result = indexed.index_ok()
     lines = result.stderr.splitlines()
     assert "Skipping ops/gamma.md: degenerate embedding" in lines
     assert "Skipping zero.md: degenerate embedding" in lines
-    assert done(result) == Counts(docs=3, updated=0, renamed=0, deleted=0, skipped=2, chunks=4)
-    assert chunk_ids(indexed.db, "ops/gamma.md") == gamma
-    assert document(indexed.db, "ops/gamma.md") == gamma_doc
+    assert done(result) == Counts(docs=2, updated=0, renamed=0, deleted=0, skipped=2, chunks=3)
+    assert document(indexed.db, "ops/gamma.md") is None
     assert document(indexed.db, "zero.md") is None
+    assert_consistent(indexed.db)
 
 
-def test_truncation_note_and_untruncated_token_count(groove: Groove) -> None:
+def pieces_vector(words: Sequence[str], lead: Sequence[str], span: int) -> npt.NDArray[np.float32]:
+    """Hand computation of index.md §4's long-chunk vector: pieces of `span` words, each next
+    overlapping the last by span // 8, embedded with `lead` in front, averaged by length."""
+    step, n = span - span // 8, len(words)
+    total = np.zeros(DIM, dtype=np.float64)
+    covered: set[int] = set()
+    start = 0
+    while True:
+        stop = min(start + span, n)
+        total += (stop - start) * expected_vector(" ".join([*lead, *words[start:stop]]))
+        covered.update(range(start, stop))
+        if stop == n:
+            break
+        start += step
+    assert covered == set(range(n))  # every word is in some piece
+    return np.asarray(total / np.linalg.norm(total), dtype=np.float32)
+
+
+def test_a_chunk_longer_than_the_window_is_embedded_in_pieces(groove: Groove) -> None:
     words = ("the cat sat on the mat " * 12).split()  # 72 words: 74 tokens with [CLS], [SEP]
     write(groove.kb, "long.md", " ".join(words) + "\n")
     result = groove.index_ok()
     assert (f"groove: note: 1 chunk(s) exceed max_length {MAX_LENGTH} tokens and were "
-            "truncated for embedding") in result.stderr.splitlines()
+            "embedded in 2 window-sized pieces") in result.stderr.splitlines()
     (cid,) = chunk_ids(groove.db, "long.md")
     assert rows(groove.db, "SELECT token_count FROM chunks WHERE id = ?", (cid,)) == [(72,)]
-    # Embedded: [CLS] + the first 64 - 2 words + [SEP].
-    assert np.allclose(vector(groove.db, cid),
-                       expected_vector(" ".join(words[: MAX_LENGTH - 2])), atol=1e-5)
+    # 64 - [CLS], [SEP] - 4 spare = 58 words a piece: words 0-57 and 51-71, weighted 58 : 21.
+    expected = pieces_vector(words, (), MAX_LENGTH - 2 - 4)
+    assert np.allclose(vector(groove.db, cid), expected, atol=1e-5)
+
+
+def test_no_text_of_a_3000_token_section_is_left_out_of_its_vector(groove: Groove) -> None:
+    body = ("the cat sat on the mat " * 500).split()  # 3,000 words
+    body[-1] = "tree"  # the section's last word, far past the window
+    write(groove.kb, "big.md", "## Long part\n\n" + " ".join(body) + "\n")
+    groove.index_ok()
+    (cid,) = chunk_ids(groove.db, "big.md")
+    # every piece starts with the heading: 2 more tokens, 56 words a piece
+    stored = vector(groove.db, cid)
+    assert np.allclose(stored, pieces_vector(body, ("Long", "part"), MAX_LENGTH - 2 - 2 - 4),
+                       atol=1e-5)
+    without_end = pieces_vector([*body[:-1], "mat"], ("Long", "part"), MAX_LENGTH - 2 - 2 - 4)
+    assert not np.allclose(stored, without_end, atol=1e-5)  # the last word reached the vector
 
 
 # =========================================================================== transactions
@@ -864,8 +899,10 @@ def test_each_file_is_committed_in_its_own_transaction(groove: Groove) -> None:
 
     report = index_kb(groove.options(), should_stop=probe)
     assert (report.documents, report.updated, report.interrupted) == (10, 10, False)
-    assert all(len(set(counts)) == 1 for counts in observed)  # one chunk per note
-    assert {counts[0] for counts in observed} == set(range(10))
+    # Phase 1, between files: whole files only (one chunk per note), no vectors yet. Phase 2,
+    # between model batches (batch_size 4): every note, vectors committed a batch at a time.
+    assert observed == [(i, i, i, i, 0) for i in range(10)] + [
+        (10, 10, 10, 10, vectors) for vectors in (0, 4, 8)]
 
 
 def test_interrupted_run_keeps_old_rows_skips_deletions_and_the_next_run_finishes(
@@ -888,7 +925,7 @@ def test_interrupted_run_keeps_old_rows_skips_deletions_and_the_next_run_finishe
     assert document(db, "epsilon.md") is None
     assert document(db, "ops/gamma.md") is not None  # the deletion step was skipped
     assert meta(db)["last_indexed"] == stamp
-    assert_consistent(db)
+    assert_consistent(db, pending=chunk_ids(db, "delta.md"))  # phase 2 did not start
 
     result = indexed.index_ok()
     assert done(result) == Counts(docs=4, updated=2, renamed=0, deleted=1, skipped=0, chunks=5)

@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("models", ("groove_cli.models", "groove_cli.runtime_model")),
     ("retrieve", ("groove_cli.retrieve",)),
     ("evaluate", ("groove_cli.evaluate",)),
-    ("operations", ("groove_cli.index", "groove_cli.integrity", "groove_cli.status",
+    ("operations", ("groove_cli.index", "groove_cli.vector_fill", "groove_cli.integrity", "groove_cli.status",
                     "groove_cli.get")),
     ("api", ("groove_cli", "groove_cli.api", "groove_cli.results")),
     ("front", ("groove_cli.cli", "groove_cli.cli_options", "groove_cli.cli_eval",

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from groove_cli.retrieve.words import ENGLISH_STOPWORDS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groove_cli.retrieve.spans import match_spans
+from groove_cli.text.words import ENGLISH_STOPWORDS
 
 
 def texts(content: str, spans: list[tuple[int, int]] | None) -> list[str]:

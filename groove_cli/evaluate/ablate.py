@@ -116,6 +116,7 @@ def run_ablation(req: EvalRequest) -> dict[str, Any]:
     metric = req.gate_metric or default_metric(req.k_values)
     searcher = Searcher.from_settings(s, req.db, req.kb, reranker=req.reranker)
     try:
+        searcher.require_vectors("eval --ablate")
         compiled = compile_golden(golden)
         found = variants(params, reranker=req.reranker is not None)
         # the default's batch embeds every query before the consistent state begins (eval.md

@@ -137,6 +137,8 @@ def run_eval(req: EvalRequest) -> EvalReport:
     params = eval_params(req)
     searcher = Searcher.from_settings(s, req.db, req.kb, reranker=req.reranker)
     try:
+        if params.mode != "fts":
+            searcher.require_vectors("eval")
         compiled = compile_golden(golden)
         batch = searcher.prepare(compiled, params)
         readers = extra_readers(len(compiled), batch.reranker is not None)

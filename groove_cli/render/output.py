@@ -105,6 +105,11 @@ def print_tune(report: TuneReport, fmt: str, *, full: bool = False) -> None:
 
 def print_index_done(report: IndexReport) -> None:
     """The `Done` line, or the interrupted line (cli.md §4)."""
+    if report.interrupted and report.to_embed:
+        messages.progress(f"Interrupted after embedding {report.embedded:,} of "
+                          f"{report.to_embed:,} chunks; the index is valid, full-text search "
+                          "covers every note and the next run continues from here.")
+        return
     if report.interrupted:
         messages.progress(f"Interrupted after {report.processed} of {report.total} files; the "
                           "index is valid and the next run continues from here.")
@@ -113,6 +118,7 @@ def print_index_done(report: IndexReport) -> None:
         f"Done in {report.elapsed_ms}ms: {report.documents} docs ({report.updated} updated, "
         f"{report.renamed} renamed, {report.deleted} deleted, {report.skipped} skipped), "
         f"{report.chunks} chunks")
+
 
 
 def print_line(line: str) -> None:
@@ -173,6 +179,7 @@ def print_status(report: StatusReport, fmt: str) -> None:
             "context_mode": report.context_mode,
             "last_indexed": report.last_indexed,
             "pending": pending,
+            "pending_vectors": report.pending_vectors,
             "quality_filter": quality,
             **({"knowledge_bases": [
                 {"kb": name, "documents": docs, "chunks": chunks, "last_indexed": last}
@@ -196,6 +203,9 @@ def print_status(report: StatusReport, fmt: str) -> None:
         renamed = f" / {p.renamed} renamed" if p.renamed else ""
         print_line(f"Pending: {p.new} new / {p.changed} changed / {p.deleted} deleted{renamed}"
                    f"{skipped}")
+    if report.pending_vectors:
+        print_line(f"Pending vectors: {report.pending_vectors:,} of {report.chunks:,} chunks "
+                   "(full-text search covers all; `groove index` embeds the rest)")
     if quality is not None:
         print_line(f"Quality filter (threshold={report.quality_threshold}): "
                    f"{report.quality_passing} passing, {report.quality_below} below threshold")
@@ -216,12 +226,16 @@ def print_doctor(report: DoctorReport, fmt: str) -> None:
                  "samples": list(f.samples), "remedy": f.remedy}
                 for f in report.findings
             ],
+            "pending_vectors": report.pending_vectors,
             **({"server": list(report.server)} if report.server else {}),
         })
         return
     print_line(f"groove doctor — {report.documents} document(s), {report.chunks} chunk(s)")
     for fact in report.server:
         print_line(f"Server: {fact}")
+    if report.pending_vectors:
+        print_line(f"Pending: {report.pending_vectors:,} chunk(s) wait for their vectors (not "
+                   "damage: `groove index` embeds them)")
     if not report.findings:
         print_line("No issues found.")
         return

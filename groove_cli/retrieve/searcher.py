@@ -143,6 +143,23 @@ class Searcher:
     def dim(self) -> int:
         return self.runtime.dim
 
+    def require_vectors(self, command: str) -> None:
+        """Refuse to measure quality on a half-embedded index (eval.md §2): the vector leg
+        would rank with the vectors that exist, and the figure would describe no real state.
+
+        Raises:
+            GrooveError: naming the coverage, with `groove index` as the way out.
+        """
+        coverage = vector_coverage_note(self.store)
+        if coverage is not None:
+            from groove_cli.errors import GrooveError
+
+            raise GrooveError(
+                f"{command} needs every chunk's vector, but the index has {coverage} "
+                "(`groove index` has not finished embedding)",
+                hint="run `groove index` to embed the rest (it resumes where it stopped), or "
+                     "measure the full-text leg alone with --mode fts")
+
     @property
     def context_mode(self) -> str:
         return self.meta.get("context_mode", "off")
@@ -425,3 +442,12 @@ def fill_files(searcher: Searcher, query: CompiledQuery, params: SearchParams
         return result, None
     return result, (f"{len(files)} files, not {wanted}: the {len(result.hits)} hits found "
                     f"are all in these files (hits collapse to files)")
+
+
+def vector_coverage_note(store: Store | PgStore) -> str | None:
+    """`vectors for N of M chunks; full-text covers all` while phase 2 of `index` has not
+    embedded every chunk yet (index.md §6.1); None when every chunk has its vector."""
+    chunks, vectors = store.chunk_count(), store.vector_count()
+    if vectors >= chunks:
+        return None
+    return f"vectors for {vectors:,} of {chunks:,} chunks; full-text covers all"

@@ -28,16 +28,14 @@ from groove_cli.store.runtime import (
     load_vec,
     migrations,
     register_functions,
-    utc_now,
 )
 from groove_cli.text.cjk import CJK_TOKENISER_VERSION
-from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
+from groove_cli.types import ChunkRow, DocumentRow, EmbeddingRow, StoredDocument
 
 if TYPE_CHECKING:  # numpy is imported where vectors are read or written, not at start-up
     import numpy as np
     import numpy.typing as npt
 
-QUERY_CACHE_MAX_ROWS = 10_000
 
 @dataclass(frozen=True, slots=True)
 class IntegrityReport:
@@ -53,7 +51,8 @@ class IntegrityReport:
 
     @property
     def consistent(self) -> bool:
-        return not (self.vector_table_missing or self.missing_embedding or self.orphan_embedding
+        """No damage: a chunk without a vector is pending (index.md §6.1 phase 2), not damage."""
+        return not (self.vector_table_missing or self.orphan_embedding
                     or self.missing_fts_row or self.orphan_fts_row or self.chunk_without_document
                     or self.document_without_chunks)
 
@@ -374,8 +373,10 @@ class Store(SearchReads):
             self.con.execute("DELETE FROM chunks WHERE id = ?", (cid,))
 
     def write_document(self, doc: DocumentRow, chunks: Sequence[ChunkRow],
-                       vectors: npt.NDArray[np.float32], existing_id: int | None) -> int:
-        """Replace a document's rows (call inside a transaction). Returns the document id."""
+                       vectors: npt.NDArray[np.float32] | None, existing_id: int | None) -> int:
+        """Replace a document's rows (call inside a transaction). Returns the document id.
+        With `vectors` None the chunks are written without vectors (phase 1, index.md §6.1):
+        `write_vectors` adds them later."""
         if existing_id is not None:
             self._delete_chunk_rows(self._chunk_ids(existing_id))
             self.con.execute(
@@ -391,7 +392,7 @@ class Store(SearchReads):
                 self._doc_values(doc),
             )
             doc_id = int(self.con.last_insert_rowid())
-        for chunk, vector in zip(chunks, vectors, strict=True):
+        for number, chunk in enumerate(chunks):
             self.con.execute(
                 "INSERT INTO chunks(document_id, chunk_index, heading, level, ancestry, content, "
                 "context_text, token_count, quality_score, line_start, line_end) "
@@ -403,10 +404,45 @@ class Store(SearchReads):
             )
             cid = int(self.con.last_insert_rowid())
             self._insert_fts(cid, chunk.heading, chunk.context_text, chunk.content)
-            self.con.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)",
-                             (cid, f32_blob(vector)))
+            if vectors is not None:
+                self.con.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)",
+                                 (cid, f32_blob(vectors[number])))
         self.bump_vectors_version()
         return doc_id
+
+    def pending_vectors(self) -> list[tuple[int, int]]:
+        """(chunk id, token count) of every chunk that has no vector yet (index.md §6.1 phase
+        2); the count falls back to UTF-8 bytes / 4 where it is missing."""
+        have = self._vec_ids()
+        return [(int(cid), int(tokens)) for cid, tokens in self.con.execute(
+            "SELECT id, CASE WHEN token_count > 0 THEN token_count "
+            "ELSE length(CAST(content AS BLOB)) / 4 END FROM chunks ORDER BY id")
+            if int(cid) not in have]
+
+    def vector_count(self) -> int:
+        """How many chunks have a vector (status, search and eval compare it with chunk_count)."""
+        if self.vec_dim() is None:
+            return 0
+        return scalar_int(self.con, "SELECT count(*) FROM vec_chunks")
+
+    def embedding_rows(self, ids: Sequence[int]) -> list[EmbeddingRow]:
+        """What phase 2 embeds for these chunks, in the order of `ids` (missing ids left out)."""
+        found = {int(r[0]): EmbeddingRow(int(r[0]), int(r[5]), r[1], r[2], str(r[3]), str(r[4]))
+                 for r in self.con.execute(
+                     "SELECT c.id, c.heading, c.context_text, c.content, d.path, d.id FROM chunks c "
+                     "JOIN documents d ON d.id = c.document_id "
+                     "WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),))}
+        return [found[i] for i in ids if i in found]
+
+    def write_vectors(self, ids: Sequence[int], vectors: npt.NDArray[np.float32],
+                      token_counts: Sequence[int]) -> None:
+        """Add the vectors (and token counts) of chunks written without them (call inside a
+        transaction)."""
+        for cid, vector, tokens in zip(ids, vectors, token_counts, strict=True):
+            self.con.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)",
+                             (int(cid), f32_blob(vector)))
+            self.con.execute("UPDATE chunks SET token_count = ? WHERE id = ?", (tokens, int(cid)))
+        self.bump_vectors_version()
 
     def _insert_fts(self, cid: int, heading: str | None, context: str | None, content: str,
                     tables: Sequence[str] = FTS_TABLES) -> None:
@@ -537,36 +573,3 @@ class Store(SearchReads):
                 "SELECT path FROM documents d WHERE NOT EXISTS "
                 "(SELECT 1 FROM chunks c WHERE c.document_id = d.id) ORDER BY path")],
         )
-
-
-def cache_put(db: Path, rows: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> bool:
-    """Store query embeddings without waiting; False when the index cannot be written now.
-
-    A separate short connection with no busy timeout, so a running `index` never blocks a
-    search (index.md §8). Keeps only the newest 10,000 rows.
-    """
-    if not rows:
-        return True
-    try:
-        con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READWRITE)
-        con.execute("PRAGMA busy_timeout=0")
-        now = utc_now()
-        con.execute("BEGIN IMMEDIATE")
-        try:
-            for key, vector in rows:
-                con.execute(
-                    "INSERT OR REPLACE INTO query_cache(key, embedding, created) VALUES (?, ?, ?)",
-                    (key, f32_blob(vector), now),
-                )
-            con.execute(
-                "DELETE FROM query_cache WHERE key NOT IN (SELECT key FROM query_cache "
-                "ORDER BY created DESC, key DESC LIMIT ?)", (QUERY_CACHE_MAX_ROWS,))
-            con.execute("COMMIT")
-        except apsw.Error:
-            con.execute("ROLLBACK")
-            raise
-        finally:
-            con.close()
-    except apsw.Error:
-        return False
-    return True

@@ -211,6 +211,7 @@ def labelled_hits(settings: Settings, db: IndexLocation, kb: Path, golden_path: 
         raise UsageError("relevance needs the vector leg; calibrate with mode hybrid or vector")
     searcher = Searcher.from_settings(settings, db, kb, reranker=reranker)
     try:
+        searcher.require_vectors("calibrate")
         results = searcher.search_many([compile_query(q.query) for q in usable], params)
     finally:
         searcher.close()

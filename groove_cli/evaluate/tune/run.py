@@ -123,6 +123,7 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
     sets = weight_sets() if req.space == "fusion" else [BUILTIN_BM25]
     searcher = Searcher.from_settings(s, req.db, req.kb)
     try:
+        searcher.require_vectors("tune")
         compiled = [compile_query(q.query) for q in usable]
         with _timed("embedding", on_phase):
             vectors = searcher.query_vectors([q.positive_text for q in compiled])

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from groove_cli.dburl import PgTarget, mask
 from groove_cli.errors import GrooveError, IndexMissing
+from groove_cli.store.cache import QUERY_CACHE_MAX_ROWS
 from groove_cli.store.postgres import schema, tokens
 from groove_cli.store.postgres.reads import PgReads, binary_vector_type, vector_binary
 from groove_cli.store.rows import f32_blob
 from groove_cli.store.runtime import utc_now
 from groove_cli.text.cjk import CJK_TOKENISER_VERSION
-from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
+from groove_cli.types import ChunkRow, DocumentRow, EmbeddingRow, StoredDocument
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
     from groove_cli.store.sqlite import IntegrityReport
 
-QUERY_CACHE_MAX_ROWS = 10_000
 HNSW_EF_CONSTRUCTION = 256
 """The HNSW build's candidate list (pgvector's default is 64; m stays at its default 16).
 Measured at 100,000 vectors near real multilingual-e5-small chunk embeddings with 200 real
@@ -323,8 +323,9 @@ class PgStore(PgReads):
         return self._vector_type(vector_binary(vector))
 
     def write_document(self, doc: DocumentRow, chunks: Sequence[ChunkRow],
-                       vectors: npt.NDArray[np.float32], existing_id: int | None) -> int:
+                       vectors: npt.NDArray[np.float32] | None, existing_id: int | None) -> int:
         """Replace a document's rows (call inside a transaction). Returns the document id.
+        With `vectors` None the chunks get no vector yet (phase 1, index.md §6.1).
 
         Ids are numbered here (`_next_ids`) so the whole document goes to the server as one
         pipeline: the KB row's counters and statistics, the document row, its chunk rows and
@@ -345,15 +346,16 @@ class PgStore(PgReads):
         cjk = [tokens.table_row(tokens.CJK, *text) for text in texts]
         rows: list[tuple[object, ...]] = []
         postings: list[tuple[int, str, int, int, int, int, int]] = []
-        for offset, (chunk, vector) in enumerate(zip(chunks, vectors, strict=True)):
+        for offset, chunk in enumerate(chunks):
             cid = first + offset
+            vector = None if vectors is None else vectors[offset]
             rows.append((self.kb, cid, doc_id, chunk.chunk_index, chunk.heading, chunk.level,
                          json.dumps(list(chunk.ancestry), ensure_ascii=False), chunk.content,
                          chunk.context_text, chunk.token_count, chunk.quality_score,
                          chunk.line_start, chunk.line_end, *tri[offset], tri_lens[offset],
                          *words[offset].streams, words[offset].length, *cjk[offset].streams,
                          cjk[offset].length,
-                         f32_blob(vector) if exact else self._vector_param(vector)))
+                         self._stored_vector(vector, exact)))
             for code, table_row in ((1, words[offset]), (2, cjk[offset])):
                 postings.extend((code, term, cid, h, c, b, table_row.length)
                                 for term, h, c, b in table_row.postings)
@@ -404,6 +406,46 @@ class PgStore(PgReads):
         ids.document += new_docs
         ids.chunk += len(chunks)
         return doc_id
+
+    def _stored_vector(self, vector: npt.NDArray[np.float32] | None, exact: bool) -> object:
+        if vector is None:
+            return None
+        return f32_blob(vector) if exact else self._vector_param(vector)
+
+    def pending_vectors(self) -> list[tuple[int, int]]:
+        """(chunk id, token count) of every chunk without a vector yet (index.md §6.1)."""
+        return [(int(cid), int(tokens)) for cid, tokens in self._rows(
+            "SELECT id, CASE WHEN token_count > 0 THEN token_count "
+            "ELSE octet_length(content) / 4 END FROM groove_chunks WHERE kb = %s "
+            "AND embedding IS NULL AND embedding_f32 IS NULL ORDER BY id", (self.kb,))]
+
+    def vector_count(self) -> int:
+        """How many chunks have a vector."""
+        return int(self._scalar("SELECT count(*) FROM groove_chunks WHERE kb = %s AND "
+                                "(embedding IS NOT NULL OR embedding_f32 IS NOT NULL)",
+                                (self.kb,)))
+
+    def embedding_rows(self, ids: Sequence[int]) -> list[EmbeddingRow]:
+        """What phase 2 embeds for these chunks, in the order of `ids`."""
+        found = {int(r[0]): EmbeddingRow(int(r[0]), int(r[5]), r[1], r[2], str(r[3]), str(r[4]))
+                 for r in self._rows(
+                     "SELECT c.id, c.heading, c.context_text, c.content, d.path, d.id "
+                     "FROM groove_chunks c JOIN groove_documents d ON d.kb = c.kb "
+                     "AND d.id = c.document_id WHERE c.kb = %s AND c.id = ANY(%s)",
+                     (self.kb, [int(i) for i in ids]))}
+        return [found[i] for i in ids if i in found]
+
+    def write_vectors(self, ids: Sequence[int], vectors: npt.NDArray[np.float32],
+                      token_counts: Sequence[int]) -> None:
+        """Add the vectors and token counts of chunks written without them (in a transaction)."""
+        exact = self._next_ids().exact
+        column = "embedding_f32 = %s" if exact else "embedding = %b"
+        with self.con.cursor() as cur:
+            cur.executemany(f"UPDATE groove_chunks SET {column}, token_count = %s "
+                            "WHERE kb = %s AND id = %s",
+                            [(self._stored_vector(v, exact), n, self.kb, int(cid))
+                             for cid, v, n in zip(ids, vectors, token_counts, strict=True)])
+            self._bump_vectors_version(cur)
 
     def update_document_row(self, document_id: int, doc: DocumentRow,
                             quality_scores: Sequence[float] | None = None,

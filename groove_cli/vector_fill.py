@@ -1,0 +1,87 @@
+"""Phase 2 of `groove index` (index.md §6.1): embed stored chunks that have no vector yet.
+
+A batch is embedded and its vectors committed in one transaction. A chunk longer than the
+model's window is embedded in overlapping window-sized pieces whose vectors are averaged
+(`Embedder.embed_in_pieces`), so no text is left out of its vector.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from groove_cli.types import EmbeddingRow
+
+if TYPE_CHECKING:
+    from groove_cli.models import Embedder
+    from groove_cli.store import Store
+    from groove_cli.store.postgres import PgStore
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    """What one committed batch did."""
+
+    embedded: int
+    long_chunks: int
+    pieces: int
+    dropped: tuple[str, ...]
+    """Paths of documents dropped for a degenerate embedding (index.md §4)."""
+
+
+def embedding_text(heading: str | None, context: str | None, content: str, static: bool) -> str:
+    """The text embedded for a chunk (index.md §4), before the model's passage prefix."""
+    if static and context and context.strip():
+        return f"{context}\n\n{content}"
+    if not content and heading:
+        return heading
+    return content
+
+
+def embedding_header(heading: str | None, context: str | None, static: bool) -> str:
+    """What every piece of a long chunk starts with (index.md §4): the breadcrumb in static
+    mode, else the heading."""
+    if static and context and context.strip():
+        return context
+    return heading or ""
+
+
+def embed_batch(store: Store | PgStore, embedder: Embedder, batch: list[EmbeddingRow],
+                static: bool) -> BatchResult:
+    """Embed one batch and commit its vectors; a chunk longer than the model's window is
+    embedded in pieces; a degenerate vector drops its document (index.md §4)."""
+    counts = embedder.count_tokens([row.content for row in batch])
+    inputs = [embedding_text(row.heading, row.context_text, row.content, static)
+              for row in batch]
+    room = embedder.max_length
+    # exact input lengths only where the content's count plus a generous bound for the
+    # breadcrumb, prefix and special tokens (two per character) could pass the window
+    extra = 2 * len(embedder.settings.passage_prefix) + 8
+    maybe_long = [i for i, row in enumerate(batch)
+                  if counts[i] + 2 * (len(inputs[i]) - len(row.content)) + extra > room]
+    long: set[int] = set()
+    long_chunks = total_pieces = 0
+    if maybe_long:
+        lengths = embedder.input_lengths([inputs[i] for i in maybe_long], "passage")
+        long = {i for i, n in zip(maybe_long, lengths, strict=True) if n > room}
+    short = [i for i in range(len(batch)) if i not in long]
+    vectors = np.empty((len(batch), embedder.dim), dtype=np.float32)
+    vectors[short] = embedder.embed_passages([inputs[i] for i in short])
+    for i in sorted(long):
+        row = batch[i]
+        header = embedding_header(row.heading, row.context_text, static)
+        vectors[i], pieces = embedder.embed_in_pieces(row.content, header)
+        long_chunks += 1
+        total_pieces += pieces
+    norms = np.linalg.norm(vectors, axis=1)
+    bad = ~np.isfinite(vectors).all(axis=1) | (norms < 1e-6)
+    dropped = {batch[i].document_id: batch[i].path for i in np.flatnonzero(bad)}
+    good = [i for i, row in enumerate(batch) if row.document_id not in dropped]
+    with store.transaction():
+        store.write_vectors([batch[i].chunk_id for i in good], vectors[good],
+                            [counts[i] for i in good])
+        for document_id in dropped:
+            store.delete_document(document_id)
+    return BatchResult(len(good), long_chunks, total_pieces, tuple(sorted(dropped.values())))
