@@ -92,7 +92,9 @@ class Synthetic(Collection):
 def last_note_query(kb: Path) -> tuple[str, str]:
     """(KB-relative path of the last note in path order, a distinctive word of its text)."""
     last = max(kb.rglob("*.md"), key=lambda p: p.relative_to(kb).as_posix())
-    words = re.findall(r"[A-Za-z]{6,}", last.read_text(encoding="utf-8").split("---")[-1])
+    body = last.read_text(encoding="utf-8").split("---")[-1]
+    words = re.findall(r"[A-Za-z]{6,}", body) or [run[:4] for run in re.findall(
+        r"[\u3040-\u30ff\u4e00-\u9fff]{4,}", body)]  # Japanese: a 4-character run
     return last.relative_to(kb).as_posix(), max(words, key=len)
 
 
@@ -382,12 +384,17 @@ def main() -> None:
                             "model": DEFAULT_MODEL, "machine": machine(),
                             "args": " ".join(sys.argv[1:])}
     if args.fts_notes:
-        data["fts_only_runs"] = [fts_only(Synthetic(f"synthetic-{args.fts_notes}",
-                                                    args.fts_notes)), fts_only(JSQUAD)]
+        data["fts_only_runs"] = []
+        for coll in (Synthetic(f"synthetic-{args.fts_notes}", args.fts_notes), JSQUAD):
+            data["fts_only_runs"].append(fts_only(coll))
+            print(json.dumps(data["fts_only_runs"][-1], ensure_ascii=False), flush=True)
     if args.reuse and JSQUAD.index_is_current():
         data["full_index"] = previous_full_index()
     else:
-        data["full_index_runs"] = [full_index(chosen[name]) for name in names]
+        data["full_index_runs"] = []
+        for name in names:
+            data["full_index_runs"].append(full_index(chosen[name]))
+            print(json.dumps(data["full_index_runs"][-1], ensure_ascii=False), flush=True)
     if not args.no_rerun:
         JSQUAD.ensure_index()
         data["rerun"] = rerun(JSQUAD)

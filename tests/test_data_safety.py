@@ -238,42 +238,44 @@ def test_doctor_reports_a_damaged_eval_history(groove: Groove) -> None:
 
 class StopAfterChunks:
     """A progress sink that asks the indexer to stop once `limit` chunks are embedded, and
-    records the file count it was shown."""
+    records the chunk counts phase 2 showed it."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.chunks = 0
-        self.files_shown: list[int] = []
+        self.unit: str | None = None
+        self.embedded = 0
+        self.shown: list[int] = []
 
-    def start(self, total: int) -> None:
-        pass
+    def start(self, total: int | None, label: str | None = None, unit: str | None = None) -> None:
+        self.unit = unit
 
     def advance(self, done: int, chunks: int) -> None:
-        self.chunks += chunks
-        self.files_shown.append(done)
+        if self.unit == "chunks":
+            self.embedded = done
+            self.shown.append(done)
 
     def finish(self) -> None:
-        pass
+        self.unit = None
 
     def should_stop(self) -> bool:
-        return self.chunks >= self.limit
+        return self.embedded >= self.limit
 
 
-def test_an_interrupt_keeps_every_file_whose_chunks_were_embedded(groove: Groove) -> None:
-    # 20 one-chunk notes form one embedding group of 5 model batches (batch_size 4); the stop
-    # is requested once the second batch is embedded, and noticed before its first file.
+def test_an_interrupt_in_phase_2_keeps_every_batch_already_embedded(groove: Groove) -> None:
+    # 20 one-chunk notes: phase 1 writes all of them, phase 2 embeds 5 model batches of 4
+    # (batch_size 4), each committed; the stop is noticed before the third batch.
     for i in range(20):
         write(groove.kb, f"note-{i:02d}.md", f"the cat sat on the mat {i}\n")
     sink = StopAfterChunks(8)
     report = index_kb(groove.options(), sink, sink.should_stop)
     assert report.interrupted
-    assert (report.processed, report.documents, report.chunks) == (4, 4, 4)
-    assert sorted(str(r[0]) for r in rows(groove.db, "SELECT path FROM documents")) == [
-        f"note-{i:02d}.md" for i in range(4)]
-    assert sink.files_shown == [0, 1, 2, 3, 4, 4]  # the file count moved as files landed
-    assert doctor_checks(groove) == (0, [])
+    assert (report.documents, report.chunks, report.embedded, report.to_embed) == (20, 20, 8, 20)
+    assert rows(groove.db, "SELECT count(*) FROM vec_chunks") == [(8,)]
+    assert sink.shown == [4, 8]  # the chunk count moved as batches landed
+    assert doctor_checks(groove) == (0, [])  # pending vectors are no damage
     rest = groove.index()
-    assert done(rest) == Counts(docs=20, updated=16, renamed=0, deleted=0, skipped=0, chunks=20)
+    assert "Embedding 12 chunks..." in rest.stderr.splitlines()  # nothing embedded twice
+    assert done(rest) == Counts(docs=20, updated=0, renamed=0, deleted=0, skipped=0, chunks=20)
 
 
 # --------------------------------------------------------------------------- 8. leftovers, status

@@ -465,19 +465,32 @@ def test_an_interrupted_index_run_leaves_whole_files_and_the_next_run_finishes(
     options = IndexOptions(kb=kb, db=target, model=str(model.resolve()), max_length=None,
                            models_dir=tmp_path / "models", quiet=True)
     calls = iter(range(10_000))
-    first = index_kb(options, should_stop=lambda: next(calls) >= 45)
-    assert first.interrupted and 0 < first.documents < 40
+    first = index_kb(options, should_stop=lambda: next(calls) >= 20)  # in phase 1
+    assert first.interrupted and first.documents == 20
     reader = PgStore.open_readonly(target)
     try:
         assert reader.integrity().consistent  # (in hnsw mode the index is built at the end)
         assert all("HNSW index" in p for p in reader.file_problems())
         assert reader.chunk_count() == reader.document_count()  # one chunk per note
+        assert reader.vector_count() == 0  # phase 2 had not started
     finally:
         reader.close()
-    second = index_kb(options)
-    assert not second.interrupted and (second.documents, second.chunks) == (40, 40)
+    calls = iter(range(10_000))
+    # 40 files (20 unchanged), then phase 2 stops before its fourth batch of 4
+    second = index_kb(options, should_stop=lambda: next(calls) >= 43)
+    assert second.interrupted and (second.documents, second.embedded) == (40, 12)
+    reader = PgStore.open_readonly(target)
+    try:
+        assert reader.integrity().consistent and reader.vector_count() == 12
+        assert len(reader.pending_vectors()) == 28
+    finally:
+        reader.close()
+    third = index_kb(options)
+    assert not third.interrupted and (third.documents, third.chunks) == (40, 40)
+    assert third.embedded == 28  # nothing embedded twice
     reader = PgStore.open_readonly(target)
     assert reader.file_problems() == [] and reader.integrity().consistent
+    assert reader.vector_count() == 40
     reader.close()
 
 

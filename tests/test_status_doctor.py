@@ -249,7 +249,8 @@ def test_doctor_clean_index(indexed: Groove) -> None:
     assert result.stdout == "groove doctor — 3 document(s), 4 chunk(s)\nNo issues found.\n"
     as_json = doctor(indexed, "--format", "json", kb=False)
     assert as_json.exit_code == 0, as_json.stderr
-    assert json.loads(as_json.stdout) == {"documents": 3, "chunks": 4, "findings": []}
+    assert json.loads(as_json.stdout) == {"documents": 3, "chunks": 4, "findings": [],
+                                          "pending_vectors": 0}
     assert table_dump(indexed.db) == before
 
 
@@ -271,9 +272,9 @@ def test_doctor_reports_each_kind_of_damage(indexed: Groove) -> None:
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
     assert (doc["documents"], doc["chunks"]) == (4, 4)
+    assert doc["pending_vectors"] == 1  # gamma's: `groove index` embeds it, no damage
     force = "groove index --force"
     expected = [
-        ("missing-embedding", 1, [str(gamma)], force),
         ("orphan-embedding", 1, ["9001"], force),
         ("missing-fts-row", 1, [str(beta)], "groove index (a plain run backfills)"),
         ("orphan-fts-row", 1, ["9002"], force),
@@ -289,7 +290,7 @@ def test_doctor_reports_each_kind_of_damage(indexed: Groove) -> None:
     assert text.exit_code == 1
     lines = text.stdout.splitlines()
     assert lines[0] == "groove doctor — 4 document(s), 4 chunk(s)"
-    report: list[str] = []
+    report = ["Pending: 1 chunk(s) wait for their vectors (not damage: `groove index` embeds them)"]
     for f in findings:
         report += [f"[error] {f['check']}: {f['summary']}",
                    *(f"    {s}" for s in f["samples"]), f"  fix: {f['remedy']}"]
@@ -297,23 +298,37 @@ def test_doctor_reports_each_kind_of_damage(indexed: Groove) -> None:
 
 
 def test_doctor_lists_five_samples_and_the_rest_as_a_count(indexed: Groove) -> None:
-    for i in range(5):
-        write(indexed.kb, f"more/m{i}.md", f"note {i}: {BETA}\n")
-    assert indexed.index().exit_code == 0
-    ids = sorted(int(str(r[0])) for r in rows(indexed.db, "SELECT id FROM chunks"))
-    assert len(ids) == 9
     with writable(indexed.db) as con:
-        for cid in ids[:7]:
-            con.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
+        for cid in range(9001, 9008):
+            con.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)",
+                        (cid, np.ones(DIM, dtype="<f4").tobytes()))
     result = doctor(indexed)
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    start = lines.index(next(line for line in lines if line.startswith("[error] missing-embedding")))
+    start = lines.index(next(line for line in lines if line.startswith("[error] orphan-embedding")))
     assert lines[start + 1 : start + 8] == [
-        *(f"    {cid}" for cid in ids[:5]), "    ... and 2 more", "  fix: groove index --force"]
+        *(f"    {cid}" for cid in range(9001, 9006)), "    ... and 2 more",
+        "  fix: groove index --force"]
     doc = json.loads(doctor(indexed, "--format", "json").stdout)
     assert [(f["check"], f["count"], f["samples"]) for f in doc["findings"]] == [
-        ("missing-embedding", 7, [str(cid) for cid in ids[:5]])]
+        ("orphan-embedding", 7, [str(cid) for cid in range(9001, 9006)])]
+
+
+def test_chunks_without_vectors_are_pending_not_damage_and_index_embeds_them(
+        indexed: Groove) -> None:
+    ids = sorted(int(str(r[0])) for r in rows(indexed.db, "SELECT id FROM chunks"))
+    with writable(indexed.db) as con:  # the state a kill in phase 2 leaves on a first run
+        for cid in ids[:3]:
+            con.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
+    for snapshot in indexed.db.parent.glob(f"{indexed.db.name}.vectors*"):
+        snapshot.unlink()
+    result = doctor(indexed)
+    assert result.exit_code == 0, result.stdout
+    assert result.stdout == ("groove doctor — 3 document(s), 4 chunk(s)\n"
+                             "Pending: 3 chunk(s) wait for their vectors (not damage: `groove "
+                             "index` embeds them)\nNo issues found.\n")
+    assert "Embedding 3 chunks..." in indexed.index_ok().stderr.splitlines()
+    assert json.loads(doctor(indexed, "--format", "json").stdout)["pending_vectors"] == 0
 
 
 def test_doctor_finds_a_chunk_without_document(indexed: Groove) -> None:

@@ -440,11 +440,13 @@ class PgStore(PgReads):
         """Add the vectors and token counts of chunks written without them (in a transaction)."""
         exact = self._next_ids().exact
         column = "embedding_f32 = %s" if exact else "embedding = %b"
+        # the parameters first: a cursor copies the connection's adapters when it is created,
+        # and the first vector registers pgvector's binary dumper
+        params = [(self._stored_vector(v, exact), n, self.kb, int(cid))
+                  for cid, v, n in zip(ids, vectors, token_counts, strict=True)]
         with self.con.cursor() as cur:
             cur.executemany(f"UPDATE groove_chunks SET {column}, token_count = %s "
-                            "WHERE kb = %s AND id = %s",
-                            [(self._stored_vector(v, exact), n, self.kb, int(cid))
-                             for cid, v, n in zip(ids, vectors, token_counts, strict=True)])
+                            "WHERE kb = %s AND id = %s", params)
             self._bump_vectors_version(cur)
 
     def update_document_row(self, document_id: int, doc: DocumentRow,
