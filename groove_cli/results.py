@@ -55,8 +55,7 @@ def hit_json(hit: SearchHit, explain: bool, kb_root: str | Path | None = None) -
     if explain:
         e = hit.explain
         doc["explain"] = {
-            "fts_rank": e.fts_rank, "fts_word_rank": e.fts_word_rank,
-            "fts_cjk_rank": e.fts_cjk_rank, "vec_rank": e.vec_rank,
+            **{leg.key: leg.rank for leg in e.leg_ranks}, "vec_rank": e.vec_rank,
             "fused_rank": e.fused_rank,
             "fused_raw": e.fused_raw, "fused_score": e.fused_score, "rerank_rank": e.rerank_rank,
             "rerank_score": e.rerank_score, "mmr_rank": e.mmr_rank,

@@ -26,7 +26,7 @@ from groove_cli.evaluate.runner import EvalRequest, run_eval
 from groove_cli.evaluate.tune.lists import ListFetcher, vector_lists
 from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.fuse import fuse_lists
-from groove_cli.retrieve.legs import candidate_pool, legs_to_run
+from groove_cli.retrieve.legs import CJK, candidate_pool, legs_to_run
 from groove_cli.retrieve.params import build_params
 from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.retrieve.searcher import Searcher
@@ -103,7 +103,7 @@ def test_the_golden_queries_use_all_four_legs(engine: Engine) -> None:
     assert any(q.cjk_negative_expr for q in engine.compiled)  # 1–2 character CJK exclusions
     assert all(engine.vector_lists)
     # the CJK leg finds something for every query that has CJK text
-    assert all(f.fetch("fts_cjk", config.DEFAULT_BM25_WEIGHTS)
+    assert all(f.fetch(CJK, config.DEFAULT_BM25_WEIGHTS)
                for f, q in zip(engine.fetchers, engine.compiled, strict=True) if q.cjk_expr)
 
 
@@ -130,11 +130,10 @@ def tune_ranking(engine: Engine, i: int, flags: dict[str, object]) -> list[tuple
     fetcher = engine.fetchers[i]
     fused = fuse_lists(
         engine.vector_lists[i] if legs.vector else [],
-        fetcher.fetch("fts_chunks", params.bm25_weights) if legs.fts else [],
-        word_ids=fetcher.fetch("fts_words", params.bm25_weights) if legs.words else None,
-        cjk_ids=fetcher.fetch("fts_cjk", params.bm25_weights) if legs.cjk else None,
+        [(float(getattr(params, leg.weight)), fetcher.fetch(leg, params.bm25_weights))
+         for leg in legs.text],
         limit=LIMIT, rrf_k=params.rrf_k, vector_weight=params.vector_weight,
-        fts_weight=params.fts_weight, cjk_weight=params.cjk_weight, min_score=params.min_score)
+        min_score=params.min_score)
     return fused
 
 

@@ -21,8 +21,9 @@ def test_variants_switch_each_part_the_default_runs() -> None:
                      "no full-text legs", "MMR on"]
     fts = [v.name for v in variants(SearchParams(mode="fts", mmr=True), reranker=False)]
     assert fts == ["default", "no trigram leg", "no word leg", "no CJK leg", "MMR off"]
-    no_cjk = [v for v in variants(SearchParams(), reranker=False) if v.name == "no CJK leg"]
-    assert no_cjk[0].params.cjk_weight == 0.0
+    switched = {v.name: v.params.disabled_legs for v in variants(SearchParams(), reranker=False)}
+    assert (switched["no trigram leg"], switched["no word leg"], switched["no CJK leg"]) == (
+        {"fts"}, {"words"}, {"cjk"})
     assert "no CJK leg" not in [v.name for v in variants(SearchParams(cjk_weight=0.0),
                                                           reranker=False)]
     full = variants(SearchParams(min_score=0.3, rerank=True), reranker=True)

@@ -30,8 +30,7 @@ DEFAULTS = FingerprintInputs(
     dense_top_k=None,
     sparse_top_k=None,
     vector_weight=1.0,
-    fts_weight=1.0,
-    cjk_weight=6.0,
+    leg_weights=(("fts_weight", 1.0, 1.0), ("cjk_weight", 6.0, 6.0)),
     min_score=0.0,
     context_mode="off",
 )
@@ -85,8 +84,10 @@ def test_reranker_name_is_kept() -> None:
         ({"dense_top_k": 50}, "retrieval", {"dense_top_k": 50}),
         ({"sparse_top_k": 40}, "retrieval", {"sparse_top_k": 40}),
         ({"vector_weight": 1.2}, "retrieval", {"vector_weight": 1.2}),
-        ({"fts_weight": 0.8}, "retrieval", {"fts_weight": 0.8}),
-        ({"cjk_weight": 3.0}, "retrieval", {"cjk_weight": 3.0}),
+        ({"leg_weights": (("fts_weight", 0.8, 1.0), ("cjk_weight", 6.0, 6.0))}, "retrieval",
+         {"fts_weight": 0.8}),
+        ({"leg_weights": (("fts_weight", 1.0, 1.0), ("cjk_weight", 3.0, 6.0))}, "retrieval",
+         {"cjk_weight": 3.0}),
         ({"min_score": 0.3}, "retrieval", {"min_score": 0.3}),
         ({"context_mode": "static"}, "context", {"mode": "static"}),
     ],
@@ -100,9 +101,10 @@ def test_each_optional_member_appears_when_changed(
 
 def test_all_optional_members_in_spec_order() -> None:
     fp = fingerprint(
-        context_mode="static", min_score=0.1, fts_weight=0.8, vector_weight=1.2, sparse_top_k=30,
+        context_mode="static", min_score=0.1, vector_weight=1.2, sparse_top_k=30,
         dense_top_k=20, mode="fts", preset="balanced", rrf_k=10.0, parent_retriever=(50, 1000),
-        mmr=(0.5, 0.2), max_length_override=128, cjk_weight=12.0,
+        mmr=(0.5, 0.2), max_length_override=128,
+        leg_weights=(("fts_weight", 0.8, 1.0), ("cjk_weight", 12.0, 6.0)),
     )
     assert list(fp) == [*MINIMAL, "max_length", "mmr", "parent_retriever", "fusion",
                         "retrieval", "context"]

@@ -16,7 +16,7 @@ import pytest
 
 from groove_cli.dburl import PgTarget, kb_name_for, mask
 from groove_cli.errors import GrooveError, IndexMissing
-from groove_cli.retrieve.legs import fts_exprs
+from groove_cli.retrieve.legs import registered
 from groove_cli.retrieve.query import compile_query
 from groove_cli.store import Store
 from groove_cli.types import ChunkRow, DocumentRow
@@ -158,7 +158,8 @@ def test_every_full_text_read_agrees_with_sqlite(both: tuple[Store, PgStore]) ->
     checked = 0
     for text in QUERIES:
         query = compile_query(text)
-        for table, expr in fts_exprs(query).items():
+        for leg in registered():
+            table, expr = leg.table, leg.expr(query)
             if expr is None:
                 continue
             for weights in (WEIGHTS, (1.0, 0.0, 1.0), (0.0, 0.0, 0.0)):

@@ -27,10 +27,10 @@ import pytest
 from groove_cli.config import resolve
 from groove_cli.evaluate.tune.lists import BUILTIN_BM25, ListFetcher
 from groove_cli.retrieve.filters import FilterSpec
-from groove_cli.retrieve.legs import Legs, legs_to_run
+from groove_cli.retrieve.legs import CJK, TRIGRAM, WORDS, legs_to_run
 from groove_cli.retrieve.params import SearchParams, build_params, search_reranker
 from groove_cli.retrieve.pipeline import Pools, SearchResult, pool_sizes, search
-from groove_cli.retrieve.query import compile_query
+from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.store import Store
 from groove_cli.types import ChunkRow, DocumentRow
 from groove_cli.vectors import vec0_knn
@@ -142,11 +142,11 @@ def raw_score(cid: int, wv: float, wf: float) -> float:
 
 def test_legs_rank_as_designed(fusion: Store) -> None:
     result = run(fusion, "zebra", vector=(1.0, 0.0))
-    assert (result.trace.fts_expr, result.trace.word_expr) == (None, '"zebra"')
+    assert (result.trace.expr("fts"), result.trace.expr("words")) == (None, '"zebra"')
     for hit in result.hits:
         assert hit.explain.vec_rank == VEC_RANK[hit.chunk.chunk_id]
-        assert hit.explain.fts_word_rank == WORD_RANK.get(hit.chunk.chunk_id)
-        assert hit.explain.fts_rank is None  # the trigram leg did not run
+        assert hit.explain.rank("words") == WORD_RANK.get(hit.chunk.chunk_id)
+        assert hit.explain.rank("fts") is None  # the trigram leg did not run
 
 
 def test_weighted_rrf_equal_weights_hand_computed(fusion: Store) -> None:
@@ -194,7 +194,7 @@ def test_normalised_score_bounds(fusion: Store) -> None:
 def test_a_leg_that_returns_nothing_does_not_count_in_max(fusion: Store) -> None:
     # "walrus" compiles to a word expression that matches no row: only the vector leg counts
     result = run(fusion, "walrus", vector=(1.0, 0.0))
-    assert (result.trace.fts_expr, result.trace.word_expr) == (None, '"walrus"')
+    assert (result.trace.expr("fts"), result.trace.expr("words")) == (None, '"walrus"')
     assert ids(result) == [4, 3, 2, 5, 1]
     assert [h.score for h in result.hits] == [(1 / (K + r)) / (1 / (K + 1)) for r in range(1, 6)]
 
@@ -227,9 +227,9 @@ def test_vector_mode(fusion: Store) -> None:
     result = run(fusion, "zebra", SearchParams(mode="vector"), vector=(1.0, 0.0))
     assert ids(result) == [4, 3, 2, 5, 1]
     assert [h.score for h in result.hits] == [(1 / (K + r)) / (1 / (K + 1)) for r in range(1, 6)]
-    assert all(h.explain.fts_rank is None and h.explain.fts_word_rank is None
+    assert all(h.explain.rank("fts") is None and h.explain.rank("words") is None
                for h in result.hits)
-    assert result.trace.fts_expr is None and result.trace.word_expr is None
+    assert result.trace.expr("fts") is None and result.trace.expr("words") is None
     assert result.trace.pool_fts == 0
 
 
@@ -244,11 +244,11 @@ def test_fts_mode_needs_no_vector(fusion: Store) -> None:
 
 def test_fts_mode_without_a_phrase_returns_nothing(fusion: Store) -> None:
     result = run(fusion, "x", SearchParams(mode="fts"), vector=None)
-    assert result.hits == () and result.trace.fts_expr is None and result.trace.word_expr is None
+    assert result.hits == () and result.trace.expr("fts") is None and result.trace.expr("words") is None
     assert result.trace.pool_fts == 0
     # a 2-letter word is enough for the word-level leg; it runs and finds nothing here
     two = run(fusion, "ab", SearchParams(mode="fts"), vector=None)
-    assert two.hits == () and two.trace.word_expr == '"ab"' and two.trace.pool_fts == 50
+    assert two.hits == () and two.trace.expr("words") == '"ab"' and two.trace.pool_fts == 50
 
 
 def test_hybrid_with_a_zero_weight_runs_one_leg(fusion: Store) -> None:
@@ -258,32 +258,40 @@ def test_hybrid_with_a_zero_weight_runs_one_leg(fusion: Store) -> None:
     assert ids(vec_only) == [4, 3, 2, 5, 1]
 
 
+def ran(query: CompiledQuery, params: SearchParams) -> tuple[bool, bool, bool, bool]:
+    """Whether the vector, trigram, word and CJK legs run."""
+    legs = legs_to_run(query, params)
+    return (legs.vector, legs.runs("fts"), legs.runs("words"), legs.runs("cjk"))
+
+
 def test_legs_to_run() -> None:
     latin, cjk = compile_query("zebra"), compile_query("再ランキング")
     mixed, nothing = compile_query("retry budget 404"), compile_query("x")
     mixed_cjk, quoted = compile_query("retry budget の設定"), compile_query('"再ランキング" 評価')
     hybrid = SearchParams()
-    assert legs_to_run(latin, hybrid) == Legs(vector=True, fts=False, words=True, cjk=False)
-    assert legs_to_run(cjk, hybrid) == Legs(vector=True, fts=False, words=False, cjk=True)
-    assert legs_to_run(mixed, hybrid) == Legs(vector=True, fts=True, words=True, cjk=False)
-    assert legs_to_run(mixed_cjk, hybrid) == Legs(vector=True, fts=False, words=True, cjk=True)
-    assert legs_to_run(quoted, hybrid) == Legs(vector=True, fts=True, words=False, cjk=True)
-    assert legs_to_run(nothing, hybrid) == Legs(vector=True, fts=False, words=False, cjk=False)
+    assert ran(latin, hybrid) == (True, False, True, False)
+    assert ran(cjk, hybrid) == (True, False, False, True)
+    assert ran(mixed, hybrid) == (True, True, True, False)
+    assert ran(mixed_cjk, hybrid) == (True, False, True, True)
+    assert ran(quoted, hybrid) == (True, True, False, True)
+    assert ran(nothing, hybrid) == (True, False, False, False)
     for query in (latin, cjk, mixed, mixed_cjk):
-        assert legs_to_run(query, SearchParams(mode="vector")) == Legs(True, False, False, False)
-    assert legs_to_run(latin, SearchParams(mode="fts")) == Legs(False, False, True, False)
-    assert legs_to_run(mixed, SearchParams(mode="fts")) == Legs(False, True, True, False)
-    assert legs_to_run(mixed_cjk, SearchParams(mode="fts")) == Legs(False, False, True, True)
-    assert legs_to_run(nothing, SearchParams(mode="fts")) == Legs(False, False, False, False)
+        assert ran(query, SearchParams(mode="vector")) == (True, False, False, False)
+    assert ran(latin, SearchParams(mode="fts")) == (False, False, True, False)
+    assert ran(mixed, SearchParams(mode="fts")) == (False, True, True, False)
+    assert ran(mixed_cjk, SearchParams(mode="fts")) == (False, False, True, True)
+    assert ran(nothing, SearchParams(mode="fts")) == (False, False, False, False)
     assert not legs_to_run(nothing, SearchParams(mode="fts")).any
-    assert legs_to_run(mixed, SearchParams(vector_weight=0.0)) == Legs(False, True, True, False)
+    assert ran(mixed, SearchParams(vector_weight=0.0)) == (False, True, True, False)
     # fts_weight weighs the trigram and word legs: 0 turns both off; cjk_weight the CJK leg
-    assert legs_to_run(mixed, SearchParams(fts_weight=0.0)) == Legs(True, False, False, False)
-    assert legs_to_run(mixed_cjk, SearchParams(fts_weight=0.0)) == Legs(True, False, False, True)
-    assert legs_to_run(mixed_cjk, SearchParams(cjk_weight=0.0)) == Legs(True, False, True, False)
+    assert ran(mixed, SearchParams(fts_weight=0.0)) == (True, False, False, False)
+    assert ran(mixed_cjk, SearchParams(fts_weight=0.0)) == (True, False, False, True)
+    assert ran(mixed_cjk, SearchParams(cjk_weight=0.0)) == (True, False, True, False)
     # cjk_weight 0 turns the CJK leg off in every mode (fusion refuses a weight-0 leg)
-    assert legs_to_run(mixed_cjk, SearchParams(mode="fts", cjk_weight=0.0)) == Legs(
-        False, False, True, False)
+    assert ran(mixed_cjk, SearchParams(mode="fts", cjk_weight=0.0)) == (False, False, True, False)
+    # eval --ablate switches one leg off by name, whatever its weight
+    assert ran(mixed_cjk, SearchParams(disabled_legs=frozenset({"words"}))) == (
+        True, False, False, True)
 
 
 def test_low_confidence_ratio_rule_without_the_vector_leg(fusion: Store) -> None:
@@ -376,13 +384,13 @@ def mixed_raw(cid: int, wv: float, wf: float, legs: str = "vtw") -> float:
 def test_a_mixed_query_fuses_three_legs(mixed: Store) -> None:
     params = SearchParams(limit=10, vector_weight=1.2, fts_weight=0.8)
     result = run(mixed, MIXED_QUERY, params, vector=(1.0, 0.0))
-    assert result.trace.fts_expr == '"retry" OR "budget" OR "404"'
-    assert result.trace.word_expr == '"retry" OR "budget"'
+    assert result.trace.expr("fts") == '"retry" OR "budget" OR "404"'
+    assert result.trace.expr("words") == '"retry" OR "budget"'
     for hit in result.hits:
         cid = hit.chunk.chunk_id
         assert hit.explain.vec_rank == MIXED_VEC[cid]
-        assert hit.explain.fts_rank == MIXED_TRIGRAM.get(cid)
-        assert hit.explain.fts_word_rank == MIXED_WORDS.get(cid)
+        assert hit.explain.rank("fts") == MIXED_TRIGRAM.get(cid)
+        assert hit.explain.rank("words") == MIXED_WORDS.get(cid)
     # 3: 1.2/63 + 0.8/61 + 0.8/62; 1: 1.2/61 + 0.8/62 > 2: 1.2/62 + 0.8/61; fillers by vector
     assert ids(result)[:7] == [3, 1, 2, 4, 5, 6, 7]
     best = 0.0 + 1.2 / (K + 1) + 0.8 / (K + 1) + 0.8 / (K + 1)  # all three legs returned rows
@@ -412,11 +420,11 @@ def test_fts_mode_runs_both_full_text_legs(mixed: Store) -> None:
 def test_a_cjk_query_runs_the_cjk_leg_only(mixed: Store) -> None:
     result = run(mixed, "の設定", SearchParams(mode="fts"), vector=None)
     # the lone の is dropped from the query: its bigram の設 carries it
-    assert (result.trace.fts_expr, result.trace.word_expr, result.trace.cjk_expr) == (
+    assert (result.trace.expr("fts"), result.trace.expr("words"), result.trace.expr("cjk")) == (
         None, None, '"の設" OR "設" OR "設定" OR "定"')
     # chunk 8 holds all four tokens twice, chunk 9 three of them (設 設定 定) once
     assert ids(result) == [8, 9]
-    assert [(h.explain.fts_rank, h.explain.fts_word_rank, h.explain.fts_cjk_rank)
+    assert [(h.explain.rank("fts"), h.explain.rank("words"), h.explain.rank("cjk"))
             for h in result.hits] == [(None, None, 1), (None, None, 2)]
     # hybrid: the CJK leg weighs cjk_weight (6 by default), the vector leg 1:
     # 8: 6/61 + 1/(60 + vec rank of 8); the normaliser sums both legs' best
@@ -431,7 +439,7 @@ def test_a_cjk_query_runs_the_cjk_leg_only(mixed: Store) -> None:
 def test_a_latin_query_runs_the_word_leg_only(mixed: Store) -> None:
     # porter stemming: "retry" and "retries" are one term; the trigram "retry" would miss 2
     result = run(mixed, "retry", SearchParams(mode="fts"), vector=None)
-    assert (result.trace.fts_expr, result.trace.word_expr) == (None, '"retry"')
+    assert (result.trace.expr("fts"), result.trace.expr("words")) == (None, '"retry"')
     assert ids(result) == [2, 3]
     assert mixed.fts_match_ids('"retry"') == {3}  # the trigram table alone
 
@@ -443,9 +451,9 @@ def test_stemming_finds_a_chunk_through_the_word_leg(tmp_path: Path) -> None:
     ])
     # "retrieving"/"retrieval" stem to "retriev", "system"/"systems" to "system"
     result = run(store, "retrieving system", SearchParams(mode="fts"), vector=None)
-    assert result.trace.word_expr == '"retrieving" OR "system"'
+    assert result.trace.expr("words") == '"retrieving" OR "system"'
     assert ids(result) == [1]
-    assert result.hits[0].explain.fts_word_rank == 1
+    assert result.hits[0].explain.rank("words") == 1
     # spans are literal substrings (§11): "system" inside "systems", no span for "retrieving"
     content = result.hits[0].content
     assert result.hits[0].match_spans == ((content.index("system"), content.index("system") + 6),)
@@ -482,24 +490,24 @@ def test_without_exclusion_async_chunks_are_found(exclusion: Store) -> None:
 
 def test_exclusion_removes_chunks_from_both_legs(exclusion: Store) -> None:
     result = run(exclusion, "python -async", SearchParams(limit=10), vector=(1.0, 0.0))
-    assert result.trace.fts_expr is None
-    assert result.trace.word_expr == '("python") NOT ("async")'
+    assert result.trace.expr("fts") is None
+    assert result.trace.expr("words") == '("python") NOT ("async")'
     assert ids(result) == [2, 4]
     two, four = result.hits
-    assert (two.explain.fts_word_rank, two.explain.vec_rank) == (1, 1)
-    assert (four.explain.fts_word_rank, four.explain.vec_rank) == (None, 2)
+    assert (two.explain.rank("words"), two.explain.vec_rank) == (1, 1)
+    assert (four.explain.rank("words"), four.explain.vec_rank) == (None, 2)
     assert two.score == 1.0
 
 
 def test_exclusion_without_fts_phrase_still_filters_the_vector_leg(exclusion: Store) -> None:
     result = run(exclusion, "x -async", SearchParams(limit=10), vector=(1.0, 0.0))
-    assert (result.trace.fts_expr, result.trace.word_expr) == (None, None)
+    assert (result.trace.expr("fts"), result.trace.expr("words")) == (None, None)
     assert ids(result) == [2, 4]
-    assert all(h.explain.fts_rank is None and h.explain.fts_word_rank is None
+    assert all(h.explain.rank("fts") is None and h.explain.rank("words") is None
                for h in result.hits)
     # `ab` has no trigram phrase but is a word: the word leg runs (and matches no chunk)
     two = run(exclusion, "ab -async", SearchParams(limit=10), vector=(1.0, 0.0))
-    assert two.trace.word_expr == '("ab") NOT ("async")'
+    assert two.trace.expr("words") == '("ab") NOT ("async")'
     assert ids(two) == [2, 4]
 
 
@@ -568,7 +576,7 @@ def test_a_cjk_exclusion_filters_the_word_leg(cross: Store) -> None:
     assert ids(result) == [2]
     hybrid = run(cross, query, SearchParams(limit=10), vector=(1.0, 0.0))
     assert ids(hybrid) == [2]
-    assert (hybrid.hits[0].explain.fts_word_rank, hybrid.hits[0].explain.vec_rank) == (1, 1)
+    assert (hybrid.hits[0].explain.rank("words"), hybrid.hits[0].explain.vec_rank) == (1, 1)
 
 
 def test_a_word_exclusion_filters_the_trigram_and_cjk_legs(cross: Store) -> None:
@@ -587,7 +595,7 @@ def test_a_word_exclusion_filters_the_trigram_and_cjk_legs(cross: Store) -> None
     # unquoted, the CJK leg runs its tokens and drops 4 as well: 3 holds ランキング
     cjk_only = run(cross, "ランキング -ab", SearchParams(mode="fts"), vector=None)
     assert set(ids(cjk_only)) == {1, 3, 5}
-    assert all(h.explain.fts_cjk_rank is not None for h in cjk_only.hits)
+    assert all(h.explain.rank("cjk") is not None for h in cjk_only.hits)
 
 
 @pytest.mark.parametrize(("query", "held"), [
@@ -621,14 +629,14 @@ def test_tune_fetches_the_lists_the_search_legs_rank(cross: Store, query: str) -
                         if r is not None)
         return tuple(cid for _, cid in ranked)
 
-    trigram = leg([h.explain.fts_rank for h in result.hits])
-    words = leg([h.explain.fts_word_rank for h in result.hits])
-    cjk = leg([h.explain.fts_cjk_rank for h in result.hits])
+    trigram = leg([h.explain.rank("fts") for h in result.hits])
+    words = leg([h.explain.rank("words") for h in result.hits])
+    cjk = leg([h.explain.rank("cjk") for h in result.hits])
     assert trigram or words or cjk
     fetcher = ListFetcher(cross, compiled, 50)
-    assert fetcher.fetch("fts_chunks", BUILTIN_BM25) == trigram
-    assert fetcher.fetch("fts_words", BUILTIN_BM25) == words
-    assert fetcher.fetch("fts_cjk", BUILTIN_BM25) == cjk
+    assert fetcher.fetch(TRIGRAM, BUILTIN_BM25) == trigram
+    assert fetcher.fetch(WORDS, BUILTIN_BM25) == words
+    assert fetcher.fetch(CJK, BUILTIN_BM25) == cjk
 
 
 # --------------------------------------------------------------------------- filters
@@ -683,7 +691,7 @@ def test_filters_apply_to_both_legs(filtered: Store, spec: FilterSpec, expected:
     result = run(filtered, "gamma", SearchParams(limit=10, filters=spec), vector=(1.0, 0.0))
     assert sorted(ids(result)) == expected
     # the legs agree: every surviving chunk was ranked by both ("gamma": the word-level leg)
-    assert all(h.explain.fts_word_rank is not None and h.explain.vec_rank is not None
+    assert all(h.explain.rank("words") is not None and h.explain.vec_rank is not None
                for h in result.hits)
     for mode in ("vector", "fts"):
         one_leg = run(filtered, "gamma", SearchParams(limit=10, mode=mode, filters=spec),
@@ -696,7 +704,7 @@ def test_filters_over_fetch_each_leg(filtered: Store) -> None:
     params = SearchParams(dense_top_k=1, sparse_top_k=1, filters=FilterSpec(category="ops"))
     result = run(filtered, "gamma", params, vector=(1.0, 0.0))
     assert ids(result) == [3]
-    assert (result.hits[0].explain.vec_rank, result.hits[0].explain.fts_word_rank) == (1, 1)
+    assert (result.hits[0].explain.vec_rank, result.hits[0].explain.rank("words")) == (1, 1)
     assert result.hits[0].score == 1.0
 
 
@@ -856,7 +864,7 @@ def test_pool_plain_path(pool_store: Store) -> None:
     result = run(pool_store, "delta", SearchParams(limit=5), vector=(1.0, 0.0))
     assert ids(result) == [11, 50, 12, 49, 13]
     assert (result.trace.pool_vec, result.trace.pool_fts, result.trace.fused) == (50, 50, 5)
-    assert [(h.explain.vec_rank, h.explain.fts_word_rank)
+    assert [(h.explain.vec_rank, h.explain.rank("words"))
             for h in result.hits[:2]] == [(50, 11), (11, 50)]
 
 

@@ -203,7 +203,7 @@ def _check_against_reference(queries: Sequence[T.QueryLists], meta: dict[int, En
     assert sweep.k_values == T.normalise_k_values(ks)
     for q, query in enumerate(queries):
         for cond in T.grid(space):
-            fts = query.fts_ids_by_weight[cond.weight_index]
+            fts = query.leg_ids["fts"][cond.weight_index]
             fused = ref_fuse(query.vector_ids, fts, rrf_k=cond.rrf_k, wv=cond.vector_weight,
                              wf=cond.fts_weight, min_score=cond.min_score, limit=limit)
             hits = [meta[c] for c, _ in fused]
@@ -226,7 +226,7 @@ def test_fusion_sweep_agrees_with_reference_on_random_lists() -> None:
             lists.append(tuple(rng.sample(pool, rng.randint(0, 25))))
         expected = tuple((f"d{rng.randrange(7)}.md", rng.choice([None, "Setup", "usage"]))
                          for _ in range(rng.randint(1, 3)))
-        queries.append(T.QueryLists(f"q{q}", expected, vec, tuple(lists)))
+        queries.append(T.QueryLists(f"q{q}", expected, vec, {"fts": tuple(lists)}))
     _check_against_reference(queries, meta, "fusion", 10, (1, 3, 10))
 
 
@@ -242,7 +242,7 @@ entries = st.lists(st.tuples(st.sampled_from([f"d{i}.md" for i in range(7)]),
 def test_retrieval_sweep_agrees_with_reference(vec: list[int], fts: list[int],
                                                expected: list[Entry], limit: int,
                                                ks: list[int]) -> None:
-    query = T.QueryLists("q", tuple(expected), tuple(vec), (tuple(fts),))
+    query = T.QueryLists("q", tuple(expected), tuple(vec), {"fts": (tuple(fts),)})
     _check_against_reference([query], _meta(31), "retrieval", limit, tuple(ks))
 
 
@@ -252,30 +252,33 @@ def test_retrieval_sweep_agrees_with_reference(vec: list[int], fts: list[int],
 def test_fuse_lists_agrees_with_reference(vec: list[int], fts: list[int], rrf_k: float,
                                           wv: float, wf: float, min_score: float,
                                           limit: int) -> None:
-    got = fuse_lists(vec, fts, limit=limit, rrf_k=rrf_k, vector_weight=wv, fts_weight=wf,
-                       min_score=min_score)
+    got = fuse_lists(vec, [(wf, fts)], limit=limit, rrf_k=rrf_k, vector_weight=wv,
+                     min_score=min_score)
     assert got == ref_fuse(vec, fts, rrf_k=rrf_k, wv=wv, wf=wf, min_score=min_score, limit=limit)
 
 
 def test_fuse_lists_scores_and_ties() -> None:
     # vector [1, 2, 3], FTS [3, 4]: chunk 3 is vector rank 3 and FTS rank 1 ⇒ 1/63 + 1/61
-    fused = fuse_lists([1, 2, 3], [3, 4], limit=10)
+    fused = fuse_lists([1, 2, 3], [(1.0, [3, 4])], limit=10)
     assert [c for c, _ in fused] == [3, 1, 2, 4]  # 2 and 4 tie at 1/62: lower id first
     assert fused[0][1] == (1 / 63 + 1 / 61) / (1 / 61 + 1 / 61)
     assert fused[2][1] == fused[3][1]
-    assert fuse_lists([5], [5], limit=1) == [(5, 1.0)]
-    assert fuse_lists([], [], limit=5) == []
+    assert fuse_lists([5], [(1.0, [5])], limit=1) == [(5, 1.0)]
+    assert fuse_lists([], [(1.0, [])], limit=5) == []
 
 
 def test_score_matrix_rejects_bad_inputs() -> None:
-    query = T.QueryLists("q", (("d0.md", None),), (1,), ((1,),))
-    with pytest.raises(ValueError, match="expected 64 FTS list"):
+    query = T.QueryLists("q", (("d0.md", None),), (1,), {"fts": ((1,),)})
+    with pytest.raises(ValueError, match="expected 0 or 64 fts list"):
         T.score_matrix([query], _meta(5), "fusion", 5, [5])
-    dup = T.QueryLists("q", (("d0.md", None),), (1, 1), ((2,),))
+    with pytest.raises(ValueError, match="no full-text leg is named 'trigram'"):
+        T.score_matrix([T.QueryLists("q", (("d0.md", None),), (1,), {"trigram": ((1,),)})],
+                       _meta(5), "retrieval", 5, [5])
+    dup = T.QueryLists("q", (("d0.md", None),), (1, 1), {"fts": ((2,),)})
     with pytest.raises(ValueError, match="repeats"):
         T.score_matrix([dup], _meta(5), "retrieval", 5, [5])
     with pytest.raises(KeyError, match="chunk id 99"):
-        T.score_matrix([T.QueryLists("q", (("d0.md", None),), (99,), ((),))], _meta(5),
+        T.score_matrix([T.QueryLists("q", (("d0.md", None),), (99,), {"fts": ((),)})], _meta(5),
                        "retrieval", 5, [5])
 
 
@@ -288,7 +291,7 @@ def test_fusion_sweep_over_200_queries_takes_seconds() -> None:
         base = rng.sample(range(10_000), 120)
         lists = tuple(tuple(rng.sample(base, 50)) for _ in range(64))
         expected = tuple((f"doc{rng.choice(vec + base) // 5}.md", None) for _ in range(3))
-        queries.append(T.QueryLists(f"q{q}", expected, tuple(vec), lists))
+        queries.append(T.QueryLists(f"q{q}", expected, tuple(vec), {"fts": lists}))
     start = time.perf_counter()
     sweep = T.score_matrix(queries, meta, "fusion", 10, [1, 5, 10])
     elapsed = time.perf_counter() - start
@@ -455,7 +458,7 @@ def _clear_winner_queries(n: int) -> tuple[list[T.QueryLists], dict[int, Entry]]
         loser = (*others[10:19], relevant)
         winner = (relevant, *others[10:19])
         lists = tuple(winner if w == WINNER else loser for w in range(64))
-        queries.append(T.QueryLists(f"q{q}", ((f"rel{q}.md", None),), vec, lists))
+        queries.append(T.QueryLists(f"q{q}", ((f"rel{q}.md", None),), vec, {"fts": lists}))
     return queries, meta
 
 
@@ -485,7 +488,7 @@ def test_clear_winner_is_adopted() -> None:
 
 def test_nothing_better_keeps_defaults_with_reasons() -> None:
     queries, meta = _clear_winner_queries(6)
-    same = [T.QueryLists(q.id, q.expected, q.vector_ids, (q.fts_ids_by_weight[0],) * 64)
+    same = [T.QueryLists(q.id, q.expected, q.vector_ids, {"fts": (q.leg_ids["fts"][0],) * 64})
             for q in queries]
     sweep = T.score_matrix(same, meta, "fusion", 10, [1, 5, 10])
     loo = T.loo_cv(sweep.ndcg5, range(6), "fusion")
@@ -645,9 +648,9 @@ def test_progress_lines() -> None:
 def _report(n: int = 12) -> dict[str, object]:
     queries, meta = _clear_winner_queries(n)
     sweep = T.score_matrix(queries, meta, "fusion", 10, [1, 10])
-    diags = [T.diagnostics(q.id, q.vector_ids, q.fts_ids_by_weight[T.DEFAULT_WEIGHT_INDEX],
-                           probe_heading_heavy=q.fts_ids_by_weight[48],
-                           probe_content_heavy=q.fts_ids_by_weight[3],
+    diags = [T.diagnostics(q.id, q.vector_ids, q.leg_ids["fts"][T.DEFAULT_WEIGHT_INDEX],
+                           probe_heading_heavy=q.leg_ids["fts"][48],
+                           probe_content_heavy=q.leg_ids["fts"][3],
                            fts_total_matches=10, chunk_total=300, limit=10) for q in queries]
     loo = T.loo_cv(sweep.ndcg5, [i for i, d in enumerate(diags) if d.effective], "fusion")
     return T.build_tune_json(kb_path="/kb", golden_path="/kb/.groove-eval.yml",
@@ -706,10 +709,10 @@ def test_build_tune_json_nulls_infinite_se() -> None:
 
 def test_build_tune_json_retrieval_grid() -> None:
     queries, meta = _clear_winner_queries(3)
-    retrieval = [T.QueryLists(q.id, q.expected, q.vector_ids, (q.fts_ids_by_weight[0],))
+    retrieval = [T.QueryLists(q.id, q.expected, q.vector_ids, {"fts": (q.leg_ids["fts"][0],)})
                  for q in queries]
     sweep = T.score_matrix(retrieval, meta, "retrieval", 10, [5])
-    diags = [T.diagnostics(q.id, q.vector_ids, q.fts_ids_by_weight[0], probe_heading_heavy=[],
+    diags = [T.diagnostics(q.id, q.vector_ids, q.leg_ids["fts"][0], probe_heading_heavy=[],
                            probe_content_heavy=[], fts_total_matches=0, chunk_total=9, limit=10)
              for q in retrieval]
     loo = T.loo_cv(sweep.ndcg5, range(3), "retrieval")

@@ -172,11 +172,12 @@ def _adopt_report() -> dict[str, Any]:
         meta[q] = (f"answer{q}.md", "Answer")
         vec = tuple(rng.sample(noise[10:], 10))  # disjoint from the FTS lists
         lists = tuple((q, *noise[:9]) if w == winner else (*noise[:9], q) for w in range(64))
-        queries.append(T.QueryLists(f"query-{q}", ((f"answer{q}.md", "answer"),), vec, lists))
+        queries.append(T.QueryLists(f"query-{q}", ((f"answer{q}.md", "answer"),), vec,
+                                    {"fts": lists}))
     sweep = T.score_matrix(queries, meta, "fusion", 10, [1, 10])
-    diags = [T.diagnostics(q.id, q.vector_ids, q.fts_ids_by_weight[T.DEFAULT_WEIGHT_INDEX],
-                           probe_heading_heavy=q.fts_ids_by_weight[48],
-                           probe_content_heavy=q.fts_ids_by_weight[3],
+    diags = [T.diagnostics(q.id, q.vector_ids, q.leg_ids["fts"][T.DEFAULT_WEIGHT_INDEX],
+                           probe_heading_heavy=q.leg_ids["fts"][48],
+                           probe_content_heavy=q.leg_ids["fts"][3],
                            fts_total_matches=10, chunk_total=400, limit=10) for q in queries]
     loo = T.loo_cv(sweep.ndcg5, range(6), "fusion")
     return T.build_tune_json(kb_path="/kb", golden_path="/kb/g.yml", model="m", limit=10,

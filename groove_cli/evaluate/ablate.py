@@ -1,7 +1,7 @@
 """`groove eval --ablate`: what each part of the pipeline buys, and what it costs.
 
 The effective configuration is scored against the same configuration with one part switched:
-each full-text leg (trigram, word), the vector leg, both full-text legs, MMR (toggled), the
+each full-text leg (retrieve/legs.py's registry), the vector leg, all full-text legs, MMR (toggled), the
 `min_score` floor (when set) and the reranker (when one is selected). Per configuration: the
 primary metric's mean, its paired delta against the default with the 95 % bootstrap CI, and
 the p50/p95 latency of the searches (query embeddings come from the cache and are not timed;
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,33 +34,17 @@ from groove_cli.evaluate.paired import (
 )
 from groove_cli.evaluate.report import build_run, utc_timestamp
 from groove_cli.evaluate.runner import EvalRequest, compile_golden, eval_params, hit_records
+from groove_cli.retrieve.legs import registered
 from groove_cli.retrieve.params import SearchParams
-from groove_cli.retrieve.query import CompiledQuery
 from groove_cli.retrieve.searcher import Batch, Searcher, extra_readers
-
-Shape = Callable[[CompiledQuery], CompiledQuery]
-
-
-def _same(query: CompiledQuery) -> CompiledQuery:
-    return query
-
-
-def _no_trigram(query: CompiledQuery) -> CompiledQuery:
-    return dataclasses.replace(query, match_expr=None)
-
-
-def _no_words(query: CompiledQuery) -> CompiledQuery:
-    return dataclasses.replace(query, word_expr=None)
 
 
 @dataclass(frozen=True, slots=True)
 class Variant:
-    """One configuration: a name, its search settings, how it reshapes the compiled query
-    (to drop one full-text leg) and whether the reranker runs."""
+    """One configuration: a name, its search settings and whether the reranker runs."""
 
     name: str
     params: SearchParams
-    shape: Shape = _same
     rerank: bool = True
 
 
@@ -70,11 +54,10 @@ def variants(params: SearchParams, *, reranker: bool) -> list[Variant]:
     found = [Variant("default", params)]
     fts_on = params.mode != "vector" and (params.mode == "fts" or params.fts_weight > 0)
     vector_on = params.mode != "fts" and (params.mode == "vector" or params.vector_weight > 0)
-    if fts_on:
-        found.append(Variant("no trigram leg", params, _no_trigram))
-        found.append(Variant("no word leg", params, _no_words))
-        if params.cjk_weight > 0:  # weight 0 turns the CJK leg off in every mode
-            found.append(Variant("no CJK leg", dataclasses.replace(params, cjk_weight=0.0)))
+    for leg in registered():  # each full-text leg these settings run, switched off alone
+        if leg.enabled(params):
+            found.append(Variant(f"no {leg.label} leg", dataclasses.replace(
+                params, disabled_legs=params.disabled_legs | {leg.name})))
     if fts_on and vector_on:
         found.append(Variant("no vector leg", dataclasses.replace(params, mode="fts")))
         found.append(Variant("no full-text legs", dataclasses.replace(params, mode="vector")))
@@ -120,7 +103,7 @@ def run_ablation(req: EvalRequest) -> dict[str, Any]:
         compiled = compile_golden(golden)
         found = variants(params, reranker=req.reranker is not None)
         # the default's batch embeds every query before the consistent state begins (eval.md
-        # §2); the variants reshape only the full-text expressions, so theirs hit the cache
+        # §2); the variants' batches find the same query vectors in the cache
         first = searcher.prepare(compiled, params)
         sample = latency_sample(len(compiled))
         rows: list[dict[str, Any]] = []
@@ -139,7 +122,7 @@ def run_ablation(req: EvalRequest) -> dict[str, Any]:
             timed(first)  # warm-up: page cache and lazy state must not bill the default
             for variant in found:
                 batch = first if variant.name == "default" else searcher.prepare(
-                    [variant.shape(q) for q in compiled], variant.params)
+                    compiled, variant.params)
                 # every query's hits the way eval searches them (batched KNN, all cores)
                 hits = [hit_records(r) for r in searcher.run_batch(batch, readers)]
                 latency = timed(batch)

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from groove_cli.config import (
     DEFAULT_BM25_WEIGHTS,
-    DEFAULT_CJK_WEIGHT,
     DEFAULT_LEG_WEIGHT,
     DEFAULT_MIN_SCORE,
     DEFAULT_RRF_K,
@@ -50,10 +49,11 @@ class FingerprintInputs:
     dense_top_k: int | None
     sparse_top_k: int | None
     vector_weight: float
-    fts_weight: float
-    cjk_weight: float
     min_score: float
     context_mode: str
+    leg_weights: tuple[tuple[str, float, float], ...] = ()
+    """The full-text legs' fusion weights: (key, value, built-in default), one per distinct
+    weight key of retrieve/legs.py's registry, in fusion order."""
 
 
 def build_fingerprint(inputs: FingerprintInputs) -> dict[str, object]:
@@ -120,10 +120,9 @@ def _retrieval_member(inputs: FingerprintInputs) -> dict[str, object]:
         member["sparse_top_k"] = inputs.sparse_top_k
     if inputs.vector_weight != DEFAULT_LEG_WEIGHT:
         member["vector_weight"] = float(inputs.vector_weight)
-    if inputs.fts_weight != DEFAULT_LEG_WEIGHT:
-        member["fts_weight"] = float(inputs.fts_weight)
-    if inputs.cjk_weight != DEFAULT_CJK_WEIGHT:
-        member["cjk_weight"] = float(inputs.cjk_weight)
+    for key, value, default in inputs.leg_weights:
+        if value != default:
+            member[key] = float(value)
     if inputs.min_score != DEFAULT_MIN_SCORE:
         member["min_score"] = float(inputs.min_score)
     return member

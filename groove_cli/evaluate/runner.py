@@ -33,6 +33,7 @@ from groove_cli.evaluate.report import EvalReport, build_run, utc_timestamp
 from groove_cli.evaluate.stats import warm_draws
 from groove_cli.outfile import output_kind
 from groove_cli.retrieve.filters import FilterSpec
+from groove_cli.retrieve.legs import registered
 from groove_cli.retrieve.params import (
     SearchParams,
     build_params,
@@ -82,6 +83,13 @@ class EvalRequest:
     """`--trec-run FILE`: also write the run in TREC format."""
 
 
+def leg_weights(params: SearchParams) -> tuple[tuple[str, float, float], ...]:
+    """Each full-text leg weight key's (key, value, built-in default), in fusion order."""
+    keys = dict.fromkeys(leg.weight for leg in registered())
+    default = SearchParams()
+    return tuple((key, float(getattr(params, key)), float(getattr(default, key))) for key in keys)
+
+
 def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
                        reranker: str | None, limit: int, k_values: tuple[int, ...],
                        golden_hash: str, context_mode: str) -> FingerprintInputs:
@@ -96,7 +104,7 @@ def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
         bm25_context_weight=params.bm25_weights[1], bm25_content_weight=params.bm25_weights[2],
         preset=params.preset, mode=params.mode, dense_top_k=params.dense_top_k,
         sparse_top_k=params.sparse_top_k, vector_weight=params.vector_weight,
-        fts_weight=params.fts_weight, cjk_weight=params.cjk_weight, min_score=params.min_score,
+        leg_weights=leg_weights(params), min_score=params.min_score,
         context_mode=context_mode,
     )
 

@@ -9,6 +9,7 @@ from groove_cli.render.output import print_json
 from groove_cli.render.snippet import ELLIPSIS, note_title, snippet
 from groove_cli.render.terminal import Painter, location, shown_path
 from groove_cli.results import Results, absolute
+from groove_cli.retrieve.legs import registered
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.pipeline import SearchHit, SearchResult
 from groove_cli.text import printable
@@ -26,35 +27,26 @@ def _rank(value: int | None) -> str:
 def explain_line(hit: SearchHit) -> str:
     e = hit.explain
     fused = f"{_rank(e.fused_rank)} ({e.fused_score:.4f})" if e.fused_score is not None else "-"
-    return (f"explain: fts={_rank(e.fts_rank)} words={_rank(e.fts_word_rank)} "
-            f"cjk={_rank(e.fts_cjk_rank)} "
+    legs = "".join(f"{leg.name}={_rank(leg.rank)} " for leg in e.leg_ranks)
+    return (f"explain: {legs}"
             f"vec={_rank(e.vec_rank)} fused={fused} "
             f"rerank={_rank(e.rerank_rank)} mmr={_rank(e.mmr_rank)}")
 
 
 def explain_stderr(result: SearchResult, params: SearchParams) -> None:
     """The run-level `explain:` lines on stderr (always written)."""
+    legs = {leg.name: leg for leg in registered()}
+    weights = dict.fromkeys(["vector_weight", *(leg.weight for leg in legs.values())])
+    weight_text = " ".join(f"{key}={getattr(params, key)}" for key in weights)
     messages.always(
         f"explain: mode={params.mode} preset={params.preset or '-'} rrf_k={params.rrf_k} "
-        f"vector_weight={params.vector_weight} fts_weight={params.fts_weight} "
-        f"cjk_weight={params.cjk_weight} "
-        f"min_score={params.min_score}")
+        f"{weight_text} min_score={params.min_score}")
     trace = result.trace
-    if trace.fts_expr is not None:
-        messages.always(f"explain: fts MATCH {trace.fts_expr}")
-    else:
-        messages.always("explain: fts skipped (no phrase)")
-    if trace.word_expr is not None:
-        messages.always(f"explain: words MATCH {trace.word_expr}")
-    else:
-        messages.always("explain: words skipped (no Latin word)")
-    if trace.cjk_expr is not None:
-        messages.always(f"explain: cjk MATCH {trace.cjk_expr}")
-    elif params.cjk_weight == 0 or params.mode == "vector":
-        messages.always("explain: cjk skipped (cjk_weight 0)" if params.mode != "vector"
-                        else "explain: cjk skipped (vector mode)")
-    else:
-        messages.always("explain: cjk skipped (no CJK text)")
+    for name, expr in trace.exprs:
+        if expr is not None:
+            messages.always(f"explain: {name} MATCH {expr}")
+        elif name in legs:
+            messages.always(f"explain: {name} skipped ({legs[name].skipped(params)})")
 
     def pool(size: int) -> str:  # a leg that did not run has no pool
         return str(size) if size else "-"

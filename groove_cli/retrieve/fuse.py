@@ -14,12 +14,11 @@ ranking and the same scores.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from groove_cli.config import (
-    DEFAULT_CJK_WEIGHT,
     DEFAULT_LEG_WEIGHT,
     DEFAULT_MIN_SCORE,
     DEFAULT_RRF_K,
@@ -110,15 +109,15 @@ def min_score_warning(
 class FusionRows:
     """Distinct fused orderings of a query: one per (leg weights, full-text list, rrf_k).
 
-    `fts_weight` weighs the trigram and word legs, `cjk_weight` the CJK leg; row r uses the
-    full-text lists of weight set `fts_list[r]`.
+    `leg_weights` holds, per weight key of the full-text legs (`fts_weight`, `cjk_weight`, …:
+    `Leg.weight`), one weight per row; row r uses the full-text lists of weight set
+    `fts_list[r]`.
     """
 
     vector_weight: FloatArray
-    fts_weight: FloatArray
+    leg_weights: Mapping[str, FloatArray]
     fts_list: IntArray
     rrf_k: FloatArray
-    cjk_weight: FloatArray
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,36 +169,38 @@ def _add_leg(sums: _Sums, universe: IntArray, lists: Sequence[Sequence[int]],
                  np.where((lengths > 0) & runs, sums.best + weight / (rows.rrf_k + 1), sums.best))
 
 
-def fuse_rows(vector_ids: Sequence[int], fts_lists: Sequence[Sequence[int]],
-              word_lists: Sequence[Sequence[int]], rows: FusionRows, limit: int,
-              cjk_lists: Sequence[Sequence[int]] = ()) -> FusedRows:
-    """Weighted RRF of search.md §5 for many rows at once, over up to four legs.
+LegLists = Sequence[tuple[str, Sequence[Sequence[int]]]]
+"""Per full-text leg in fusion order: (its weight key, one ranked list per weight set), the
+lists empty when the leg does not run for the query."""
+
+
+def fuse_rows(vector_ids: Sequence[int], legs: LegLists, rows: FusionRows, limit: int
+              ) -> FusedRows:
+    """Weighted RRF of search.md §5 for many rows at once, over the vector leg and every
+    full-text leg.
 
     Every candidate of the query (the union of all lists) is a column; a leg contributes
     `w / (k + rank)`, which is exactly 0.0 where the candidate is absent (rank +inf), so the
-    float64 sum vector + trigram + words + CJK is the reference's, term for term in leg order.
+    float64 sum vector + each full-text leg in fusion order is the reference's, term for term.
     A stable sort on −raw over id-sorted columns then breaks ties by chunk id. Row r uses the
-    trigram, word and CJK lists of weight set `rows.fts_list[r]`; word and CJK lists are empty
-    when the query has no such leg.
+    lists of weight set `rows.fts_list[r]`.
     """
     import numpy as np
 
     n_rows = rows.rrf_k.size
     arrays = [np.asarray(ids, dtype=np.int64)
-              for ids in (vector_ids, *fts_lists, *word_lists, *cjk_lists)]
+              for ids in (vector_ids, *(ids for _, lists in legs for ids in lists))]
     universe = np.unique(np.concatenate(arrays)) if arrays else np.empty(0, dtype=np.int64)
-    k = rows.rrf_k[:, None]
     vec_rank = _ranks(universe, vector_ids)[None, :]
-    fts_rank = np.stack([_ranks(universe, ids) for ids in fts_lists])[rows.fts_list]
-    raw = rows.vector_weight[:, None] / (k + vec_rank) + rows.fts_weight[:, None] / (k + fts_rank)
-    present = np.isfinite(vec_rank) | np.isfinite(fts_rank)
+    raw = np.broadcast_to(rows.vector_weight[:, None] / (rows.rrf_k[:, None] + vec_rank),
+                          (n_rows, universe.size))
+    present = np.broadcast_to(np.isfinite(vec_rank), (n_rows, universe.size))
     best = np.zeros(n_rows)
     if len(vector_ids):
         best = best + rows.vector_weight / (rows.rrf_k + 1)
-    fts_lengths = np.array([len(ids) for ids in fts_lists])[rows.fts_list]
-    best = np.where(fts_lengths > 0, best + rows.fts_weight / (rows.rrf_k + 1), best)
-    sums = _add_leg(_Sums(raw, present, best), universe, word_lists, rows.fts_weight, rows)
-    sums = _add_leg(sums, universe, cjk_lists, rows.cjk_weight, rows)
+    sums = _Sums(raw, present, best)
+    for weight_key, lists in legs:
+        sums = _add_leg(sums, universe, lists, rows.leg_weights[weight_key], rows)
     raw, best = np.where(sums.present, sums.raw, -np.inf), sums.best
     order = np.argsort(-raw, axis=1, kind="stable")[:, :limit]
     top_raw = np.take_along_axis(raw, order, axis=1)
@@ -210,22 +211,22 @@ def fuse_rows(vector_ids: Sequence[int], fts_lists: Sequence[Sequence[int]],
     return FusedRows(top_ids, top_raw, score, valid)
 
 
-def fuse_lists(vector_ids: Sequence[int], fts_ids: Sequence[int], *, limit: int,
-               rrf_k: float = DEFAULT_RRF_K, vector_weight: float = DEFAULT_LEG_WEIGHT,
-               fts_weight: float = DEFAULT_LEG_WEIGHT, min_score: float = DEFAULT_MIN_SCORE,
-               word_ids: Sequence[int] | None = None, cjk_ids: Sequence[int] | None = None,
-               cjk_weight: float = DEFAULT_CJK_WEIGHT) -> list[tuple[int, float]]:
+def fuse_lists(vector_ids: Sequence[int], legs: Sequence[tuple[float, Sequence[int]]], *,
+               limit: int, rrf_k: float = DEFAULT_RRF_K,
+               vector_weight: float = DEFAULT_LEG_WEIGHT,
+               min_score: float = DEFAULT_MIN_SCORE) -> list[tuple[int, float]]:
     """One condition fused as search.md §5: `(chunk id, normalised score)` pairs, best first.
 
-    `word_ids` / `cjk_ids` are the word-level and CJK full-text legs (None when they did not
-    run).
+    `legs` are the full-text legs that ran, in fusion order: (weight, ranked ids).
     """
     import numpy as np
 
-    rows = FusionRows(np.array([vector_weight]), np.array([fts_weight]), np.array([0]),
-                      np.array([float(rrf_k)]), np.array([cjk_weight]))
-    fused = fuse_rows(vector_ids, [fts_ids], [] if word_ids is None else [word_ids], rows, limit,
-                      [] if cjk_ids is None else [cjk_ids])
+    keys = [f"leg{i}" for i in range(len(legs))]
+    rows = FusionRows(np.array([vector_weight]),
+                      {key: np.array([w]) for key, (w, _) in zip(keys, legs, strict=True)},
+                      np.array([0]), np.array([float(rrf_k)]))
+    fused = fuse_rows(vector_ids, [(key, [ids]) for key, (_, ids) in zip(keys, legs, strict=True)],
+                      rows, limit)
     keep = fused.valid[0] & (fused.score[0] >= min_score)
     return [(int(i), float(s)) for i, s in zip(fused.ids[0][keep], fused.score[0][keep],
                                                 strict=True)]

@@ -2,15 +2,17 @@
 
 A leg turns a compiled query into a ranked list of chunk ids: the trigram full-text leg
 (`fts_chunks`), the word-level full-text leg (`fts_words`), the CJK full-text leg (`fts_cjk`)
-and the vector leg (KNN over the chunk vectors). Which legs run is decided by `legs_to_run`;
-the ids the query's exclusions match are computed once (`leg_exclusions`) and every leg drops
-the same ones. A new leg (another full-text table) is one more function here, one more member
-of `Legs` and of `FTS_LEGS`.
+and the vector leg (KNN over the chunk vectors). Each full-text leg is one `Leg` declaration
+(registry below) that every stage loops over; which legs run is decided by `legs_to_run`; the
+ids the query's exclusions match are computed once (`leg_exclusions`) and every leg drops the
+same ones. Adding a leg: docs/design/code.md "Adding a leg".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from groove_cli.config import MAX_TOP_K
@@ -38,31 +40,119 @@ NO_FILTER: RowFilter = compile_filters(FilterSpec())
 """The filter eval and tune run with: nothing is dropped, nothing over-fetched."""
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Leg:
+    """A full-text leg, declared once: the pipeline, `--explain`, the relevance evidence,
+    fusion, tune's lists and sweep, and `--ablate` all loop over `registered()` legs.
+
+    The store part is `ids`/`matches`/`count` (by default FTS5-style reads of `table`, which
+    both stores implement); a leg over another source overrides them. Fusion order is
+    registration order, after the vector leg.
+    """
+
+    name: str
+    """Short name: `--explain`'s `fts=#1`, the key of its ranks and lists."""
+    label: str
+    """What `--ablate` calls it: `no {label} leg`."""
+    table: str
+    """The store's full-text table it reads."""
+    expr: Callable[[CompiledQuery], str | None]
+    """The query compiler's part: this leg's MATCH expression, None when it cannot run."""
+    negative: Callable[[CompiledQuery], str | None] = lambda _query: None
+    """The expression of what the query excludes in this leg's table (None: nothing)."""
+    weight: str = "fts_weight"
+    """The SearchParams field (and config key) that weighs it in fusion."""
+    explain_key: str = ""
+    """Its rank's key in the JSON `explain` object."""
+    evidence: str | None = None
+    """Which relevance feature its rank feeds: `text` (best of those legs) or `cjk`."""
+    own_switch: bool = False
+    """True: its weight alone switches it, in every mode (0 = off); False: it runs in fts
+    mode, and in hybrid mode when its weight is above 0."""
+    own_not: bool = False
+    """Its expression carries the query's NOT itself (only other tables' exclusions are
+    dropped from its list afterwards)."""
+    skip_reason: str = "nothing to match"
+    """What `--explain` says when the query gives it no expression."""
+
+    def ids(self, store: IndexReader, expr: str, weights: BM25Weights, k: int) -> list[int]:
+        """Up to `k` ranked chunk ids for `expr` (bm25 order, ties by id)."""
+        return store.fts_search_ids(expr, weights, k, self.table)
+
+    def matches(self, store: IndexReader, expr: str) -> set[int]:
+        """Every chunk id `expr` matches (an exclusion's rows)."""
+        return store.fts_match_ids(expr, self.table)
+
+    def count(self, store: IndexReader, expr: str) -> int:
+        """How many chunks `expr` matches (tune's diagnostics)."""
+        return store.fts_count(expr, self.table)
+
+    def enabled(self, params: SearchParams) -> bool:
+        """Whether these settings run the leg at all (the query decides the rest)."""
+        if params.mode == "vector" or self.name in params.disabled_legs:
+            return False
+        weight = float(getattr(params, self.weight))
+        return weight > 0 if self.own_switch else params.mode == "fts" or weight > 0
+
+    def skipped(self, params: SearchParams) -> str:
+        """Why `--explain` found no expression for it under these settings."""
+        if self.own_switch and params.mode == "vector":
+            return "vector mode"
+        if self.own_switch and float(getattr(params, self.weight)) == 0:
+            return f"{self.weight} 0"
+        return self.skip_reason
+
+
+TRIGRAM = Leg("fts", "trigram", "fts_chunks", lambda q: q.match_expr, lambda q: q.negative_expr,
+              explain_key="fts_rank", evidence="text", own_not=True, skip_reason="no phrase")
+WORDS = Leg("words", "word", "fts_words", lambda q: q.word_expr, lambda q: q.word_negative_expr,
+            explain_key="fts_word_rank", evidence="text", skip_reason="no Latin word")
+CJK = Leg("cjk", "CJK", "fts_cjk", lambda q: q.cjk_expr, lambda q: q.cjk_negative_expr,
+          weight="cjk_weight", explain_key="fts_cjk_rank", evidence="cjk", own_switch=True,
+          skip_reason="no CJK text")
+
+_LEGS: list[Leg] = [TRIGRAM, WORDS, CJK]
+
+
+def registered() -> tuple[Leg, ...]:
+    """Every full-text leg, in fusion order."""
+    return tuple(_LEGS)
+
+
+@contextmanager
+def extra_leg(leg: Leg) -> Iterator[Leg]:
+    """Register one more full-text leg inside the block (a plug-in, or a test's leg)."""
+    if any(known.name == leg.name for known in _LEGS):
+        raise ValueError(f"a leg named {leg.name!r} is registered already")
+    _LEGS.append(leg)
+    try:
+        yield leg
+    finally:
+        _LEGS.remove(leg)
+
+
 class Legs(NamedTuple):
-    """Which legs run: the vector leg and the three full-text legs (trigram, word-level, CJK)."""
+    """Which legs run: the vector leg, and the full-text legs in fusion order."""
 
     vector: bool
-    fts: bool
-    words: bool
-    cjk: bool = False
+    text: tuple[Leg, ...] = ()
 
     @property
     def any(self) -> bool:
-        return self.vector or self.fts or self.words or self.cjk
+        return self.vector or bool(self.text)
+
+    def runs(self, name: str) -> bool:
+        """Whether the full-text leg `name` runs."""
+        return any(leg.name == name for leg in self.text)
 
 
 def legs_to_run(query: CompiledQuery, params: SearchParams) -> Legs:
-    """The legs a mode runs (search.md §5); a full-text leg needs its expression. The CJK leg
-    has its own weight (`cjk_weight`; 0 switches it off in every mode); the trigram and word
-    legs share `fts_weight`."""
-    has_tri, has_words = query.match_expr is not None, query.word_expr is not None
-    cjk_on = params.cjk_weight > 0 and query.cjk_expr is not None
-    if params.mode == "vector":
-        return Legs(True, False, False, False)
-    if params.mode == "fts":
-        return Legs(False, has_tri, has_words, cjk_on)
-    text_on = params.fts_weight > 0
-    return Legs(params.vector_weight > 0, text_on and has_tri, text_on and has_words, cjk_on)
+    """The legs a mode runs (search.md §5): each full-text leg its settings enable
+    (`Leg.enabled`) that has an expression for the query; the vector leg outside fts mode
+    when `vector_weight` is above 0."""
+    vector = params.mode == "vector" or (params.mode == "hybrid" and params.vector_weight > 0)
+    return Legs(vector, tuple(leg for leg in registered()
+                              if leg.enabled(params) and leg.expr(query) is not None))
 
 
 def candidate_pool(limit: int) -> int:
@@ -77,13 +167,12 @@ def fetch_size(count: int, filtered: bool) -> int:
 
 def has_exclusions(query: CompiledQuery) -> bool:
     """True when the query excludes something in any full-text table."""
-    return (query.negative_expr or query.word_negative_expr or query.cjk_negative_expr) is not None
+    return any(leg.negative(query) is not None for leg in registered())
 
 
-def has_table_negatives(query: CompiledQuery) -> bool:
-    """True when the query has exclusions the trigram NOT cannot express (word-level or CJK
-    ones): the trigram leg then drops the excluded ids as well."""
-    return (query.word_negative_expr or query.cjk_negative_expr) is not None
+def _other_negatives(query: CompiledQuery, leg: Leg) -> bool:
+    """True when another leg's table has exclusions `leg`'s own NOT cannot express."""
+    return any(other.negative(query) is not None for other in registered() if other is not leg)
 
 
 def vector_k(count: int, has_exclusions: bool = False) -> int:
@@ -98,24 +187,22 @@ def excluded_ids(store: IndexReader, query: CompiledQuery) -> set[int] | None:
     if not has_exclusions(query):
         return None
     ids: set[int] = set()
-    if query.negative_expr is not None:
-        ids |= store.fts_match_ids(query.negative_expr)
-    if query.word_negative_expr is not None:
-        ids |= store.fts_match_ids(query.word_negative_expr, "fts_words")
-    if query.cjk_negative_expr is not None:
-        ids |= store.fts_match_ids(query.cjk_negative_expr, "fts_cjk")
+    for leg in registered():
+        negative = leg.negative(query)
+        if negative is not None:
+            ids |= leg.matches(store, negative)
     return ids
 
 
 def leg_exclusions(store: IndexReader, query: CompiledQuery, legs: Legs) -> set[int] | None:
     """The excluded ids when a running leg needs them as a set, else None.
 
-    The trigram expression carries its own NOT; the word, CJK and vector legs drop the ids any
-    table's negative expression matches, so every leg excludes the same chunks. Word-level
-    negatives (2-letter words, stems) and CJK ones (1–2 characters) can match rows the trigram
-    NOT keeps, so with them the trigram leg drops those ids as well.
+    A leg whose expression carries its own NOT (the trigram leg) needs them only when another
+    table has exclusions (2-letter words, stems and CJK pieces can match rows its NOT keeps);
+    every other leg, the vector leg included, drops the ids any table's negative expression
+    matches, so every leg excludes the same chunks.
     """
-    if legs.vector or legs.words or legs.cjk or (legs.fts and has_table_negatives(query)):
+    if legs.vector or any(not leg.own_not or _other_negatives(query, leg) for leg in legs.text):
         return excluded_ids(store, query)
     return None
 
@@ -148,61 +235,23 @@ def keep(store: IndexReader, ids: Sequence[int], count: int, row_filter: RowFilt
     return kept
 
 
-def fts_leg(store: IndexReader, expr: str, weights: BM25Weights, count: int, row_filter: RowFilter,
-            table: str = "fts_chunks", excluded: set[int] | None = None) -> list[int]:
-    """A full-text table's ranked ids for `expr`; `excluded` drops ids an exclusion matched
-    elsewhere (the leg then over-fetches like a filtered one)."""
-    filtered = row_filter.active or excluded is not None
-    ids = store.fts_search_ids(expr, weights, fetch_size(count, filtered), table)
-    return keep(store, ids, count, row_filter, excluded)
-
-
-def trigram_leg(store: IndexReader, query: CompiledQuery, weights: BM25Weights, count: int,
-                row_filter: RowFilter, excluded: set[int] | None) -> list[int]:
-    """The trigram full-text leg (`fts_chunks`); [] when the query has no trigram phrase.
-
-    Its expression carries the trigram NOT itself; `excluded` is applied only when the query
-    has word-level or CJK negatives, which can match rows that NOT keeps.
-    """
-    if query.match_expr is None:
+def run_leg(leg: Leg, store: IndexReader, query: CompiledQuery, weights: BM25Weights,
+            count: int, row_filter: RowFilter, excluded: set[int] | None) -> list[int]:
+    """A full-text leg's ranked ids for the query ([] when it has no expression); `excluded`
+    drops ids an exclusion matched elsewhere (the leg then over-fetches like a filtered one).
+    A leg carrying its own NOT drops them only when other tables have exclusions."""
+    expr = leg.expr(query)
+    if expr is None:
         return []
-    drop = excluded if has_table_negatives(query) else None
-    return fts_leg(store, query.match_expr, weights, count, row_filter, "fts_chunks", drop)
-
-
-def word_leg(store: IndexReader, query: CompiledQuery, weights: BM25Weights, count: int,
-             row_filter: RowFilter, excluded: set[int] | None) -> list[int]:
-    """The word-level full-text leg (`fts_words`); [] when the query has no Latin word.
-
-    Its expression cannot hold CJK negatives, so it always drops `excluded`.
-    """
-    if query.word_expr is None:
-        return []
-    return fts_leg(store, query.word_expr, weights, count, row_filter, "fts_words", excluded)
-
-
-def cjk_leg(store: IndexReader, query: CompiledQuery, weights: BM25Weights, count: int,
-            row_filter: RowFilter, excluded: set[int] | None) -> list[int]:
-    """The CJK full-text leg (`fts_cjk`, groove's unigram + bigram tokens); [] when the query
-    has no CJK text. Its expression holds no NOT, so it always drops `excluded`."""
-    if query.cjk_expr is None:
-        return []
-    return fts_leg(store, query.cjk_expr, weights, count, row_filter, "fts_cjk", excluded)
-
-
-FtsLeg = Callable[["IndexReader", CompiledQuery, BM25Weights, int, RowFilter, "set[int] | None"],
-                 list[int]]
-"""A full-text leg: (reader, query, bm25 weights, count, filter, excluded ids) → ranked ids."""
-
-FTS_LEGS: dict[str, FtsLeg] = {"fts_chunks": trigram_leg, "fts_words": word_leg,
-                               "fts_cjk": cjk_leg}
-"""Every full-text leg by its table, in fusion order (trigram, word-level, CJK)."""
+    drop = excluded if not leg.own_not or _other_negatives(query, leg) else None
+    filtered = row_filter.active or drop is not None
+    return keep(store, leg.ids(store, expr, weights, fetch_size(count, filtered)), count,
+                row_filter, drop)
 
 
 def fts_exprs(query: CompiledQuery) -> dict[str, str | None]:
     """The query's MATCH expression per full-text table (None where that leg cannot run)."""
-    return {"fts_chunks": query.match_expr, "fts_words": query.word_expr,
-            "fts_cjk": query.cjk_expr}
+    return {leg.table: leg.expr(query) for leg in registered()}
 
 
 def vector_leg(knn: Knn, store: IndexReader, vector: npt.NDArray[np.float32], count: int,

@@ -62,6 +62,8 @@ class SearchParams:
     min_relevance: float = 0.0
     """Hits whose relevance is below this are dropped (after every ranking stage)."""
     low_confidence_below: float = _default("search.relevance.low_confidence_below")
+    disabled_legs: frozenset[str] = frozenset()
+    """Full-text legs switched off by name (eval --ablate), whatever their weights."""
 
 
 def configured_calibration(settings: Settings) -> Calibration | None:

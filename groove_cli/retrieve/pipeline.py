@@ -12,7 +12,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from groove_cli import messages
 from groove_cli.config import MAX_LIMIT
@@ -25,12 +25,11 @@ from groove_cli.retrieve.legs import (
     Knn,
     VectorRows,
     candidate_pool,
-    cjk_leg,
     leg_exclusions,
     legs_to_run,
-    trigram_leg,
+    registered,
+    run_leg,
     vector_leg,
-    word_leg,
 )
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.query import CompiledQuery
@@ -46,13 +45,20 @@ if TYPE_CHECKING:  # numpy is imported only where vectors are used (fts-only run
     import numpy.typing as npt
 
 
+class LegRank(NamedTuple):
+    """A hit's rank in one full-text leg: the leg's name, its JSON explain key, the rank."""
+
+    name: str
+    key: str
+    rank: int | None
+
+
 @dataclass(frozen=True, slots=True)
 class HitExplain:
     """A hit's 1-based rank in every stage (None when the stage did not run or lacks it)."""
 
-    fts_rank: int | None
-    fts_word_rank: int | None
-    fts_cjk_rank: int | None
+    leg_ranks: tuple[LegRank, ...]
+    """Every registered full-text leg's rank, in fusion order."""
     vec_rank: int | None
     fused_rank: int | None
     fused_raw: float | None
@@ -60,6 +66,10 @@ class HitExplain:
     rerank_rank: int | None
     rerank_score: float | None
     mmr_rank: int | None
+
+    def rank(self, leg: str) -> int | None:
+        """The hit's rank in the full-text leg named `leg` (None: not found there)."""
+        return next((r.rank for r in self.leg_ranks if r.name == leg), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +112,17 @@ class SearchHit:
 class SearchTrace:
     """What `--explain` prints on stderr."""
 
-    fts_expr: str | None
-    word_expr: str | None
-    cjk_expr: str | None
+    exprs: tuple[tuple[str, str | None], ...]
+    """Every registered full-text leg's MATCH expression (None: the leg did not run)."""
     pool_vec: int
     pool_fts: int
     fused: int
     dropped_by_min_score: int
     timings_ms: dict[str, float | None]
+
+    def expr(self, leg: str) -> str | None:
+        """The MATCH expression the full-text leg named `leg` ran (None: it did not run)."""
+        return dict(self.exprs).get(leg)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,19 +192,12 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     legs = legs_to_run(query, params)
 
     excluded = leg_exclusions(store, query, legs)
-    fts_rows: list[int] = []
-    word_rows: list[int] = []
-    cjk_rows: list[int] = []
-    if legs.fts or legs.words or legs.cjk:
+    text_rows: dict[str, list[int]] = {}
+    if legs.text:
         start = time.perf_counter()
-        if legs.fts:
-            fts_rows = trigram_leg(store, query, params.bm25_weights, pools.fts, row_filter,
-                                   excluded)
-        if legs.words:
-            word_rows = word_leg(store, query, params.bm25_weights, pools.fts, row_filter,
-                                 excluded)
-        if legs.cjk:
-            cjk_rows = cjk_leg(store, query, params.bm25_weights, pools.fts, row_filter, excluded)
+        for leg in legs.text:
+            text_rows[leg.name] = run_leg(leg, store, query, params.bm25_weights, pools.fts,
+                                          row_filter, excluded)
         timings["fts"] = _ms(start)
     vec_rows: list[int] = []
     if legs.vector:
@@ -205,12 +211,7 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     ranked: list[tuple[float, Sequence[int]]] = []
     if legs.vector:
         ranked.append((params.vector_weight, vec_rows))
-    if legs.fts:
-        ranked.append((params.fts_weight, fts_rows))
-    if legs.words:
-        ranked.append((params.fts_weight, word_rows))
-    if legs.cjk:
-        ranked.append((params.cjk_weight, cjk_rows))
+    ranked.extend((float(getattr(params, leg.weight)), text_rows[leg.name]) for leg in legs.text)
     fused_all = weighted_rrf(ranked, params.rrf_k)
     fused = apply_min_score(fused_all, params.min_score)
     dropped = len(fused_all) - len(fused)
@@ -256,14 +257,18 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
         timings["spans"] = _ms(start)
 
     vec_rank = {cid: i + 1 for i, cid in enumerate(vec_rows)}
-    fts_rank = {cid: i + 1 for i, cid in enumerate(fts_rows)}
-    word_rank = {cid: i + 1 for i, cid in enumerate(word_rows)}
-    cjk_rank = {cid: i + 1 for i, cid in enumerate(cjk_rows)}
+    ranks = {leg.name: {cid: i + 1 for i, cid in enumerate(text_rows.get(leg.name, ()))}
+             for leg in registered()}
+    leg_ranks = {c.chunk.chunk_id: tuple(LegRank(leg.name, leg.explain_key,
+                                                 ranks[leg.name].get(c.chunk.chunk_id))
+                                         for leg in registered())
+                 for c in candidates}
     cosines = _cosines(store, [c.chunk.chunk_id for c in candidates], vector, dim, vectors)
-    evidence = [features(cosines.get(c.chunk.chunk_id), fts_rank.get(c.chunk.chunk_id),
-                         word_rank.get(c.chunk.chunk_id), vec_rank.get(c.chunk.chunk_id),
-                         cjk_rank.get(c.chunk.chunk_id))
-                for c in candidates]
+    evidence = []
+    for c in candidates:
+        text, cjk = _evidence_ranks(leg_ranks[c.chunk.chunk_id])
+        evidence.append(features(cosines.get(c.chunk.chunk_id), text, None,
+                                 vec_rank.get(c.chunk.chunk_id), cjk))
     calibration = params.calibration or FALLBACK
     hits = tuple(
         SearchHit(
@@ -273,9 +278,7 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
             match_spans=c.spans,
             expanded_from=c.expanded_from,
             explain=HitExplain(
-                fts_rank=fts_rank.get(c.chunk.chunk_id),
-                fts_word_rank=word_rank.get(c.chunk.chunk_id),
-                fts_cjk_rank=cjk_rank.get(c.chunk.chunk_id),
+                leg_ranks=leg_ranks[c.chunk.chunk_id],
                 vec_rank=vec_rank.get(c.chunk.chunk_id),
                 fused_rank=c.fused_rank,
                 fused_raw=c.fused.raw,
@@ -295,11 +298,11 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
         kept = tuple(h for h in hits if (h.relevance or 0.0) >= params.min_relevance)
         weak_dropped, hits = bool(hits) and not kept, kept
     timings["total"] = _ms(total_start) + (embed_ms or 0.0)
-    trace = SearchTrace(query.match_expr if legs.fts else None,
-                        query.word_expr if legs.words else None,
-                        query.cjk_expr if legs.cjk else None, pools.vec if legs.vector else 0,
-                        pools.fts if legs.fts or legs.words or legs.cjk else 0, len(fused),
-                        dropped, timings)
+    running = {leg.name for leg in legs.text}
+    trace = SearchTrace(tuple((leg.name, leg.expr(query) if leg.name in running else None)
+                              for leg in registered()),
+                        pools.vec if legs.vector else 0, pools.fts if legs.text else 0,
+                        len(fused), dropped, timings)
     if not hits:  # search.md §12: nothing found is nothing to trust
         weak = True
     elif vector is not None:  # search.md §12: the best hit's relevance
@@ -308,6 +311,16 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     else:  # no relevance without the vector leg: the shape of the fused scores
         weak = low_confidence([h.score for h in hits], params.min_confidence_ratio)
     return SearchResult(hits, weak, trace)
+
+
+def _evidence_ranks(leg_ranks: Sequence[LegRank]) -> tuple[int | None, int | None]:
+    """The relevance model's rank evidence from the legs' ranks (Leg.evidence): the best rank
+    among the `text` legs and among the `cjk` legs."""
+    best: dict[str, int] = {}
+    for leg, found in zip(registered(), leg_ranks, strict=True):
+        if leg.evidence is not None and found.rank is not None:
+            best[leg.evidence] = min(found.rank, best.get(leg.evidence, found.rank))
+    return best.get("text"), best.get("cjk")
 
 
 def _cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32] | None,

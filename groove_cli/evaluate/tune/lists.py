@@ -1,8 +1,8 @@
 """Tune's inputs (tune.md §5): every usable query's leg lists, each fetched once.
 
 The lists are the search's legs (retrieve/legs.py) run with tune's pool and no filter: the
-vector list over one batched KNN, and per bm25 weight set the trigram, word-level and CJK
-lists.
+vector list over one batched KNN, and per bm25 weight set every registered full-text leg's
+list.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from groove_cli.evaluate.golden import GoldenQuery
 from groove_cli.evaluate.tune.preflight import QueryDiagnostics, diagnostics
 from groove_cli.evaluate.tune.sweep import QueryLists
 from groove_cli.retrieve.legs import (
-    FTS_LEGS,
     NO_FILTER,
+    Leg,
     Legs,
     excluded_ids,
-    fts_exprs,
     leg_exclusions,
     listed_knn,
+    registered,
+    run_leg,
     vector_leg,
 )
 from groove_cli.retrieve.query import CompiledQuery
@@ -58,32 +59,33 @@ class ListFetcher:
         self.store = store
         self.query = query
         self.pool = pool
-        self.exprs = fts_exprs(query)
-        legs = Legs(False, *(self.exprs[table] is not None for table in FTS_LEGS))
-        self.excluded = leg_exclusions(store, query, legs)
+        self.legs = tuple(leg for leg in registered() if leg.expr(query) is not None)
+        self.excluded = leg_exclusions(store, query, Legs(False, self.legs))
         self.cache: dict[tuple[str, tuple[float, float, float]], tuple[int, ...]] = {}
 
-    def fetch(self, table: str, weights: tuple[float, float, float]) -> tuple[int, ...]:
-        """The table's leg at `weights`, exactly as a search at those weights runs it."""
-        key = (table, weights)
+    def fetch(self, leg: Leg, weights: tuple[float, float, float]) -> tuple[int, ...]:
+        """The leg's list at `weights`, exactly as a search at those weights runs it."""
+        key = (leg.name, weights)
         if key not in self.cache:
-            leg = FTS_LEGS[table]
-            self.cache[key] = tuple(leg(self.store, self.query, weights, self.pool, NO_FILTER,
-                                        self.excluded))
+            self.cache[key] = tuple(run_leg(leg, self.store, self.query, weights, self.pool,
+                                            NO_FILTER, self.excluded))
         return self.cache[key]
 
     def combined(self, weights: tuple[float, float, float]) -> list[int]:
-        """Every table's candidates (trigram first), for the diagnostics."""
-        return list(dict.fromkeys(cid for table in FTS_LEGS for cid in self.fetch(table, weights)))
+        """Every leg's candidates (fusion order), for the diagnostics."""
+        return list(dict.fromkeys(cid for leg in self.legs for cid in self.fetch(leg, weights)))
 
-    def lists(self, table: str, weight_sets: Sequence[tuple[float, float, float]]
+    def lists(self, leg: Leg, weight_sets: Sequence[tuple[float, float, float]]
               ) -> tuple[tuple[int, ...], ...]:
-        return tuple(self.fetch(table, w) for w in weight_sets)
+        """The leg's list per weight set; none when the query gives it no expression."""
+        if leg not in self.legs:
+            return ()
+        return tuple(self.fetch(leg, w) for w in weight_sets)
 
     def diagnostics(self, query_id: str, vec_ids: Sequence[int], chunk_total: int,
                     limit: int) -> QueryDiagnostics:
-        matches = max((self.store.fts_count(expr, table)
-                       for table, expr in self.exprs.items() if expr), default=0)
+        matches = max((leg.count(self.store, expr) for leg in self.legs
+                       if (expr := leg.expr(self.query)) is not None), default=0)
         return diagnostics(
             query_id, vec_ids, self.combined(BUILTIN_BM25),
             probe_heading_heavy=self.combined(HEADING_HEAVY),
@@ -94,18 +96,14 @@ class ListFetcher:
 def query_lists(fetchers: Sequence[ListFetcher], usable: Sequence[GoldenQuery],
                 vector_lists: Sequence[Sequence[int]],
                 weight_sets: Sequence[tuple[float, float, float]]) -> list[QueryLists]:
-    """Every usable query's lists for the sweep: the vector list and, per weight set, the
-    trigram list, and the word-level and CJK lists when the query has Latin words / CJK text."""
+    """Every usable query's lists for the sweep: the vector list and, per weight set, each
+    full-text leg's list (none for a leg the query gives no expression)."""
     return [
         QueryLists(
             id=golden_query.id,
             expected=tuple((e.path, e.heading) for e in golden_query.expected),
             vector_ids=tuple(vec_ids),
-            fts_ids_by_weight=fetcher.lists("fts_chunks", weight_sets),
-            word_ids_by_weight=(fetcher.lists("fts_words", weight_sets)
-                                if fetcher.exprs["fts_words"] else ()),
-            cjk_ids_by_weight=(fetcher.lists("fts_cjk", weight_sets)
-                               if fetcher.exprs["fts_cjk"] else ()),
+            leg_ids={leg.name: fetcher.lists(leg, weight_sets) for leg in registered()},
         )
         for fetcher, golden_query, vec_ids in zip(fetchers, usable, vector_lists, strict=True)
     ]

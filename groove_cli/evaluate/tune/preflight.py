@@ -43,7 +43,7 @@ def diagnostics(query_id: str, vector_ids: Sequence[int], fts_ids: Sequence[int]
         chunk_total: chunks in the index.
         limit: the tune limit; `rrf_ties` counts adjacent equal scores in the fused top `limit`.
     """
-    fused = fuse_lists(vector_ids, fts_ids, limit=max(limit, 1))
+    fused = fuse_lists(vector_ids, [(1.0, fts_ids)], limit=max(limit, 1))
     ties = sum(1 for a, b in itertools.pairwise(fused) if a[1] == b[1])
     return QueryDiagnostics(
         id=query_id,

@@ -146,10 +146,8 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
                 lists = query_lists(fetchers, usable, vec_lists, sets)
             with _timed("fetch_meta", on_phase):
                 ids = {cid for ql in lists for cid in ql.vector_ids}
-                ids.update(cid for ql in lists
-                           for fts in (*ql.fts_ids_by_weight, *ql.word_ids_by_weight,
-                                       *ql.cjk_ids_by_weight)
-                           for cid in fts)
+                ids.update(cid for ql in lists for leg_lists in ql.leg_ids.values()
+                           for ids_ in leg_lists for cid in ids_)
                 meta = {cid: (c.path, c.heading) for cid, c in store.chunks_by_id(ids).items()}
         model_name = searcher.runtime.name
     finally:

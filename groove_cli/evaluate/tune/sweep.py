@@ -28,25 +28,26 @@ from groove_cli.evaluate.tune.grid import (
     weight_sets,
 )
 from groove_cli.retrieve.fuse import FusionRows, fuse_rows
+from groove_cli.retrieve.legs import registered
 
 
 @dataclass(frozen=True, slots=True)
 class QueryLists:
     """One usable query's fetched lists, best first.
 
-    `fts_ids_by_weight` holds one list per bm25 weight set of the space: 64 in weight_index order
-    for the fusion space, only the built-in set for the retrieval space.
+    `leg_ids` holds, per full-text leg name (retrieve/legs.py), one list per bm25 weight set of
+    the space: 64 in weight_index order for the fusion space, only the built-in set for the
+    retrieval space; no lists for a leg the query gives no expression (it does not run).
     """
 
     id: str
     expected: tuple[tuple[str, str | None], ...]
     vector_ids: tuple[int, ...]
-    fts_ids_by_weight: tuple[tuple[int, ...], ...]
-    word_ids_by_weight: tuple[tuple[int, ...], ...] = ()
-    """The word-level table's lists, one per weight set like `fts_ids_by_weight`; empty when
-    the query has no Latin word (the leg does not run)."""
-    cjk_ids_by_weight: tuple[tuple[int, ...], ...] = ()
-    """The CJK table's lists, likewise; empty when the query has no CJK text."""
+    leg_ids: Mapping[str, tuple[tuple[int, ...], ...]]
+
+    def fusion_lists(self) -> list[tuple[str, tuple[tuple[int, ...], ...]]]:
+        """(weight key, lists) of every registered leg in fusion order, for `fuse_rows`."""
+        return [(leg.weight, self.leg_ids.get(leg.name, ())) for leg in registered()]
 
 
 ChunkMeta = Mapping[int, tuple[str, str | None]]
@@ -54,21 +55,31 @@ ChunkMeta = Mapping[int, tuple[str, str | None]]
 
 
 
+def _leg_weights(fts: FloatArray, cjk: FloatArray) -> dict[str, FloatArray]:
+    """Every leg weight key's weight per row: the grid sweeps `fts_weight` (as the vector
+    weight's ratio) and `cjk_weight`; a leg weighed by another key keeps its built-in default."""
+    from groove_cli.retrieve.params import SearchParams
+
+    swept = {"fts_weight": fts, "cjk_weight": cjk}
+    return {leg.weight: swept.get(leg.weight, np.full(fts.size, getattr(SearchParams(), leg.weight)))
+            for leg in registered()}
+
+
 def _space_rows(space: Space) -> tuple[FusionRows, IntArray, FloatArray]:
     """The rows of a space and, per condition, its row and its `min_score` floor."""
     if space == "fusion":
         conditions = fusion_grid()
         rows = FusionRows(
-            np.ones(len(conditions)), np.ones(len(conditions)),
+            np.ones(len(conditions)),
+            _leg_weights(np.ones(len(conditions)), np.full(len(conditions), BUILTIN_CJK_WEIGHT)),
             np.array([c.weight_index for c in conditions], dtype=np.int64),
             np.array([c.rrf_k for c in conditions]),
-            np.full(len(conditions), BUILTIN_CJK_WEIGHT),
         )
         return rows, np.arange(len(conditions), dtype=np.int64), np.zeros(len(conditions))
     pairs = [(ratio, cjk) for ratio in WEIGHT_RATIOS for cjk in CJK_WEIGHTS]
-    rows = FusionRows(np.array([p[0] for p in pairs]), np.ones(len(pairs)),
-                      np.zeros(len(pairs), dtype=np.int64), np.full(len(pairs), BUILTIN_RRF_K),
-                      np.array([p[1] for p in pairs]))
+    rows = FusionRows(np.array([p[0] for p in pairs]),
+                      _leg_weights(np.ones(len(pairs)), np.array([p[1] for p in pairs])),
+                      np.zeros(len(pairs), dtype=np.int64), np.full(len(pairs), BUILTIN_RRF_K))
     conditions = retrieval_grid()
     row_of = np.array([c.index // len(MIN_SCORES) for c in conditions], dtype=np.int64)
     floors = np.array([c.min_score for c in conditions])
@@ -133,8 +144,7 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
         if progress is not None:
             progress(progress_line(q + 1, len(queries), n_cond, query.id))
         _check_lists(query, n_lists)
-        fused = fuse_rows(query.vector_ids, query.fts_ids_by_weight, query.word_ids_by_weight,
-                          rows, max(limit, 1), query.cjk_ids_by_weight)
+        fused = fuse_rows(query.vector_ids, query.fusion_lists(), rows, max(limit, 1))
         valid = fused.valid[row_of] & (fused.score[row_of] >= floors[:, None])
         ids = fused.ids[row_of]
         rel = _relevance(query, chunk_meta, ids, valid)
@@ -144,15 +154,14 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
 
 
 def _check_lists(query: QueryLists, n_lists: int) -> None:
-    if len(query.fts_ids_by_weight) != n_lists:
-        raise ValueError(f"query {query.id!r}: expected {n_lists} FTS list(s), "
-                         f"got {len(query.fts_ids_by_weight)}")
-    for name, lists in (("word", query.word_ids_by_weight), ("CJK", query.cjk_ids_by_weight)):
+    names = {leg.name for leg in registered()}
+    for name, lists in query.leg_ids.items():
+        if name not in names:
+            raise ValueError(f"query {query.id!r}: no full-text leg is named {name!r}")
         if lists and len(lists) != n_lists:
             raise ValueError(f"query {query.id!r}: expected 0 or {n_lists} {name} list(s), "
                              f"got {len(lists)}")
-    for ids in (query.vector_ids, *query.fts_ids_by_weight, *query.word_ids_by_weight,
-                *query.cjk_ids_by_weight):
+    for ids in (query.vector_ids, *(ids for lists in query.leg_ids.values() for ids in lists)):
         if len(set(ids)) != len(ids):
             raise ValueError(f"query {query.id!r}: a candidate list repeats a chunk id")
 
