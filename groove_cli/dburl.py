@@ -31,7 +31,7 @@ INSTALL_HINT = "pip install 'groove-cli[postgres]'"
 # token's last `@` (a raw `@`, `/` or `:` in a password stays hidden); password=… in a query
 # string or a keyword DSN
 _URL_PASSWORD = re.compile(
-    r"(?i)((?:\b[a-z][a-z0-9+.\-]*:/*)?[^\s:/@'\"]*):(?!//)(\S*)@")
+    r"(?i)((?:\b[a-z][a-z0-9+.\-]*:/+)?[^\s:/@'\"]*):(?!//)(\S*)@")
 _KEY_PASSWORD = re.compile(r"(?i)\b(password\s*=\s*)('[^']*'|[^&\s]+)")
 MASK = "***"
 
@@ -39,9 +39,9 @@ MASK = "***"
 # a scheme of two or more characters (one letter is a Windows drive, `C:/…`) and a `/`
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(?=/)")
 _LOOSE_SCHEME = re.compile(r"^(postgres(?:ql)?):", re.IGNORECASE)
-# `user@` (or `user:password@`) before any `/` or `\\`: a URL without its scheme
-_USER_AT = re.compile(r"^[^/\\@]+@")
-_ANY_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:/*")
+# `user@` before any `/` or `\\`, or `user:` (two or more characters: one is a drive letter)
+# followed by an `@` anywhere (a password may hold a `/`): a URL without its scheme
+_USER_AT = re.compile(r"^(?:[^/\\@]+@|[^/\\@:]{2,}:[^@]*@)")
 URL_HINT = ("write postgresql://user@host:5432/database; a file whose name has ':/' or starts "
             "with 'name@' goes as ./name")
 ACCEPTED_TEXT = "accepted: postgresql://, postgres://"
@@ -92,8 +92,9 @@ def mask_url(value: str) -> str:
     """One URL-like value as printed: everything between the user name's `:` and the last `@`
     replaced by `***` (whatever characters the password holds), then `mask`."""
     at = value.rfind("@")
-    scheme = _ANY_SCHEME.match(value)
-    start = scheme.end() if scheme and at > scheme.end() else 0
+    scheme = _SCHEME.match(value) or _LOOSE_SCHEME.match(value)
+    start = len(value) - len(value[scheme.end():].lstrip("/")) if scheme else 0
+    start = start if at > start else 0
     colon = value.find(":", start, at) if at > 0 else -1
     if colon >= 0:
         value = value[:colon + 1] + MASK + value[at:]
