@@ -14,6 +14,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote_to_bytes, urlsplit
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 ACCEPTED_SCHEMES = ("postgresql", "postgres")
@@ -60,8 +61,8 @@ def looks_like_url(value: str) -> bool:
 
 
 def parse_db_url(value: str, *, source: str) -> str | None:
-    """The one reader of `--db`, `GROOVE_DB_URL` and `[store] url`: the URL (stripped) when
-    `value` is an accepted Postgres URL, None when it is a file path.
+    """The one reader of `--db`, `GROOVE_DB_URL` and `[store] url`: the URL (stripped, its
+    scheme in lower case) when `value` is an accepted Postgres URL, None when it is a file path.
 
     Raises:
         UsageError: `value` looks like a URL (`looks_like_url`) but is not one groove
@@ -72,20 +73,46 @@ def parse_db_url(value: str, *, source: str) -> str | None:
     text = value.strip()
     if not looks_like_url(text):
         return None
-    if is_db_url(text) and not any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text):
-        return text
     scheme = _SCHEME.match(text) or _LOOSE_SCHEME.match(text)
     name = scheme.group(1).lower() if scheme else ""
     if name in ACCEPTED_SCHEMES and not text[len(name) + 1:].startswith("//"):
         why = f"'{name}:' must be followed by '//'"
     elif name in ACCEPTED_SCHEMES:
-        why = "it holds a space or a control character (write it as %20 / %XX)"
+        why = _url_problem(text) or ""
+        if not why:  # libpq knows the scheme in lower case only (RFC 3986: case-insensitive)
+            return name + text[len(name):]
     elif name:
         why = f"unknown scheme '{name}'"
     else:
         why = "it has user@ but no scheme"
     raise UsageError(f"{source} {mask_url(text)} is not a Postgres URL: {why} "
                      f"({ACCEPTED_TEXT})", hint=URL_HINT)
+
+
+def _url_problem(url: str) -> str | None:
+    """Why libpq would read `url` otherwise than it looks (and might echo part of its password
+    in an error, or resolve a host made of it), or None. Each case has a written form."""
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        return "it holds a space or a control character (write it as %20 / %XX)"
+    if re.search(r"%(?![0-9A-Fa-f]{2})", url):
+        return "a '%' is not followed by two hex digits (write a literal % as %25)"
+    try:
+        unquote_to_bytes(url).decode("utf-8")
+    except UnicodeDecodeError:
+        return "its %XX escapes do not spell UTF-8 text (write a literal % as %25)"
+    try:
+        parts = urlsplit(url)
+        if url.count("@") > 1:
+            return "it holds more than one raw '@' (write one in a password as %40)"
+        if "@" in url and "@" not in parts.netloc:
+            return ("its user part is cut short by a '/', '?' or '#' (write them in a password "
+                    "as %2F, %3F, %23)")
+        if "," not in parts.netloc:  # libpq's host1:port1,host2:port2 form has no single port
+            _ = parts.port
+    except ValueError:
+        return ("its host or port cannot be read (a '/', '?', '#', '[' or ']' in the "
+                "password must be written %2F, %3F, %23, %5B, %5D)")
+    return None
 
 
 def mask_url(value: str) -> str:
