@@ -28,11 +28,7 @@ ef_construction = 64): recall@50 against exact search 0.898 at 200, 0.969 at 400
 (ef_construction = 256) 0.9993 at 400 and 1.0 at 800 in three builds (docs/design/store.md)."""
 INSTALL_HINT = "pip install 'groove-cli[postgres]'"
 
-# user:password@ in a URL's authority, whatever the scheme (or none: `u:pw@host/db`), up to the
-# token's last `@` (a raw `@`, `/` or `:` in a password stays hidden); password=… in a query
-# string or a keyword DSN
-_URL_PASSWORD = re.compile(
-    r"(?i)((?:\b[a-z][a-z0-9+.\-]*:/+)?[^\s:/@'\"]*):(?!//)(\S*)@")
+# password=… in a query string or a keyword DSN (the user:password@ form is `_mask_token`'s)
 _KEY_PASSWORD = re.compile(r"(?i)\b(password\s*=\s*)('[^']*'|[^&\s]+)")
 MASK = "***"
 
@@ -128,10 +124,33 @@ def mask_url(value: str) -> str:
     return mask(value)
 
 
+def _mask_token(token: str) -> str:
+    """One whitespace-free token with the password of a `user:password@` in it masked, whatever
+    the scheme (or none: `u:pw@host`): everything from the user name's `:` to the token's last
+    `@`, so a raw `@`, `:` or `/` in a password stays hidden. Linear in the token's length."""
+    at = token.rfind("@")
+    if at <= 0:
+        return token
+    start = 0
+    slash = token.find(":/", 0, at)
+    if slash > 0 and (token[slash - 1].isalnum() or token[slash - 1] in "+.-"):
+        start = slash + 1
+        while start < at and token[start] == "/":
+            start += 1
+    colon = token.find(":", start, at)
+    if colon < 0:
+        return token
+    return token[:colon + 1] + MASK + token[at:]
+
+
+_SPACE = re.compile(r"(\s+)")
+
+
 def mask(text: str) -> str:
-    """`text` with every password of a URL (any scheme) or DSN replaced by `***`."""
-    return _KEY_PASSWORD.sub(lambda m: m.group(1) + MASK,
-                             _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{MASK}@", text))
+    """`text` with every password of a URL (any scheme, or none) or DSN replaced by `***`."""
+    if "@" in text:
+        text = "".join(_mask_token(part) if "@" in part else part for part in _SPACE.split(text))
+    return _KEY_PASSWORD.sub(lambda m: m.group(1) + MASK, text)
 
 
 def kb_name_for(kb: Path | None) -> str:

@@ -107,3 +107,14 @@ def test_mask_hides_any_password_shape() -> None:
     assert mask("see http://u:x:y@h/d and v:w@h2") == "see http://u:***@h/d and v:***@h2"
     assert mask("postgresql://u@h/d") == "postgresql://u@h/d"
     assert mask("groove: note: Page 3: never used") == "groove: note: Page 3: never used"
+
+
+def test_mask_is_linear_on_long_lines() -> None:
+    """Every stderr line passes through `mask`: a long query or path quoted in a warning must
+    not stall it (a regular expression over `user:pw@` once took seconds on 10,000 characters)."""
+    import time
+
+    started = time.perf_counter()
+    for line in ("a:" * 100_000, "a:/" * 70_000 + "@", "x:y@z " * 40_000, "@" * 200_000):
+        mask(line)
+    assert time.perf_counter() - started < 2.0

@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 
 from groove_cli.cli import app
 from groove_cli.config import load_config_file, validate_text
+from groove_cli.dburl import mask
 from groove_cli.errors import ConfigError, GoldenError, GrooveError, UsageError
 from groove_cli.evaluate.baseline import load_baseline
 from groove_cli.evaluate.golden import load_golden
@@ -268,6 +269,19 @@ def test_no_printed_line_holds_a_url_password(workdir: Path, monkeypatch: pytest
     for secret in {password, typed, "Qz", "7X"}:
         assert secret not in printed, (url, args, printed)
     assert sorted(p.name for p in workdir.iterdir()) == ["groove.toml", "kb"]
+
+
+@given(before=HOSTILE, after=HOSTILE, scheme=SCHEMES, password=PASSWORDS,
+       quote_char=st.sampled_from(["", "'", '"', "(", "<"]))
+@FUZZ
+def test_mask_hides_a_password_anywhere_in_a_line(before: str, after: str, scheme: str,
+                                                  password: str, quote_char: str) -> None:
+    """A URL inside any stderr line (a warning quoting it, a server's message) loses its
+    password to `mask`, whatever text surrounds it."""
+    line = f"{before} {quote_char}{scheme}ann:{password}@db.internal/team {after}"
+    masked = mask(line)
+    around = before + after  # the markers may only come from the text around the URL
+    assert ("Qz" not in masked or "Qz" in around) and ("7X" not in masked or "7X" in around)
 
 
 OUTPUT_TARGETS = st.sampled_from(["new", "regular", "link-to-file", "dangling-link", "folder",
