@@ -14,6 +14,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote_to_bytes, urlsplit
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 ACCEPTED_SCHEMES = ("postgresql", "postgres")
@@ -27,11 +28,7 @@ ef_construction = 64): recall@50 against exact search 0.898 at 200, 0.969 at 400
 (ef_construction = 256) 0.9993 at 400 and 1.0 at 800 in three builds (docs/design/store.md)."""
 INSTALL_HINT = "pip install 'groove-cli[postgres]'"
 
-# user:password@ in a URL's authority, whatever the scheme (or none: `u:pw@host/db`), up to the
-# token's last `@` (a raw `@`, `/` or `:` in a password stays hidden); password=… in a query
-# string or a keyword DSN
-_URL_PASSWORD = re.compile(
-    r"(?i)((?:\b[a-z][a-z0-9+.\-]*:/*)?[^\s:/@'\"]*):(?!//)(\S*)@")
+# password=… in a query string or a keyword DSN (the user:password@ form is `_mask_token`'s)
 _KEY_PASSWORD = re.compile(r"(?i)\b(password\s*=\s*)('[^']*'|[^&\s]+)")
 MASK = "***"
 
@@ -39,9 +36,9 @@ MASK = "***"
 # a scheme of two or more characters (one letter is a Windows drive, `C:/…`) and a `/`
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+):(?=/)")
 _LOOSE_SCHEME = re.compile(r"^(postgres(?:ql)?):", re.IGNORECASE)
-# `user@` (or `user:password@`) before any `/` or `\\`: a URL without its scheme
-_USER_AT = re.compile(r"^[^/\\@]+@")
-_ANY_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:/*")
+# `user@` before any `/` or `\\`, or `user:` (two or more characters: one is a drive letter)
+# followed by an `@` anywhere (a password may hold a `/`): a URL without its scheme
+_USER_AT = re.compile(r"^(?:[^/\\@]+@|[^/\\@:]{2,}:[^@]*@)")
 URL_HINT = ("write postgresql://user@host:5432/database; a file whose name has ':/' or starts "
             "with 'name@' goes as ./name")
 ACCEPTED_TEXT = "accepted: postgresql://, postgres://"
@@ -60,8 +57,8 @@ def looks_like_url(value: str) -> bool:
 
 
 def parse_db_url(value: str, *, source: str) -> str | None:
-    """The one reader of `--db`, `GROOVE_DB_URL` and `[store] url`: the URL (stripped) when
-    `value` is an accepted Postgres URL, None when it is a file path.
+    """The one reader of `--db`, `GROOVE_DB_URL` and `[store] url`: the URL (stripped, its
+    scheme in lower case) when `value` is an accepted Postgres URL, None when it is a file path.
 
     Raises:
         UsageError: `value` looks like a URL (`looks_like_url`) but is not one groove
@@ -72,14 +69,14 @@ def parse_db_url(value: str, *, source: str) -> str | None:
     text = value.strip()
     if not looks_like_url(text):
         return None
-    if is_db_url(text) and not any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text):
-        return text
     scheme = _SCHEME.match(text) or _LOOSE_SCHEME.match(text)
     name = scheme.group(1).lower() if scheme else ""
     if name in ACCEPTED_SCHEMES and not text[len(name) + 1:].startswith("//"):
         why = f"'{name}:' must be followed by '//'"
     elif name in ACCEPTED_SCHEMES:
-        why = "it holds a space or a control character (write it as %20 / %XX)"
+        why = _url_problem(text) or ""
+        if not why:  # libpq knows the scheme in lower case only (RFC 3986: case-insensitive)
+            return name + text[len(name):]
     elif name:
         why = f"unknown scheme '{name}'"
     else:
@@ -88,22 +85,72 @@ def parse_db_url(value: str, *, source: str) -> str | None:
                      f"({ACCEPTED_TEXT})", hint=URL_HINT)
 
 
+def _url_problem(url: str) -> str | None:
+    """Why libpq would read `url` otherwise than it looks (and might echo part of its password
+    in an error, or resolve a host made of it), or None. Each case has a written form."""
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+        return "it holds a space or a control character (write it as %20 / %XX)"
+    if re.search(r"%(?![0-9A-Fa-f]{2})", url):
+        return "a '%' is not followed by two hex digits (write a literal % as %25)"
+    try:
+        unquote_to_bytes(url).decode("utf-8")
+    except UnicodeDecodeError:
+        return "its %XX escapes do not spell UTF-8 text (write a literal % as %25)"
+    try:
+        parts = urlsplit(url)
+        if url.count("@") > 1:
+            return "it holds more than one raw '@' (write one in a password as %40)"
+        if "@" in url and "@" not in parts.netloc:
+            return ("its user part is cut short by a '/', '?' or '#' (write them in a password "
+                    "as %2F, %3F, %23)")
+        if "," not in parts.netloc:  # libpq's host1:port1,host2:port2 form has no single port
+            _ = parts.port
+    except ValueError:
+        return ("its host or port cannot be read (a '/', '?', '#', '[' or ']' in the "
+                "password must be written %2F, %3F, %23, %5B, %5D)")
+    return None
+
+
 def mask_url(value: str) -> str:
     """One URL-like value as printed: everything between the user name's `:` and the last `@`
     replaced by `***` (whatever characters the password holds), then `mask`."""
     at = value.rfind("@")
-    scheme = _ANY_SCHEME.match(value)
-    start = scheme.end() if scheme and at > scheme.end() else 0
+    scheme = _SCHEME.match(value) or _LOOSE_SCHEME.match(value)
+    start = len(value) - len(value[scheme.end():].lstrip("/")) if scheme else 0
+    start = start if at > start else 0
     colon = value.find(":", start, at) if at > 0 else -1
     if colon >= 0:
         value = value[:colon + 1] + MASK + value[at:]
     return mask(value)
 
 
+def _mask_token(token: str) -> str:
+    """One whitespace-free token with the password of a `user:password@` in it masked, whatever
+    the scheme (or none: `u:pw@host`): everything from the user name's `:` to the token's last
+    `@`, so a raw `@`, `:` or `/` in a password stays hidden. Linear in the token's length."""
+    at = token.rfind("@")
+    if at <= 0:
+        return token
+    start = 0
+    slash = token.find(":/", 0, at)
+    if slash > 0 and (token[slash - 1].isalnum() or token[slash - 1] in "+.-"):
+        start = slash + 1
+        while start < at and token[start] == "/":
+            start += 1
+    colon = token.find(":", start, at)
+    if colon < 0:
+        return token
+    return token[:colon + 1] + MASK + token[at:]
+
+
+_SPACE = re.compile(r"(\s+)")
+
+
 def mask(text: str) -> str:
-    """`text` with every password of a URL (any scheme) or DSN replaced by `***`."""
-    return _KEY_PASSWORD.sub(lambda m: m.group(1) + MASK,
-                             _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{MASK}@", text))
+    """`text` with every password of a URL (any scheme, or none) or DSN replaced by `***`."""
+    if "@" in text:
+        text = "".join(_mask_token(part) if "@" in part else part for part in _SPACE.split(text))
+    return _KEY_PASSWORD.sub(lambda m: m.group(1) + MASK, text)
 
 
 def kb_name_for(kb: Path | None) -> str:

@@ -26,9 +26,15 @@ from pathlib import Path
 from typing import Literal
 
 from groove_cli.errors import GrooveError, UsageError
+from groove_cli.text import printable
 
 Kind = Literal["stdout", "stderr", "new", "regular", "stream"]
 _STD = {"-": "stdout", "/dev/stdout": "stdout", "/dev/stderr": "stderr"}
+
+
+def _shown(path: object) -> str:
+    """A path in a message: on one line, control characters escaped."""
+    return printable(str(path), keep_newlines=False)
 
 
 def output_kind(path: Path | str, flag: str) -> Kind:
@@ -46,12 +52,12 @@ def output_kind(path: Path | str, flag: str) -> Kind:
     except FileNotFoundError:
         parent = Path(text).parent
         if not parent.is_dir():
-            raise UsageError(f"{flag} {text}: the folder {parent} does not exist",
+            raise UsageError(f"{flag} {_shown(text)}: the folder {_shown(parent)} does not exist",
                              hint="create the folder first, or name a file in an existing one"
                              ) from None
         return "new"
     except OSError as exc:
-        raise GrooveError(f"cannot use {flag} {text}: {exc.strerror or exc}") from None
+        raise GrooveError(f"cannot use {flag} {_shown(text)}: {exc.strerror or exc}") from None
     if stat.S_ISLNK(info.st_mode):
         try:
             target = os.stat(text)
@@ -59,16 +65,17 @@ def output_kind(path: Path | str, flag: str) -> Kind:
             target = None
         if target is not None and (stat.S_ISFIFO(target.st_mode) or stat.S_ISCHR(target.st_mode)):
             return "stream"
-        raise UsageError(f"{flag} {text} is a symbolic link (to {os.readlink(text)}); groove "
+        raise UsageError(f"{flag} {_shown(text)} is a symbolic link (to {_shown(os.readlink(text))}); "
+                         "groove "
                          "does not replace a link", hint="name the file it points to instead")
     if stat.S_ISDIR(info.st_mode):
-        raise UsageError(f"{flag} {text} is a folder, not a file",
-                         hint="name a file inside it, e.g. " + str(Path(text) / "run.txt"))
+        raise UsageError(f"{flag} {_shown(text)} is a folder, not a file",
+                         hint="name a file inside it, e.g. " + _shown(Path(text) / "run.txt"))
     if stat.S_ISREG(info.st_mode):
         return "regular"
     if stat.S_ISFIFO(info.st_mode) or stat.S_ISCHR(info.st_mode):
         return "stream"
-    raise UsageError(f"{flag} {text} is a block device or socket; groove writes only regular "
+    raise UsageError(f"{flag} {_shown(text)} is a block device or socket; groove writes only regular "
                      "files, FIFOs and character devices")
 
 
@@ -107,16 +114,16 @@ def _write_stream(path: str, data: bytes, *, what: str, wait: bool) -> None:
         fd = os.open(path, flags)
     except OSError as exc:
         if exc.errno == errno.ENXIO:
-            raise GrooveError(f"cannot write {what} {path}: it is a FIFO that no process is "
+            raise GrooveError(f"cannot write {what} {_shown(path)}: it is a FIFO that no process is "
                               "reading") from None
-        raise GrooveError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+        raise GrooveError(f"cannot write {what} {_shown(path)}: {exc.strerror or exc}") from None
     try:
         if not wait:  # the reader is there: write blocking from now on, all of it
             os.set_blocking(fd, True)
         with os.fdopen(fd, "wb", closefd=False) as handle:
             handle.write(data)
     except OSError as exc:
-        raise GrooveError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+        raise GrooveError(f"cannot write {what} {_shown(path)}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
 
@@ -128,7 +135,7 @@ def _append(path: Path, data: bytes, *, what: str) -> None:
         with os.fdopen(fd, "ab") as handle:
             handle.write(data)
     except OSError as exc:
-        raise GrooveError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+        raise GrooveError(f"cannot write {what} {_shown(path)}: {exc.strerror or exc}") from None
 
 
 def umask() -> int:
@@ -144,7 +151,7 @@ def replace_file(target: Path, data: bytes, mode: int, owner: tuple[int, int] | 
     `target`; the new file gets `mode` and, when given and possible, the old file's `owner`
     (uid, gid). When the owner cannot be kept (another user's file), the file is rewritten in
     place. A failure leaves `target` as it was and raises a GrooveError naming it."""
-    label = f"{what} {target}" if what else str(target)
+    label = f"{what} {_shown(target)}" if what else _shown(target)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:

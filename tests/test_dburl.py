@@ -72,12 +72,22 @@ def test_a_url_in_db_path_is_refused(workdir: Path) -> None:
 
 def test_config_show_masks_an_accepted_url_with_odd_password(workdir: Path) -> None:
     (workdir / "groove.toml").write_text(
-        '[store]\nurl = "postgresql://ann:p@ss:w/rd@127.0.0.1:1/team"\n', encoding="utf-8")
+        '[store]\nurl = "postgresql://ann:p:s$s%40w!rd@127.0.0.1:1/team"\n', encoding="utf-8")
     for fmt in ("text", "json"):
         shown = runner.invoke(app, ["config", "show", "--format", fmt])
         assert shown.exit_code == 0
         assert "ann:***@127.0.0.1:1/team" in shown.stdout
-        assert "p@ss" not in shown.stdout and "w/rd" not in shown.stdout
+        assert "s$s" not in shown.stdout and "w!rd" not in shown.stdout
+
+
+@pytest.mark.parametrize("password", ["p@ss", "a/b", "x?y", "h#sh", "50%", "[v6", "%87x", "q?@"])
+def test_a_raw_password_that_would_move_the_host_is_refused(password: str) -> None:
+    """libpq would read these as another host or port and could echo part of the password
+    in its error (or look up a host made of it): refused, masked, with the written form."""
+    with pytest.raises(UsageError) as caught:
+        parse_db_url(f"postgresql://ann:{password}@127.0.0.1:1/team", source="--db")
+    assert caught.value.message.startswith("--db postgresql://ann:***@127.0.0.1:1/team is not")
+    assert "%" in caught.value.message  # names the written form (%40, %2F, %25, …)
 
 
 def test_the_rule() -> None:
@@ -85,7 +95,7 @@ def test_the_rule() -> None:
     for path in ("index.db", "C:/x/index.db", "./me@corp/x.db", "/tmp/a:b.db", "a:b.db"):
         assert not looks_like_url(path) and parse_db_url(path, source="--db") is None
     assert parse_db_url(" postgresql://u@h/d ", source="--db") == "postgresql://u@h/d"
-    assert parse_db_url("POSTGRES://h/d", source="--db") == "POSTGRES://h/d"
+    assert parse_db_url("POSTGRES://h/d", source="--db") == "postgres://h/d"  # libpq: lower
     for url in ("me@corp/x.db", "postgres:h/d", "ftp:/x", "postgresql://u:a b@h/d"):
         with pytest.raises(UsageError):
             parse_db_url(url, source="--db")
@@ -97,3 +107,14 @@ def test_mask_hides_any_password_shape() -> None:
     assert mask("see http://u:x:y@h/d and v:w@h2") == "see http://u:***@h/d and v:***@h2"
     assert mask("postgresql://u@h/d") == "postgresql://u@h/d"
     assert mask("groove: note: Page 3: never used") == "groove: note: Page 3: never used"
+
+
+def test_mask_is_linear_on_long_lines() -> None:
+    """Every stderr line passes through `mask`: a long query or path quoted in a warning must
+    not stall it (a regular expression over `user:pw@` once took seconds on 10,000 characters)."""
+    import time
+
+    started = time.perf_counter()
+    for line in ("a:" * 100_000, "a:/" * 70_000 + "@", "x:y@z " * 40_000, "@" * 200_000):
+        mask(line)
+    assert time.perf_counter() - started < 2.0

@@ -5,6 +5,8 @@ a FIFO nobody reads never hangs eval."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import pytest
 from groove_cli.errors import GrooveError, UsageError
 from groove_cli.outfile import output_kind, write_output
 from groove_cli.render.markdown import append_step_summary
-from tests.test_eval_cli import invoke
+from tests.test_eval_cli import invoke, toml_config
 
 
 def test_regular_file_is_replaced_atomically_keeping_its_mode(tmp_path: Path) -> None:
@@ -112,3 +114,23 @@ def test_eval_refuses_bad_output_paths_before_running(tmp_path: Path) -> None:
         assert result.stderr.startswith(f"groove: error: {flag} {path} is a ")
         assert "Traceback" not in result.output
     assert victim.read_text(encoding="utf-8") == "keep\n" and link.is_symlink()
+
+
+def test_eval_with_a_fifo_step_summary_does_not_hang(
+        golden_index: tuple[Path, Path], real_models_dir: Path, tmp_path: Path) -> None:
+    """The whole command, in a child process with a deadline: a FIFO nobody reads as
+    $GITHUB_STEP_SUMMARY is a warning and eval finishes (it used to block for ever)."""
+    kb, db = golden_index
+    fifo = tmp_path / "summary"
+    os.mkfifo(fifo)
+    config = tmp_path / "groove.toml"
+    config.write_text(toml_config(real_models_dir), encoding="utf-8")
+    env = {**os.environ, "GITHUB_STEP_SUMMARY": str(fifo), "GROOVE_OFFLINE": "1",
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "groove_cli", "--config", str(config), "--db", str(db), "eval",
+         "--kb-path", str(kb), "--no-history", "--mode", "fts", "--format", "json"],
+        env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "groove: warning: cannot append to $GITHUB_STEP_SUMMARY" in proc.stderr
+    assert "no process is reading" in proc.stderr
