@@ -26,7 +26,7 @@ from groove_cli.dbfile import damaged, quarantine, remove_snapshot_leftovers
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import GrooveError, IndexMismatch
 from groove_cli.failures import check_index_file
-from groove_cli.integrity import damage_of
+from groove_cli.integrity import REBUILD_KEY, damage_of, refuse_damaged
 from groove_cli.models import ResolvedModel, resolve_model
 from groove_cli.runtime_model import RuntimeModel, runtime_model, warn_digest
 from groove_cli.scan import (
@@ -252,6 +252,8 @@ class Indexer:
                     self._verbose("  removed the temporary files of an interrupted snapshot write")
                 if opt.force:
                     self._set_aside_if_damaged()
+                else:
+                    refuse_damaged(opt.db)
             store = open_writer(opt.db)
             try:
                 self._run(store)
@@ -309,6 +311,7 @@ class Indexer:
                     "kb_path": kb_abs,
                     "context_mode": desired,
                     "groove_version": __version__,
+                    REBUILD_KEY: utc_now(),
                 })
                 mode = desired
             else:
@@ -350,7 +353,7 @@ class Indexer:
                                     store.document_count(), store.chunk_count()):
                     store.optimize_fts()
                 store.set_meta({"chunker_fingerprint": fingerprint, "last_indexed": utc_now(),
-                                "groove_version": __version__})
+                                "groove_version": __version__, REBUILD_KEY: ""})
         if isinstance(store, Store) and isinstance(opt.db, Path):
             refresh_snapshot(store, opt.db)
         elif not isinstance(store, Store) and not self.interrupted:

@@ -77,8 +77,9 @@ def snapshot_findings(store: Store, db: Path) -> list[Finding]:
     if same:
         return []
     return [Finding("vector-snapshot-mismatch", "error",
-                    "the vector snapshot carries the index's stamp but not its vectors", 1,
-                    (f"{db.name}.vectors.npy",), "groove index --force")]
+                    "the vector snapshot carries the index's stamp but not its vectors (damaged "
+                    "or out of date); searches do not use it", 1,
+                    (f"{db.name}.vectors.npy",), "groove index (rewrites the snapshot)")]
 
 
 def leftover_findings(db: Path) -> list[Finding]:
@@ -103,9 +104,11 @@ def history_findings(kb: Path) -> list[Finding]:
                     "pass --no-history")]
 
 
-def damage_of(db: Path) -> str | None:
-    """Why the index file at `db` is damaged (SQLite's quick_check, FTS5's check included),
-    or None when it is sound, absent, or merely of an older schema."""
+def damage_of(db: Path, *, thorough: bool = True) -> str | None:
+    """Why the index file at `db` is damaged, or None when it is sound, absent, or merely of
+    an older schema. `thorough`: SQLite's quick_check, FTS5's content check included (what
+    `index --force` runs before setting a file aside); else only its length and the pages
+    and b-trees of its tables (`Store.page_problems`, what every plain `index` runs)."""
     from groove_cli.dbfile import damage_error
     from groove_cli.errors import GrooveError
 
@@ -114,7 +117,8 @@ def damage_of(db: Path) -> str | None:
     try:
         store = Store.open_readonly(db)
         try:
-            problems = store.file_problems(quick=True, limit=3)
+            problems = (store.file_problems(quick=True, limit=3) if thorough
+                        else store.page_problems(limit=3))
         finally:
             store.close()
     except DamagedIndex as exc:
@@ -127,3 +131,29 @@ def damage_of(db: Path) -> str | None:
             raise
         return damaged.message
     return "; ".join(problems) if problems else None
+
+
+def refuse_damaged(db: Path) -> None:
+    """A plain `index` on a damaged file stops before writing anything (writing would extend
+    a cut file, or build on damaged pages and print `Done`): the damaged-index error, whose
+    hint names `groove index --force`."""
+    from groove_cli.dbfile import damaged
+
+    reason = damage_of(db, thorough=False)
+    if reason is not None:
+        raise damaged(reason)
+
+
+REBUILD_KEY = "rebuild_started"
+"""`index_meta` key a full build (`index --force`, or the first run) sets when it wipes the
+index and clears (to "") when a run finishes uninterrupted: set, the index holds only part of
+the KB, and reading commands say so instead of answering from it silently."""
+
+
+def incomplete_rebuild(meta: dict[str, str], db: object, kb_hint: str) -> str | None:
+    """The warning for an index whose full build never finished, else None."""
+    if not meta.get(REBUILD_KEY):
+        return None
+    return (f"the index at {db} is incomplete: a full build (`groove index --force`, or the "
+            f"first `groove index`) stopped before it finished, so results cover only the notes "
+            f"indexed so far; run `groove index --kb-path {kb_hint}` to finish it")

@@ -26,6 +26,7 @@ from groove_cli import config, messages
 from groove_cli.config import Settings
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import ModelError
+from groove_cli.integrity import incomplete_rebuild
 from groove_cli.retrieve.filters import FilterSpec, compile_filters, filter_applied
 from groove_cli.retrieve.legs import (
     Knn,
@@ -105,6 +106,9 @@ class Searcher:
             if kb is not None and recorded_kb and recorded_kb != str(kb.resolve()):
                 messages.warning(f"the index at {db} was built from {recorded_kb}, "
                                  f"not {kb.resolve()}")
+            unfinished = incomplete_rebuild(meta, db, recorded_kb or kb_hint)
+            if unfinished is not None:
+                messages.warning(unfinished)
             declared = store.vec_dim()
             try:
                 runtime = runtime_model(meta, model, max_length, models_dir)
