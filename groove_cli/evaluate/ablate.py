@@ -37,6 +37,7 @@ from groove_cli.evaluate.runner import (
     compile_golden,
     eval_params,
     hit_records,
+    judged_queries,
     load_golden_set,
 )
 from groove_cli.retrieve.params import SearchParams
@@ -44,6 +45,10 @@ from groove_cli.retrieve.query import CompiledQuery
 from groove_cli.retrieve.searcher import Batch, Searcher, extra_readers
 
 Shape = Callable[[CompiledQuery], CompiledQuery]
+
+ONE_QUERY = ("--ablate over 1 judged query: each confidence interval is a single point (that "
+             "query's change), so neither \"significantly worse\" nor \"not worse\" means "
+             "anything; add judged queries to the golden file")
 
 
 def _same(query: CompiledQuery) -> CompiledQuery:
@@ -117,6 +122,8 @@ def run_ablation(req: EvalRequest) -> dict[str, Any]:
                          "--trec-run or --fail-on-regression")
     s = req.settings
     golden = load_golden_set(s, req.kb, req.golden, req.topics)
+    if judged_queries(golden) == 1:
+        messages.warning(ONE_QUERY)
     params = eval_params(req)
     metric = req.gate_metric or default_metric(req.k_values)
     searcher = Searcher.from_settings(s, req.db, req.kb, reranker=req.reranker)

@@ -16,7 +16,7 @@ from pathlib import Path
 from groove_cli import messages
 from groove_cli.config import MAX_LIMIT, Settings
 from groove_cli.dburl import IndexLocation
-from groove_cli.errors import UsageError
+from groove_cli.errors import GoldenError, UsageError
 from groove_cli.evaluate import history
 from groove_cli.evaluate.baseline import gate_comparison, load_baseline, save_baseline
 from groove_cli.evaluate.corpus import corpus_block, corpus_digest
@@ -170,6 +170,20 @@ def load_golden_set(settings: Settings, kb: Path, explicit: Path | None,
     return golden
 
 
+def judged_queries(golden: GoldenSet) -> int:
+    """How many golden queries count in the metrics: those with an entry of grade >= 1.
+    None is a golden error for eval and --ablate: every mean would be 0.000 and every
+    comparison "not worse", measuring nothing."""
+    judged = sum(1 for q in golden.queries if any(e.grade > 0 for e in q.expected))
+    if judged == 0:
+        raise GoldenError(
+            f"golden file {golden.path} has no judged query: every expected list is empty or "
+            "holds only grade 0, so there is nothing to measure",
+            hint="give at least one query an expected entry of grade 1 or more (grade 1 when "
+                 "absent)")
+    return judged
+
+
 def golden_index_warnings(store: IndexReader, golden: GoldenSet) -> None:
     """A warning per expected entry whose path or heading the index lacks (eval.md §1)."""
     headings = store.headings_by_path()
@@ -204,6 +218,7 @@ def run_eval(req: EvalRequest) -> EvalReport:
         raise UsageError("k = 0 measures nothing (recall@0 and nDCG@0 are always 0)",
                          hint="use cut-offs >= 1 in --k or [eval].k_values, e.g. --k 1,5,10")
     golden = load_golden_set(s, req.kb, req.golden, req.topics)
+    judged_queries(golden)
     # a damaged baseline is a usage error before any search (eval.md §11)
     reference = None if req.baseline is None else load_baseline(
         req.baseline, req.gate_metric or default_metric(req.k_values))
