@@ -56,16 +56,17 @@ def snapshot_findings(store: Store, db: Path) -> list[Finding]:
     """The vector snapshot beside the index: of this index and this state, and equal to it."""
     import numpy as np
 
-    from groove_cli.vectors import SnapshotStamp, VectorSnapshot, read_stamp
+    from groove_cli.vectors import SnapshotStamp, VectorSnapshot, has_checksum, read_stamp
 
     stamp = read_stamp(db)
     dim = store.vec_dim()
     if stamp is None or dim is None:
         return []
     current = SnapshotStamp.of(store)
-    if stamp != current:
+    if stamp != current or not has_checksum(db):
         what = ("another index" if stamp.index_id != current.index_id
-                else "an older state of this index")
+                else "an older state of this index" if stamp != current
+                else "an older groove (without a checksum)")
         return [Finding("stale-vector-snapshot", "warning",
                         f"the vector snapshot beside the index was written from {what}; "
                         "searches ignore it and read the index instead (slower)", 1,

@@ -58,6 +58,15 @@ def _stamp_in(written: dict[str, object]) -> SnapshotStamp:
     return SnapshotStamp(str(written["index_id"]), str(written["vectors_version"]))
 
 
+def has_checksum(db: Path) -> bool:
+    """Whether the snapshot's stamp carries a checksum (one written before checksums were
+    recorded is out of date, not damaged)."""
+    try:
+        return "crc32" in json.loads(_paths(db)[2].read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
+        return False
+
+
 def read_stamp(db: Path) -> SnapshotStamp | None:
     """The stamp of the snapshot beside `db`; None when there is none or it cannot be read."""
     try:

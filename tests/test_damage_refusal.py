@@ -74,6 +74,24 @@ def test_a_damaged_snapshot_with_its_stamp_intact_is_not_used_and_index_rewrites
     assert doctor_checks(groove) == (0, [])
 
 
+def test_a_snapshot_from_before_checksums_is_stale_not_damaged(groove: Groove) -> None:  # noqa: F811
+    # an index written by an older groove: the same stamp, no checksum; searches read the
+    # index instead, doctor says the snapshot is out of date (a warning) and index rewrites it
+    indexed_sample(groove)
+    stamp_path = groove.db.with_name(groove.db.name + ".vectors.json")
+    document = json.loads(stamp_path.read_text(encoding="utf-8"))
+    del document["crc32"]
+    stamp_path.write_text(json.dumps(document), encoding="utf-8")
+    stamp, dim = _current(groove.db)
+    assert VectorSnapshot.load(groove.db, stamp, dim) is None
+    result = groove.run("doctor", "--kb-path", str(groove.kb))
+    assert "[warning] stale-vector-snapshot: the vector snapshot beside the index was written " \
+           "from an older groove (without a checksum)" in result.stdout
+    ok(groove.index())
+    assert "crc32" in json.loads(stamp_path.read_text(encoding="utf-8"))
+    assert doctor_checks(groove) == (0, [])
+
+
 # --------------------------------------------------------------------------- item 5
 
 
