@@ -23,7 +23,7 @@ from groove_cli.dbfile import damaged, quarantine, remove_snapshot_leftovers
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import GrooveError, IndexMismatch
 from groove_cli.failures import check_index_file
-from groove_cli.integrity import damage_of
+from groove_cli.integrity import damage_of, refuse_damaged
 from groove_cli.models import ResolvedModel, resolve_model
 from groove_cli.runtime_model import RuntimeModel, runtime_model, warn_digest
 from groove_cli.scan import (
@@ -34,7 +34,7 @@ from groove_cli.scan import (
     decode_source,
     read_source,
 )
-from groove_cli.store import Store, open_writer, utc_now
+from groove_cli.store import REBUILD_KEY, Store, open_writer, utc_now
 from groove_cli.text import printable
 from groove_cli.types import (
     ChunkRow,
@@ -257,6 +257,8 @@ class Indexer:
                     self._verbose("  removed the temporary files of an interrupted snapshot write")
                 if opt.force:
                     self._set_aside_if_damaged()
+                else:
+                    refuse_damaged(opt.db)
             store = open_writer(opt.db)
             try:
                 self._run(store)
@@ -315,6 +317,7 @@ class Indexer:
                     "kb_path": kb_abs,
                     "context_mode": desired,
                     "groove_version": __version__,
+                    REBUILD_KEY: utc_now(),
                 })
                 mode = desired
             else:
@@ -352,7 +355,7 @@ class Indexer:
                 if worth_optimizing(self.updated + self.renamed + self.deleted,
                                     store.document_count(), store.chunk_count()):
                     store.optimize_fts()
-                store.set_meta({"chunker_fingerprint": fingerprint})
+                store.set_meta({"chunker_fingerprint": fingerprint, REBUILD_KEY: ""})
         self.text_ready_ms = int((time.monotonic() - self.started) * 1000)
         pending = store.pending_vectors()
         if not self.interrupted and pending:

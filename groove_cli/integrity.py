@@ -76,16 +76,17 @@ def snapshot_findings(store: Store, db: Path) -> list[Finding]:
     """The vector snapshot beside the index: of this index and this state, and equal to it."""
     import numpy as np
 
-    from groove_cli.vectors import SnapshotStamp, VectorSnapshot, read_stamp
+    from groove_cli.vectors import SnapshotStamp, VectorSnapshot, has_checksum, read_stamp
 
     stamp = read_stamp(db)
     dim = store.vec_dim()
     if stamp is None or dim is None:
         return []
     current = SnapshotStamp.of(store)
-    if stamp != current:
+    if stamp != current or not has_checksum(db):
         what = ("another index" if stamp.index_id != current.index_id
-                else "an older state of this index")
+                else "an older state of this index" if stamp != current
+                else "an older groove (without a checksum)")
         return [Finding("stale-vector-snapshot", "warning",
                         f"the vector snapshot beside the index was written from {what}; "
                         "searches ignore it and read the index instead (slower)", 1,
@@ -97,8 +98,9 @@ def snapshot_findings(store: Store, db: Path) -> list[Finding]:
     if same:
         return []
     return [Finding("vector-snapshot-mismatch", "error",
-                    "the vector snapshot carries the index's stamp but not its vectors", 1,
-                    (f"{db.name}.vectors.npy",), "groove index --force")]
+                    "the vector snapshot carries the index's stamp but not its vectors (damaged "
+                    "or out of date); searches do not use it", 1,
+                    (f"{db.name}.vectors.npy",), "groove index (rewrites the snapshot)")]
 
 
 def leftover_findings(db: Path) -> list[Finding]:
@@ -123,9 +125,11 @@ def history_findings(kb: Path) -> list[Finding]:
                     "pass --no-history")]
 
 
-def damage_of(db: Path) -> str | None:
-    """Why the index file at `db` is damaged (SQLite's quick_check, FTS5's check included),
-    or None when it is sound, absent, or merely of an older schema."""
+def damage_of(db: Path, *, thorough: bool = True) -> str | None:
+    """Why the index file at `db` is damaged, or None when it is sound, absent, or merely of
+    an older schema. `thorough`: SQLite's quick_check, FTS5's content check included (what
+    `index --force` runs before setting a file aside); else only its length and the pages
+    and b-trees of its tables (`Store.page_problems`, what every plain `index` runs)."""
     from groove_cli.dbfile import damage_error
     from groove_cli.errors import GrooveError
 
@@ -134,7 +138,8 @@ def damage_of(db: Path) -> str | None:
     try:
         store = Store.open_readonly(db)
         try:
-            problems = store.file_problems(quick=True, limit=3)
+            problems = (store.file_problems(quick=True, limit=3) if thorough
+                        else store.page_problems(limit=3))
         finally:
             store.close()
     except DamagedIndex as exc:
@@ -147,3 +152,14 @@ def damage_of(db: Path) -> str | None:
             raise
         return damaged.message
     return "; ".join(problems) if problems else None
+
+
+def refuse_damaged(db: Path) -> None:
+    """A plain `index` on a damaged file stops before writing anything (writing would extend
+    a cut file, or build on damaged pages and print `Done`): the damaged-index error, whose
+    hint names `groove index --force`."""
+    from groove_cli.dbfile import damaged
+
+    reason = damage_of(db, thorough=False)
+    if reason is not None:
+        raise damaged(reason)

@@ -3,13 +3,17 @@
 sqlite-vec's `vec0` stays the source of truth; its scan costs ~0.65 µs per row, far slower than
 one numpy matrix product over the same float32 vectors. `index` writes the snapshot next to the
 database after each run, stamped with the index's identity (`index_id`, random, written when
-the file is created) and its `vectors_version` counter; a reader uses it only when both match,
-and otherwise falls back to an in-memory copy (batches) or plain vec0 KNN.
+the file is created) and its `vectors_version` counter, and a CRC-32 of its arrays; a reader
+uses it only when both match and the arrays still have that checksum (a snapshot damaged on disk
+with its stamp intact is never used), and otherwise falls back to an in-memory copy (batches) or
+plain vec0 KNN. CRC-32 (zlib) because the check runs on every cold load: it reads at memory
+speed, far faster than a cryptographic hash, and it only has to catch damage, not forgery.
 """
 
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +80,15 @@ def _stamp_in(written: dict[str, object]) -> SnapshotStamp:
     return SnapshotStamp(str(written["index_id"]), str(written["vectors_version"]))
 
 
+def has_checksum(db: Path) -> bool:
+    """Whether the snapshot's stamp carries a checksum (one written before checksums were
+    recorded is out of date, not damaged)."""
+    try:
+        return "crc32" in json.loads(_paths(db)[2].read_text(encoding="utf-8"))
+    except (OSError, ValueError, TypeError):
+        return False
+
+
 def read_stamp(db: Path) -> SnapshotStamp | None:
     """The stamp of the snapshot beside `db`; None when there is none or it cannot be read."""
     try:
@@ -121,6 +134,13 @@ class VectorSnapshot:
         matrix = np.ascontiguousarray(matrix[order], dtype=np.float32)
         return cls(np.asarray(ids, dtype=np.int64)[keep][order], matrix, duplicate_rows(matrix))
 
+    def checksum(self) -> int:
+        """CRC-32 of the matrix, the ids and the duplicate pairs, as they sit in memory."""
+        crc = 0
+        for array in (self.matrix, self.ids, self.duplicates):
+            crc = zlib.crc32(np.ascontiguousarray(array).data, crc)
+        return crc
+
     def save(self, db: Path, stamp: SnapshotStamp) -> None:
         """Write atomically: the stamp removed first, data files, the stamp last."""
         matrix_path, ids_path, stamp_path = _paths(db)
@@ -128,11 +148,12 @@ class VectorSnapshot:
                      {"index_id": stamp.index_id, "vectors_version": stamp.vectors_version,
                       "rows": int(self.ids.shape[0]),
                       "dim": int(self.matrix.shape[1]) if self.matrix.ndim == 2 else 0,
-                      "duplicates": self.duplicates.tolist()})
+                      "duplicates": self.duplicates.tolist(), "crc32": self.checksum()})
 
     @classmethod
     def load(cls, db: Path, stamp: SnapshotStamp, dim: int) -> VectorSnapshot | None:
-        """Memory-map the snapshot when its stamp matches the index; else None."""
+        """Memory-map the snapshot when its stamp matches the index and its arrays their
+        checksum; else None (a snapshot without a checksum, from an older groove, included)."""
         matrix_path, ids_path, stamp_path = _paths(db)
         try:
             written = json.loads(stamp_path.read_text(encoding="utf-8"))
@@ -141,12 +162,14 @@ class VectorSnapshot:
             matrix = np.load(matrix_path, mmap_mode="r")
             ids = np.load(ids_path)
             duplicates = np.asarray(written["duplicates"], dtype=np.int64).reshape(-1, 2)
+            crc = written["crc32"]
         except (OSError, ValueError, KeyError, TypeError):
             return None
         if matrix.shape != (ids.shape[0], dim) or (
                 duplicates.size and not (duplicates.min() >= 0 and duplicates.max() < ids.shape[0])):
             return None
-        return cls(ids, matrix, duplicates)
+        loaded = cls(ids, matrix, duplicates)
+        return loaded if type(crc) is int and loaded.checksum() == crc else None
 
     def distances(self, queries: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Cosine distances, shape (n_queries, rows); one matrix product for a whole batch."""

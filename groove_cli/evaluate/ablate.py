@@ -23,7 +23,7 @@ import numpy as np
 
 from groove_cli import messages
 from groove_cli.errors import UsageError
-from groove_cli.evaluate.golden import load_golden_set
+from groove_cli.evaluate.golden import judged_queries, load_golden_set
 from groove_cli.evaluate.history import is_judged
 from groove_cli.evaluate.metrics import score_query
 from groove_cli.evaluate.paired import (
@@ -37,6 +37,10 @@ from groove_cli.evaluate.runner import EvalRequest, compile_golden, eval_params,
 from groove_cli.retrieve.legs import registered
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.searcher import Batch, Searcher, extra_readers
+
+ONE_QUERY = ("--ablate over 1 judged query: each confidence interval is a single point (that "
+             "query's change), so neither \"significantly worse\" nor \"not worse\" means "
+             "anything; add judged queries to the golden file")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,8 @@ def run_ablation(req: EvalRequest) -> dict[str, Any]:
                          "--trec-run or --fail-on-regression")
     s = req.settings
     golden = load_golden_set(s, req.kb, req.golden, req.topics)
+    if judged_queries(golden) == 1:
+        messages.warning(ONE_QUERY)
     params = eval_params(req)
     metric = req.gate_metric or default_metric(req.k_values)
     searcher = Searcher.from_settings(s, req.db, req.kb, reranker=req.reranker)

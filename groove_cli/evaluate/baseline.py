@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,11 +131,6 @@ def load_baseline(path: Path, metric: str | None = None) -> Run:
     return run
 
 
-def _finite(value: object) -> bool:
-    return (not isinstance(value, bool) and isinstance(value, int | float)
-            and math.isfinite(float(value)))
-
-
 def check_run(run: Mapping[str, Any]) -> None:
     """Check that a run has everything a paired comparison reads; ValueError naming the spot."""
     for name, kind in history.RUN_MEMBERS:
@@ -161,16 +155,8 @@ def check_run(run: Mapping[str, Any]) -> None:
         seen.add(entry["id"])
         if not isinstance(entry.get("expected"), list):
             raise ValueError(f"{where}.expected is not a list")
-        metrics = entry.get("metrics")
-        if not isinstance(metrics, dict) or not _finite(metrics.get("reciprocal_rank")):
-            raise ValueError(f"{where}.metrics.reciprocal_rank is missing or not a number")
-        for block in ("recall_at_k", "ndcg_at_k"):
-            values = metrics.get(block)
-            if not isinstance(values, dict):
-                raise ValueError(f"{where}.metrics.{block} is missing")
-            for k in k_values:
-                if not _finite(values.get(str(k))):
-                    raise ValueError(f"{where}.metrics.{block}.{k} is missing or not a number")
+        history.check_query_metrics(entry, where, required=True, k_values=k_values)
+    history.check_aggregate(run["aggregate"], "aggregate")
 
 
 def _flatten(fingerprint: Mapping[str, Any]) -> dict[str, object]:

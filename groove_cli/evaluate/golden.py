@@ -506,6 +506,20 @@ def load_golden_set(settings: Settings, kb: Path, explicit: Path | None,
     return golden
 
 
+def judged_queries(golden: GoldenSet) -> int:
+    """How many golden queries count in the metrics: those with an entry of grade >= 1.
+    None is a golden error for eval and --ablate: every mean would be 0.000 and every
+    comparison "not worse", measuring nothing."""
+    judged = sum(1 for q in golden.queries if any(e.grade > 0 for e in q.expected))
+    if judged == 0:
+        raise GoldenError(
+            f"golden file {golden.path} has no judged query: every expected list is empty or "
+            "holds only grade 0, so there is nothing to measure",
+            hint="give at least one query an expected entry of grade 1 or more (grade 1 when "
+                 "absent)")
+    return judged
+
+
 def golden_index_warnings(store: IndexReader, golden: GoldenSet) -> None:
     """A warning per expected entry whose path or heading the index lacks (eval.md §1)."""
     headings = store.headings_by_path()

@@ -126,22 +126,59 @@ def _parse_runs(raw: bytes) -> list[Run]:
         for name, kind in RUN_MEMBERS:
             if not isinstance(run.get(name), kind):
                 raise ValueError(f"runs[{i}].{name} is missing or of the wrong type")
-        _check_aggregate(run["aggregate"], f"runs[{i}].aggregate")
+        check_aggregate(run["aggregate"], f"runs[{i}].aggregate")
+        for j, entry in enumerate(run["per_query"]):
+            check_query_metrics(entry, f"runs[{i}].per_query[{j}]", required=False)
     return runs
 
 
-def _check_aggregate(block: Mapping[str, Any], where: str) -> None:
-    """A stored run's metrics must be numbers: a damaged value compared against a new run
-    would crash eval or pass for a regression (exit 1), so it makes the file unparseable."""
-    if _number(block.get("mrr")) is None:
-        raise ValueError(f"{where}.mrr is missing or not a number")
+METRIC_RANGE = "a number from 0 to 1"
+
+
+def metric_number(value: object) -> float | None:
+    """A stored metric (recall, reciprocal rank, nDCG: each in [0, 1]) as a float; None for
+    anything else (missing, not a number, NaN, infinite, out of range)."""
+    number = _number(value)
+    return number if number is not None and 0.0 <= number <= 1.0 else None
+
+
+def check_query_metrics(entry: object, where: str, *, required: bool,
+                        k_values: Sequence[int] = ()) -> None:
+    """One stored query's metrics are each a number in [0, 1]; ValueError naming the spot.
+    `required`: its reciprocal rank and its recall and nDCG at every k of `k_values` must be
+    there (what a paired comparison reads); else only the values present are checked."""
+    metrics = entry.get("metrics") if isinstance(entry, dict) else None
+    if not isinstance(metrics, dict):
+        if required:
+            raise ValueError(f"{where}.metrics is missing")
+        return
+    if (("reciprocal_rank" in metrics or required)
+            and metric_number(metrics.get("reciprocal_rank")) is None):
+        raise ValueError(f"{where}.metrics.reciprocal_rank is missing or not {METRIC_RANGE}")
+    for block in ("recall_at_k", "ndcg_at_k"):
+        values = metrics.get(block)
+        if not isinstance(values, dict):
+            if required or values is not None:
+                raise ValueError(f"{where}.metrics.{block} is missing")
+            continue
+        keys = [str(k) for k in k_values] if required else list(values)
+        for k in keys:
+            if metric_number(values.get(k)) is None:
+                raise ValueError(f"{where}.metrics.{block}.{k} is missing or not {METRIC_RANGE}")
+
+
+def check_aggregate(block: Mapping[str, Any], where: str) -> None:
+    """A stored run's metrics must be numbers in [0, 1]: a damaged value compared against a new
+    run would crash eval or pass for a regression (exit 1), so it makes the file unparseable."""
+    if metric_number(block.get("mrr")) is None:
+        raise ValueError(f"{where}.mrr is missing or not {METRIC_RANGE}")
     for name in ("recall_at_k", "ndcg_at_k"):
         values = block.get(name)
         if not isinstance(values, dict):
             raise ValueError(f"{where}.{name} is missing or not an object")
         for k, value in values.items():
-            if _number(value) is None:
-                raise ValueError(f"{where}.{name}.{k} is not a number")
+            if metric_number(value) is None:
+                raise ValueError(f"{where}.{name}.{k} is not {METRIC_RANGE}")
 
 
 def _serialise(runs: Sequence[Run]) -> bytes:

@@ -25,6 +25,7 @@ from groove_cli.evaluate.fingerprint import FingerprintInputs, build_fingerprint
 from groove_cli.evaluate.golden import (
     GoldenSet,
     golden_index_warnings,
+    judged_queries,
     load_golden_set,
 )
 from groove_cli.evaluate.metrics import HitRecord, QueryMetrics, score_query
@@ -139,6 +140,7 @@ def run_eval(req: EvalRequest) -> EvalReport:
         if target is not None:
             output_kind(target, flag)
     golden = load_golden_set(s, req.kb, req.golden, req.topics)
+    judged_queries(golden)
     # a damaged baseline is a usage error before any search (eval.md §11)
     reference = None if req.baseline is None else load_baseline(
         req.baseline, req.gate_metric or default_metric(req.k_values))

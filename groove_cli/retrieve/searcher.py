@@ -42,7 +42,7 @@ from groove_cli.retrieve.pipeline import SearchResult, pool_sizes, search
 from groove_cli.retrieve.query import CompiledQuery
 from groove_cli.retrieve.rerank import Reranker
 from groove_cli.runtime_model import RuntimeModel, recorded_model, runtime_model, warn_digest
-from groove_cli.store import Store, open_reader, put_cache
+from groove_cli.store import Store, incomplete_rebuild, open_reader, put_cache
 
 if TYPE_CHECKING:
     import numpy as np
@@ -107,6 +107,9 @@ class Searcher:
             if kb is not None and recorded_kb and recorded_kb != str(kb.resolve()):
                 messages.warning(f"the index at {db} was built from {recorded_kb}, "
                                  f"not {kb.resolve()}")
+            unfinished = incomplete_rebuild(meta, db, recorded_kb or kb_hint)
+            if unfinished is not None:
+                messages.warning(unfinished)
             declared = store.vec_dim()
             try:
                 runtime = runtime_model(meta, model, max_length, models_dir)

@@ -31,6 +31,20 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from groove_cli.store.postgres import PgStore
+REBUILD_KEY = "rebuild_started"
+"""`index_meta` key a full build (`index --force`, or the first run) sets when it wipes the
+index and clears (to "") when a run finishes uninterrupted: set, the index holds only part of
+the KB, and reading commands say so instead of answering from it silently."""
+
+
+def incomplete_rebuild(meta: dict[str, str], db: object, kb_hint: str) -> str | None:
+    """The warning for an index whose full build never finished, else None."""
+    if not meta.get(REBUILD_KEY):
+        return None
+    return (f"the index at {db} is incomplete: a full build (`groove index --force`, or the "
+            f"first `groove index`) stopped before it finished, so results cover only the notes "
+            f"indexed so far; run `groove index --kb-path {kb_hint}` to finish it")
+
 
 def open_reader(db: IndexLocation, kb_hint: str = "<path>") -> Store | PgStore:
     """The index at `db`, opened for reading (never created or migrated)."""
@@ -63,12 +77,14 @@ __all__ = [
     "MIN_SQLITE",
     "MIN_SQLITE_VEC",
     "QUERY_CACHE_MAX_ROWS",
+    "REBUILD_KEY",
     "SCHEMA_VERSION",
     "IndexReader",
     "IntegrityReport",
     "Store",
     "cache_put",
     "check_runtime",
+    "incomplete_rebuild",
     "open_reader",
     "open_writer",
     "put_cache",
