@@ -31,10 +31,10 @@ from groove_cli.errors import GrooveError
 from groove_cli.evaluate import history
 from groove_cli.evaluate.fingerprint import DEFAULT_MODE
 from groove_cli.evaluate.golden import RefusedFile, read_regular_file
+from groove_cli.evaluate.metrics import METRICS, metric_label
 from groove_cli.evaluate.paired import (
     PairedDelta,
     default_metric,
-    metric_label,
     paired_delta,
     run_has_metric,
     significantly_worse,
@@ -159,10 +159,14 @@ def check_run(run: Mapping[str, Any]) -> None:
         seen.add(entry["id"])
         if not isinstance(entry.get("expected"), list):
             raise ValueError(f"{where}.expected is not a list")
-        metrics = entry.get("metrics")
-        if not isinstance(metrics, dict) or not _finite(metrics.get("reciprocal_rank")):
-            raise ValueError(f"{where}.metrics.reciprocal_rank is missing or not a number")
-        for block in ("recall_at_k", "ndcg_at_k"):
+        found = entry.get("metrics")
+        metrics = found if isinstance(found, dict) else {}
+        for metric in sorted(METRICS, key=lambda m: m.at_k):  # whole-list metrics first
+            block = metric.query_key
+            if not metric.at_k:
+                if not _finite(metrics.get(block)):
+                    raise ValueError(f"{where}.metrics.{block} is missing or not a number")
+                continue
             values = metrics.get(block)
             if not isinstance(values, dict):
                 raise ValueError(f"{where}.metrics.{block} is missing")
