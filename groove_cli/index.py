@@ -48,18 +48,19 @@ if TYPE_CHECKING:
 
 # Files are embedded together until their chunks fill this many model batches, so batches stay
 # full even when notes are short; each file is still written in its own transaction. The group
-# is sorted by token length before it is cut into batches: on JSQuAD, groups of 512 inputs cost
-# 19 % more CPU than one global sort, groups of 2,048 6 % (bench_index.py); at 4,096 a
-# collection that size is one group. Ctrl-C is still noticed between model batches, and each
+# is sorted by token length before it is cut into batches: smaller groups cost more CPU than
+# one global sort (bench/results/code-notes.md#embed-groups); at 4,096 inputs a collection of
+# JSQuAD's size is one group. Ctrl-C is still noticed between model batches, and each
 # file is committed as soon as its last chunk is embedded: an interrupt loses only the
 # embeddings of files not finished yet, never a document's rows.
 EMBED_GROUP_BATCHES = 16
 
 # Each write transaction adds a segment to both full-text indexes and FTS5's automerge leaves
 # several per level, each one probed by every query term. Merging them (FTS5 'optimize')
-# made 1,000 JSQuAD trigram queries run in 0.21 s instead of 0.93 s, with identical results.
-# It rewrites the whole full-text index (about 3 s at 100,000 chunks; a no-op when already
-# merged), so a run does it when the index is small or the run changed a fair share of it.
+# makes queries several times faster with identical results
+# (bench/results/code-notes.md#fts-optimize). It rewrites the whole full-text index (seconds
+# at 100,000 chunks; a no-op when already merged), so a run does it when the index is small or
+# the run changed a fair share of it.
 OPTIMIZE_ALWAYS_UP_TO_CHUNKS = 20_000
 OPTIMIZE_CHANGED_SHARE = 0.01
 
