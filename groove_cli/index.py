@@ -163,8 +163,8 @@ def kb_mismatch_text(db: IndexLocation, recorded: str, kb: Path) -> str:
 
 def embedding_input(chunk: ChunkDraft, static: bool) -> str:
     """The text embedded for a chunk (index.md §4), before the model's passage prefix."""
-    if static and chunk.context and chunk.context.strip():
-        return f"{chunk.context}\n\n{chunk.content}"
+    if static and chunk.context_text and chunk.context_text.strip():
+        return f"{chunk.context_text}\n\n{chunk.content}"
     if not chunk.content and chunk.heading:
         return chunk.heading
     return chunk.content
@@ -177,7 +177,7 @@ def _same_chunks(stored: Sequence[ChunkRow], parsed: Sequence[ChunkDraft], stati
         if (old.heading, old.level, old.ancestry, old.content) != (
             new.heading, new.level, new.ancestry, new.content):
             return False
-        if static and old.context_text != new.context:
+        if static and old.context_text != new.context_text:
             return False
     return True
 
@@ -570,7 +570,7 @@ class Indexer:
             return
         rows = [
             ChunkRow(c.chunk_index, c.heading, c.level, c.ancestry, c.content,
-                     c.context if static else None, tokens, c.quality_score, c.line_start,
+                     c.context_text if static else None, tokens, c.quality_score, c.line_start,
                      c.line_end)
             for c, tokens in zip(item.parsed.chunks, item.token_counts, strict=True)
         ]
