@@ -70,6 +70,9 @@ def test_scalar_and_vectorised_forms_agree(metric: Metric, drawn: list[tuple[str
     binary = [Expected(e.path, e.heading, 1) for e in relevant]
     assert vectorised_values(metric, relevant, hits, k_values, graded=False) == \
         scalar_values(metric, binary, hits, k_values)
+    if not metric.graded:  # a binary metric ignores the grades
+        assert scalar_values(metric, relevant, hits, k_values) == \
+            scalar_values(metric, binary, hits, k_values)
 
 
 def test_graded_ndcg_differs_from_binary_on_a_graded_example() -> None:

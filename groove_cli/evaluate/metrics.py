@@ -53,10 +53,6 @@ class QueryMetrics:
             return self.at_k[metric.name][k]
         return self.whole[metric.name]
 
-    def flat(self, k_values: Sequence[int]) -> dict[str, float]:
-        """Every value by full metric name (`recall@5`, `mrr`), in report order."""
-        return {m.full_name(k): self.value(m, k) for m, k in metric_keys(k_values)}
-
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
