@@ -33,7 +33,8 @@ _PUBLIC = {"open": "groove_cli.api", "Index": "groove_cli.api", "Filters": "groo
 
 def __getattr__(name: str) -> Any:
     """The public names, imported on first use; `__version__` from the installed metadata
-    (importlib.metadata is too slow to pay at every start-up)."""
+    (importing importlib.metadata is a cost a search should not pay at start-up:
+    bench/results/code-notes.md#version)."""
     if name in _PUBLIC:
         import importlib
 

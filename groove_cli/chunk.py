@@ -61,8 +61,9 @@ class ChunkDraft:
     level: int | None
     ancestry: tuple[str, ...]
     content: str
-    context: str | None
-    """The breadcrumb `title > ancestors > heading`; stored only in static context mode."""
+    context_text: str | None
+    """The breadcrumb `title > ancestors > heading` (`ChunkRow.context_text`); stored only in
+    static context mode."""
     quality_score: float
     line_start: int = 1
     """1-based line of the file where the chunk starts: its heading line, else its first text."""
@@ -431,7 +432,7 @@ def chunk_markdown(
             level=section.level,
             ancestry=section.ancestry,
             content=section.content,
-            context=build_context([title, *section.ancestry, section.heading]),
+            context_text=build_context([title, *section.ancestry, section.heading]),
             quality_score=quality_score(section.content),
             line_start=section.line_start,
             line_end=section.line_end,
@@ -456,7 +457,7 @@ def chunk_text(text: str, title: str | None) -> tuple[ChunkDraft, ...]:
             level=None,
             ancestry=(),
             content=content,
-            context=build_context([title]),
+            context_text=build_context([title]),
             quality_score=quality_score(content),
             line_start=filled[0],
             line_end=filled[-1],

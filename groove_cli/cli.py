@@ -360,9 +360,9 @@ def invoked_command(args: Sequence[str]) -> str | None:
 def narrowed(full: typer.Typer, args: Sequence[str]) -> typer.Typer:
     """`full` with only the command `args` run registered, else `full` itself.
 
-    typer builds every command's click parameters from its signature before parsing anything
-    (measured: ~11 ms of a cold `--mode fts` search's 0.17 s CPU on a quiet machine, ~40 ms
-    under load); one command's are enough to run it. Anything this cannot name for certain
+    typer builds every command's click parameters from its signature before parsing anything,
+    a noticeable share of a cold `--mode fts` search (bench/results/code-notes.md#narrowed);
+    one command's are enough to run it. Anything this cannot name for certain
     (top-level --help, a typo that needs the "no such command" error) gets the full tree.
     """
     name = invoked_command(args)

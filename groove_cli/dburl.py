@@ -22,10 +22,9 @@ ENV_URL = "GROOVE_DB_URL"
 VECTOR_INDEXES = ("hnsw", "exact")
 DEFAULT_EF_SEARCH = 800
 """pgvector's HNSW candidate list per query (its own default is 40). Raised to at least the
-leg's k at query time. Measured at 100,000 384-dim vectors (pgvector's default m = 16,
-ef_construction = 64): recall@50 against exact search 0.898 at 200, 0.969 at 400, 0.990 at 600,
-0.996 at 800; on vectors near real chunk embeddings with real queries and groove's build
-(ef_construction = 256) 0.9993 at 400 and 1.0 at 800 in three builds (docs/design/store.md)."""
+leg's k at query time. The lowest setting that met recall@50 ≥ 0.99 against exact search at
+100,000 vectors, random and near real chunk embeddings (docs/design/store.md,
+bench/results/code-notes.md#ef-search)."""
 INSTALL_HINT = "pip install 'groove-cli[postgres]'"
 
 # password=… in a query string or a keyword DSN (the user:password@ form is `_mask_token`'s)

@@ -55,9 +55,10 @@ if TYPE_CHECKING:
 
 # Each write transaction adds a segment to both full-text indexes and FTS5's automerge leaves
 # several per level, each one probed by every query term. Merging them (FTS5 'optimize')
-# made 1,000 JSQuAD trigram queries run in 0.21 s instead of 0.93 s, with identical results.
-# It rewrites the whole full-text index (about 3 s at 100,000 chunks; a no-op when already
-# merged), so a run does it when the index is small or the run changed a fair share of it.
+# makes queries several times faster with identical results
+# (bench/results/code-notes.md#fts-optimize). It rewrites the whole full-text index (seconds
+# at 100,000 chunks; a no-op when already merged), so a run does it when the index is small or
+# the run changed a fair share of it.
 OPTIMIZE_ALWAYS_UP_TO_CHUNKS = 20_000
 OPTIMIZE_CHANGED_SHARE = 0.01
 
@@ -174,7 +175,7 @@ def kb_mismatch_text(db: IndexLocation, recorded: str, kb: Path) -> str:
 
 def embedding_input(chunk: ChunkDraft, static: bool) -> str:
     """`embedding_text` of a parsed chunk."""
-    return embedding_text(chunk.heading, chunk.context, chunk.content, static)
+    return embedding_text(chunk.heading, chunk.context_text, chunk.content, static)
 
 
 def _same_chunks(stored: Sequence[ChunkRow], parsed: Sequence[ChunkDraft], static: bool) -> bool:
@@ -184,7 +185,7 @@ def _same_chunks(stored: Sequence[ChunkRow], parsed: Sequence[ChunkDraft], stati
         if (old.heading, old.level, old.ancestry, old.content) != (
             new.heading, new.level, new.ancestry, new.content):
             return False
-        if static and old.context_text != new.context:
+        if static and old.context_text != new.context_text:
             return False
     return True
 
@@ -520,7 +521,7 @@ class Indexer:
                 return
         rows = [
             ChunkRow(c.chunk_index, c.heading, c.level, c.ancestry, c.content,
-                     c.context if static else None, None, c.quality_score, c.line_start,
+                     c.context_text if static else None, None, c.quality_score, c.line_start,
                      c.line_end)
             for c in parsed.chunks
         ]

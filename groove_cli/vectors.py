@@ -1,7 +1,8 @@
 """A contiguous, memory-mapped copy of the index's vectors for fast exact KNN with numpy.
 
-sqlite-vec's `vec0` stays the source of truth; its scan costs ~0.65 µs per row, far slower than
-one numpy matrix product over the same float32 vectors. `index` writes the snapshot next to the
+sqlite-vec's `vec0` stays the source of truth; its scan is far slower per row than one numpy
+matrix product over the same float32 vectors (bench/results/search.md,
+bench/results/code-notes.md#vec0-scan). `index` writes the snapshot next to the
 database after each run, stamped with the index's identity (`index_id`, random, written when
 the file is created) and its `vectors_version` counter, and a CRC-32 of its arrays; a reader
 uses it only when both match and the arrays still have that checksum (a snapshot damaged on disk

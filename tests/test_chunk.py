@@ -211,13 +211,13 @@ def test_derive_title(rel: str, title: str) -> None:
 def test_breadcrumb_uses_frontmatter_title_else_file_name() -> None:
     with_title = parse_document(f"---\ntitle: 見出し\n---\n{LONG_EN}", "a/b-c.md")
     assert with_title.title == "見出し"
-    assert with_title.chunks[0].context == "見出し"
+    assert with_title.chunks[0].context_text == "見出し"
     blank = parse_document(f"---\ntitle: '   '\n---\n{LONG_EN}", "a/b-c.md")
     assert blank.title == "   "
-    assert blank.chunks[0].context == "b c"
+    assert blank.chunks[0].context_text == "b c"
     none = parse_document(LONG_EN, "a/b-c.md")
     assert none.title is None
-    assert none.chunks[0].context == "b c"
+    assert none.chunks[0].context_text == "b c"
 
 
 # --- §3 code fences ----------------------------------------------------------------------------
@@ -309,7 +309,7 @@ def test_levels_and_ancestry() -> None:
         ("B", 2, ()),
         ("B1", 3, ("B",)),
     ]
-    assert [c.context for c in chunks] == ["Doc > A", "Doc > A > A1", "Doc > A > A2", "Doc > B",
+    assert [c.context_text for c in chunks] == ["Doc > A", "Doc > A > A1", "Doc > A > A2", "Doc > B",
                                            "Doc > B > B1"]
     assert [c.chunk_index for c in chunks] == [0, 1, 2, 3, 4]
 
@@ -341,7 +341,7 @@ def test_excluded_h2_drops_its_lines_but_keeps_h3_below_it() -> None:
         ("Next", ()),
     ]
     assert all("secret" not in c.content for c in chunks)
-    assert chunks[1].context == "T > Scratch notes > Child"
+    assert chunks[1].context_text == "T > Scratch notes > Child"
 
 
 def test_excluded_h3_stops_at_next_heading_of_any_level() -> None:
@@ -378,7 +378,7 @@ def test_empty_preamble_is_not_emitted() -> None:
 
 def test_preamble_only() -> None:
     chunks = chunk_markdown(f"  {LONG_EN}\n\n", "T", ())
-    assert [(c.heading, c.level, c.content, c.context) for c in chunks] == [
+    assert [(c.heading, c.level, c.content, c.context_text) for c in chunks] == [
         (None, None, LONG_EN, "T")
     ]
 
@@ -392,7 +392,7 @@ def test_short_chunk_merges_with_heading_and_content() -> None:
     body = f"## A\n{LONG_EN}\n## B\nshort"
     assert contents(body) == [f"{LONG_EN}\n\n## B\n\nshort"]
     chunk = chunk_markdown(body, "T", ())[0]
-    assert (chunk.heading, chunk.level, chunk.context) == ("A", 2, "T > A")
+    assert (chunk.heading, chunk.level, chunk.context_text) == ("A", 2, "T > A")
 
 
 def test_short_h3_merges_with_double_hash() -> None:
@@ -465,7 +465,7 @@ def test_build_context_skips_empty_and_equal_neighbours() -> None:
 
 def test_build_context_title_equal_to_heading() -> None:
     chunks = chunk_markdown(f"## Setup\n{LONG_EN}", "Setup", ())
-    assert chunks[0].context == "Setup"
+    assert chunks[0].context_text == "Setup"
 
 
 def test_build_context_cut_at_200_code_points() -> None:
@@ -587,7 +587,7 @@ def test_parse_document_passes_exclusions_and_warnings() -> None:
     assert doc.warnings == (
         'failed to parse YAML frontmatter in a.MD: field "title" must be a scalar, got a sequence',
     )
-    assert doc.chunks[0].context == "a > Keep"
+    assert doc.chunks[0].context_text == "a > Keep"
 
 
 def test_parse_document_yaml_error_keeps_body() -> None:

@@ -131,7 +131,7 @@ def _check_shape(chunks: tuple[ChunkDraft, ...]) -> None:
         assert chunk.content == chunk.content.strip()
         assert chunk.content or chunk.heading is not None
         assert 0.0 <= chunk.quality_score <= 1.0
-        assert chunk.context is None or 0 < len(chunk.context) <= 200
+        assert chunk.context_text is None or 0 < len(chunk.context_text) <= 200
         assert (chunk.heading is None) == (chunk.level is None)
         assert chunk.level in (None, 2, 3)
         if chunk.level == 2:

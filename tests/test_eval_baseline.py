@@ -39,8 +39,9 @@ def make_run(ndcg: list[float], fingerprint: dict[str, Any] | None = None,
                  for i, v in enumerate(ndcg)]
     return {"timestamp": "2026-01-01T00:00:00.000000Z", "fingerprint": fingerprint or dict(FP),
             "corpus": {"documents": 1, "chunks": 1, "digest": digest}, "per_query": per_query,
-            "aggregate": aggregate([QueryMetrics({1: v}, v, {1: v}) for v in ndcg],
-                                   [1] * len(ndcg), [1])}
+            "aggregate": aggregate(
+                [QueryMetrics({"recall": {1: v}, "ndcg": {1: v}}, {"mrr": v}) for v in ndcg],
+                [1] * len(ndcg), [1])}
 
 
 # --------------------------------------------------------------------------- statistics

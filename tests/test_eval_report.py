@@ -66,10 +66,11 @@ def test_timestamp_format() -> None:
 
 
 def test_aggregate_means_over_queries_with_expected_entries() -> None:
-    metrics = [QueryMetrics({1: 1.0, 5: 1.0}, 1.0, {1: 1.0, 5: 1.0}),
-               QueryMetrics({1: 0.0, 5: 1.0}, 0.5, {1: 0.0, 5: D2}),
-               QueryMetrics({1: 1.0, 5: 1.0}, 1.0, {1: 1.0, 5: 1.0}),  # empty E: left out
-               QueryMetrics({1: 0.0, 5: 0.0}, 0.0, {1: 0.0, 5: 0.0})]
+    metrics = [QueryMetrics({"recall": {1: 1.0, 5: 1.0}, "ndcg": {1: 1.0, 5: 1.0}}, {"mrr": 1.0}),
+               QueryMetrics({"recall": {1: 0.0, 5: 1.0}, "ndcg": {1: 0.0, 5: D2}}, {"mrr": 0.5}),
+               # empty E: left out
+               QueryMetrics({"recall": {1: 1.0, 5: 1.0}, "ndcg": {1: 1.0, 5: 1.0}}, {"mrr": 1.0}),
+               QueryMetrics({"recall": {1: 0.0, 5: 0.0}, "ndcg": {1: 0.0, 5: 0.0}}, {"mrr": 0.0})]
     block = aggregate(metrics, [1, 1, 0, 2], K_VALUES)
     assert list(block) == ["recall_at_k", "mrr", "ndcg_at_k", "query_count", "ci95"]
     assert block["recall_at_k"] == {"1": 1 / 3, "5": 2 / 3}
@@ -83,7 +84,7 @@ def test_aggregate_means_over_queries_with_expected_entries() -> None:
 
 
 def test_aggregate_without_countable_queries() -> None:
-    block = aggregate([QueryMetrics({1: 0.0}, 0.0, {1: 0.0})], [0], [1])
+    block = aggregate([QueryMetrics({"recall": {1: 0.0}, "ndcg": {1: 0.0}}, {"mrr": 0.0})], [0], [1])
     assert block == {"recall_at_k": {"1": 0.0}, "mrr": 0.0, "ndcg_at_k": {"1": 0.0},
                      "query_count": 0,
                      "ci95": {"recall_at_k": {"1": None}, "mrr": None, "ndcg_at_k": {"1": None}}}

@@ -45,14 +45,14 @@ def test_graded_ndcg_uses_the_grade_as_gain() -> None:
     expected = [Expected("a.md", None, 3), Expected("b.md", None, 1)]
     metrics = score_query(expected, [hit(1, "b.md"), hit(2, "a.md")], [2])
     # DCG = 1/log2(2) + 3/log2(3) = 2.892789; IDCG = 3/log2(2) + 1/log2(3) = 3.630930
-    assert metrics.ndcg_at_k[2] == pytest.approx(0.796708, abs=1e-6)
-    assert metrics.recall_at_k[2] == 1.0 and metrics.reciprocal_rank == 1.0
+    assert metrics.at_k["ndcg"][2] == pytest.approx(0.796708, abs=1e-6)
+    assert metrics.at_k["recall"][2] == 1.0 and metrics.whole["mrr"] == 1.0
     # a grade-0 entry is judged not relevant: it counts in no metric
     zero = score_query([Expected("a.md", None, 0)], [hit(1, "a.md")], [1])
-    assert (zero.recall_at_k[1], zero.reciprocal_rank, zero.ndcg_at_k[1]) == (0.0, 0.0, 0.0)
+    assert (zero.at_k["recall"][1], zero.whole["mrr"], zero.at_k["ndcg"][1]) == (0.0, 0.0, 0.0)
     # the higher grade is consumed first when one hit matches two entries
     both = [Expected("a.md", None, 1), Expected("a.md", "Setup", 2)]
-    assert score_query(both, [hit(1, "a.md", "Setup")], [1]).ndcg_at_k[1] == 1.0
+    assert score_query(both, [hit(1, "a.md", "Setup")], [1]).at_k["ndcg"][1] == 1.0
 
 
 def test_run_lines_keep_groove_order_for_score_sorting_tools() -> None:
@@ -116,10 +116,10 @@ def test_trec_run_round_trips_and_qrels_golden_scores_the_same(warm: Sample,
         expected = [Expected(e["path"], e["heading"], e.get("grade", 1))
                     for e in entry["expected"]]
         rescored = score_query(expected, hits[entry["id"]], [1, 5, 10])
-        assert {str(k): v for k, v in rescored.recall_at_k.items()} == \
+        assert {str(k): v for k, v in rescored.at_k["recall"].items()} == \
             entry["metrics"]["recall_at_k"]
-        assert {str(k): v for k, v in rescored.ndcg_at_k.items()} == entry["metrics"]["ndcg_at_k"]
-        assert rescored.reciprocal_rank == entry["metrics"]["reciprocal_rank"]
+        assert {str(k): v for k, v in rescored.at_k["ndcg"].items()} == entry["metrics"]["ndcg_at_k"]
+        assert rescored.whole["mrr"] == entry["metrics"]["reciprocal_rank"]
 
     qrels, topics = tmp_path / "golden.qrels", tmp_path / "topics.tsv"
     to_trec(warm.kb / ".groove-eval.yml", qrels, topics)
@@ -133,7 +133,7 @@ def test_trec_run_round_trips_and_qrels_golden_scores_the_same(warm: Sample,
     judged = read_qrels(qrels)
     for entry in report["per_query"]:
         rescored = score_query(judged.get(entry["id"], []), hits[entry["id"]], [10])
-        assert rescored.ndcg_at_k[10] == entry["metrics"]["ndcg_at_k"]["10"]
+        assert rescored.at_k["ndcg"][10] == entry["metrics"]["ndcg_at_k"]["10"]
 
 
 def test_topics_without_golden_is_a_usage_error(warm: Sample, tmp_path: Path) -> None:

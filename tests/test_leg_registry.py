@@ -7,6 +7,7 @@ ranking whose effect on each stage is easy to predict.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -121,9 +122,14 @@ def test_tune_fetches_and_fuses_the_leg_as_search_ranks(kb: Index, leg: Constant
         assert fetcher.fetch(leg, (2.0, 1.0, 1.0)) == leg.chunks
         lists = query_lists([fetcher], [_golden(kb)], [[]], [(2.0, 1.0, 1.0)])
         assert lists[0].leg_ids["const"] == (leg.chunks,)
-        sweep = score_matrix(lists, {c: (NOTE, None) for c in leg.chunks} | _meta(store, lists),
-                             "retrieval", 10, [5])
-        assert sweep.ndcg.shape[2] == 1
+        # a query no note matches: only the leg finds the answer, in every sweep condition
+        nonsense = ListFetcher(store, compile_query("zqxjv wkvvq"), 50)
+        lists = [dataclasses.replace(query_lists([nonsense], [_golden(kb)], [[]],
+                                                 [(2.0, 1.0, 1.0)])[0],
+                                     expected=((NOTE, None),))]
+        assert [name for name, found in lists[0].leg_ids.items() if found] == ["const"]
+        sweep = score_matrix(lists, _meta(store, lists), "retrieval", 10, [5])
+        assert sweep.ndcg5.shape[1] == 1 and bool((sweep.ndcg5 > 0).all())
         # the fused list of tune's lists at the search's settings is the search's ranking
         results = kb.search("retry budget incident", mode="fts", limit=10)
         legs = legs_to_run(compiled, results.params)

@@ -39,21 +39,21 @@ def test_metric_version() -> None:
 
 def test_spec_example_two_answers() -> None:
     m = score_query([entry("a.md"), entry("b.md")], hits("x.md", "a.md", "b.md"), [1, 5])
-    assert m.recall_at_k == {1: 0.0, 5: 1.0}
-    assert m.reciprocal_rank == 0.5
-    assert m.ndcg_at_k[1] == 0.0
-    assert m.ndcg_at_k[5] == pytest.approx((d(2) + d(3)) / (d(1) + d(2)))
-    assert round(m.ndcg_at_k[5], 4) == 0.6934
+    assert m.at_k["recall"] == {1: 0.0, 5: 1.0}
+    assert m.whole["mrr"] == 0.5
+    assert m.at_k["ndcg"][1] == 0.0
+    assert m.at_k["ndcg"][5] == pytest.approx((d(2) + d(3)) / (d(1) + d(2)))
+    assert round(m.at_k["ndcg"][5], 4) == 0.6934
 
 
 def test_spec_example_heading_entry_consumed_first() -> None:
     expected = [entry("a.md"), entry("a.md", "Setup")]
     m = score_query(expected, hits(("a.md", "Setup"), ("a.md", "Other")), [5])
-    assert m.ndcg_at_k[5] == pytest.approx(1.0)
+    assert m.at_k["ndcg"][5] == pytest.approx(1.0)
     # The greedy rule that consumed the path-only entry first would score DCG = 1 only:
     assert round(d(1) / (d(1) + d(2)), 3) == 0.613
-    assert m.recall_at_k[5] == 1.0
-    assert m.reciprocal_rank == 1.0
+    assert m.at_k["recall"][5] == 1.0
+    assert m.whole["mrr"] == 1.0
 
 
 def test_heading_rule() -> None:
@@ -72,66 +72,66 @@ def test_heading_rule() -> None:
 def test_heading_specific_expectation_with_null_hit_heading() -> None:
     expected = [entry("a.md", "Setup")]
     m = score_query(expected, hits(("a.md", None), ("a.md", "setup")), [1, 2])
-    assert m.recall_at_k == {1: 0.0, 2: 1.0}
-    assert m.reciprocal_rank == 0.5
-    assert m.ndcg_at_k[1] == 0.0
-    assert m.ndcg_at_k[2] == pytest.approx(d(2) / d(1))
+    assert m.at_k["recall"] == {1: 0.0, 2: 1.0}
+    assert m.whole["mrr"] == 0.5
+    assert m.at_k["ndcg"][1] == 0.0
+    assert m.at_k["ndcg"][2] == pytest.approx(d(2) / d(1))
 
 
 def test_multi_answer_query() -> None:
     expected = [entry("a.md"), entry("b.md"), entry("c.md")]
     ranked = hits("b.md", "x.md", "b.md", "c.md", "y.md")
     m = score_query(expected, ranked, [1, 3, 5])
-    assert m.recall_at_k == {1: pytest.approx(1 / 3), 3: pytest.approx(1 / 3), 5: pytest.approx(2 / 3)}
-    assert m.reciprocal_rank == 1.0
+    assert m.at_k["recall"] == {1: pytest.approx(1 / 3), 3: pytest.approx(1 / 3), 5: pytest.approx(2 / 3)}
+    assert m.whole["mrr"] == 1.0
     # The second b.md hit finds its entry consumed and gains nothing (one-to-one).
-    assert m.ndcg_at_k[1] == pytest.approx(d(1) / d(1))
-    assert m.ndcg_at_k[3] == pytest.approx(d(1) / (d(1) + d(2) + d(3)))
-    assert m.ndcg_at_k[5] == pytest.approx((d(1) + d(4)) / (d(1) + d(2) + d(3)))
+    assert m.at_k["ndcg"][1] == pytest.approx(d(1) / d(1))
+    assert m.at_k["ndcg"][3] == pytest.approx(d(1) / (d(1) + d(2) + d(3)))
+    assert m.at_k["ndcg"][5] == pytest.approx((d(1) + d(4)) / (d(1) + d(2) + d(3)))
 
 
 def test_one_hit_satisfies_several_entries_for_recall_but_one_for_ndcg() -> None:
     expected = [entry("a.md"), entry("a.md", "Setup")]
     m = score_query(expected, hits(("a.md", "Setup")), [1, 3])
-    assert m.recall_at_k == {1: 1.0, 3: 1.0}
-    assert m.ndcg_at_k[1] == pytest.approx(1.0)  # IDCG@1 has one term
-    assert m.ndcg_at_k[3] == pytest.approx(d(1) / (d(1) + d(2)))
+    assert m.at_k["recall"] == {1: 1.0, 3: 1.0}
+    assert m.at_k["ndcg"][1] == pytest.approx(1.0)  # IDCG@1 has one term
+    assert m.at_k["ndcg"][3] == pytest.approx(d(1) / (d(1) + d(2)))
 
 
 def test_lowest_index_among_path_only_entries() -> None:
     expected = [entry("a.md", "Other"), entry("a.md"), entry("a.md")]
     m = score_query(expected, hits(("a.md", "Setup"), ("a.md", "Other")), [2])
     # Hit 1 cannot take the "Other" entry, takes entry 1; hit 2 takes the heading entry 0.
-    assert m.ndcg_at_k[2] == pytest.approx(1.0)
-    assert m.recall_at_k[2] == 1.0
+    assert m.at_k["ndcg"][2] == pytest.approx(1.0)
+    assert m.at_k["recall"][2] == 1.0
 
 
 def test_k_larger_than_the_hit_list() -> None:
     m = score_query([entry("a.md"), entry("b.md")], hits("a.md"), [1, 10])
-    assert m.recall_at_k == {1: 0.5, 10: 0.5}
-    assert m.ndcg_at_k[10] == pytest.approx(d(1) / (d(1) + d(2)))
+    assert m.at_k["recall"] == {1: 0.5, 10: 0.5}
+    assert m.at_k["ndcg"][10] == pytest.approx(d(1) / (d(1) + d(2)))
 
 
 def test_k_zero() -> None:
     m = score_query([entry("a.md")], hits("a.md"), [0, 1])
-    assert m.recall_at_k[0] == 0.0
-    assert m.ndcg_at_k[0] == 0.0
-    assert m.recall_at_k[1] == 1.0
-    assert m.reciprocal_rank == 1.0
+    assert m.at_k["recall"][0] == 0.0
+    assert m.at_k["ndcg"][0] == 0.0
+    assert m.at_k["recall"][1] == 1.0
+    assert m.whole["mrr"] == 1.0
 
 
 def test_rr_is_not_capped_at_any_k() -> None:
     m = score_query([entry("z.md")], hits(*[f"{i}.md" for i in range(7)], "z.md"), [1, 5])
-    assert m.reciprocal_rank == 1 / 8
-    assert m.recall_at_k == {1: 0.0, 5: 0.0}
+    assert m.whole["mrr"] == 1 / 8
+    assert m.at_k["recall"] == {1: 0.0, 5: 0.0}
 
 
 def test_empty_expected_and_empty_hits() -> None:
     empty_e = score_query([], hits("a.md"), [1, 5])
-    assert empty_e.recall_at_k == {1: 0.0, 5: 0.0}
-    assert empty_e.reciprocal_rank == 0.0
-    assert empty_e.ndcg_at_k == {1: 0.0, 5: 0.0}
+    assert empty_e.at_k["recall"] == {1: 0.0, 5: 0.0}
+    assert empty_e.whole["mrr"] == 0.0
+    assert empty_e.at_k["ndcg"] == {1: 0.0, 5: 0.0}
     no_hits = score_query([entry("a.md")], [], [1, 5])
-    assert no_hits.recall_at_k == {1: 0.0, 5: 0.0}
-    assert no_hits.reciprocal_rank == 0.0
-    assert no_hits.ndcg_at_k == {1: 0.0, 5: 0.0}
+    assert no_hits.at_k["recall"] == {1: 0.0, 5: 0.0}
+    assert no_hits.whole["mrr"] == 0.0
+    assert no_hits.at_k["ndcg"] == {1: 0.0, 5: 0.0}

@@ -149,25 +149,25 @@ def test_metrics_match_eval_examples() -> None:
     # E = {a.md, b.md}, hits [x.md, a.md, b.md]
     m = score_hits([("a.md", None), ("b.md", None)],
                      [("x.md", None), ("a.md", None), ("b.md", None)], [1, 5])
-    assert m.recall_at_k == {1: 0.0, 5: 1.0}
-    assert m.reciprocal_rank == 0.5
+    assert m.at_k["recall"] == {1: 0.0, 5: 1.0}
+    assert m.whole["mrr"] == 0.5
     expected = (1 / math.log2(3) + 1 / math.log2(4)) / (1 + 1 / math.log2(3))
-    assert m.ndcg_at_k[5] == pytest.approx(expected) and round(m.ndcg_at_k[5], 4) == 0.6934
+    assert m.at_k["ndcg"][5] == pytest.approx(expected) and round(m.at_k["ndcg"][5], 4) == 0.6934
     # E = {a.md, a.md#Setup}, hits [a.md#Setup, a.md#Other]: hit 1 takes the heading entry
     m = score_hits([("a.md", None), ("a.md", "Setup")],
                      [("a.md", "Setup"), ("a.md", "Other")], [5])
-    assert m.ndcg_at_k[5] == 1.0
+    assert m.at_k["ndcg"][5] == 1.0
 
 
 def test_metrics_heading_rule_and_empty_cases() -> None:
     m = score_hits([("a.md", " setup ")], [("a.md", None), ("a.md", "SETUP")], [1, 5])
-    assert m.recall_at_k == {1: 0.0, 5: 1.0} and m.reciprocal_rank == 0.5
+    assert m.at_k["recall"] == {1: 0.0, 5: 1.0} and m.whole["mrr"] == 0.5
     m = score_hits([("a.md", None)], [], [5])
-    assert (m.recall_at_k[5], m.reciprocal_rank, m.ndcg_at_k[5]) == (0.0, 0.0, 0.0)
+    assert (m.at_k["recall"][5], m.whole["mrr"], m.at_k["ndcg"][5]) == (0.0, 0.0, 0.0)
     # one hit satisfies several entries for recall, but only one for nDCG
     m = score_hits([("a.md", None), ("a.md", None)], [("a.md", "x")], [5])
-    assert m.recall_at_k[5] == 1.0
-    assert m.ndcg_at_k[5] == pytest.approx(1 / (1 + 1 / math.log2(3)))
+    assert m.at_k["recall"][5] == 1.0
+    assert m.at_k["ndcg"][5] == pytest.approx(1 / (1 + 1 / math.log2(3)))
 
 
 hit_lists = st.lists(st.tuples(st.sampled_from([f"d{i}.md" for i in range(5)]),
@@ -184,9 +184,9 @@ def test_metrics_agree_with_eval_metrics(expected: list[Entry], hits: list[Entry
     mine = score_hits(expected, hits, ks)
     theirs = score_query([Expected(p, h) for p, h in expected],
                          [HitRecord(i + 1, p, h, 0.0) for i, (p, h) in enumerate(hits)], ks)
-    assert mine.recall_at_k == theirs.recall_at_k
-    assert mine.reciprocal_rank == theirs.reciprocal_rank
-    assert mine.ndcg_at_k == theirs.ndcg_at_k
+    assert mine.at_k["recall"] == theirs.at_k["recall"]
+    assert mine.whole["mrr"] == theirs.whole["mrr"]
+    assert mine.at_k["ndcg"] == theirs.at_k["ndcg"]
 
 
 # --------------------------------------------------------------------------- in-memory fusion
@@ -209,9 +209,9 @@ def _check_against_reference(queries: Sequence[T.QueryLists], meta: dict[int, En
             hits = [meta[c] for c, _ in fused]
             recall, rr, ndcg = ref_metrics(query.expected, hits, sweep.k_values)
             for i, k in enumerate(sweep.k_values):
-                assert sweep.recall[i, cond.index, q] == recall[k], (cond, k)
-                assert sweep.ndcg[i, cond.index, q] == ndcg[k], (cond, k)
-            assert sweep.rr[cond.index, q] == rr, cond
+                assert sweep.scores["recall"][i, cond.index, q] == recall[k], (cond, k)
+                assert sweep.scores["ndcg"][i, cond.index, q] == ndcg[k], (cond, k)
+            assert sweep.scores["mrr"][cond.index, q] == rr, cond
 
 
 def test_fusion_sweep_agrees_with_reference_on_random_lists() -> None:
@@ -480,9 +480,9 @@ def test_clear_winner_is_adopted() -> None:
         "[search.fusion]\nrrf_k = 20.0\nbm25_heading_weight = 4.0\n"
         "bm25_context_weight = 1.0\nbm25_content_weight = 0.5"
     )
-    assert v.baseline.recall_at_k == {1: 0.0, 5: 0.0, 10: 0.0}
-    assert v.refit_metrics.recall_at_k == {1: 1.0, 5: 1.0, 10: 1.0}
-    assert v.refit_metrics.mrr == 1.0 and v.violations == ()
+    assert v.baseline.metrics.at_k["recall"] == {1: 0.0, 5: 0.0, 10: 0.0}
+    assert v.refit_metrics.metrics.at_k["recall"] == {1: 1.0, 5: 1.0, 10: 1.0}
+    assert v.refit_metrics.metrics.whole["mrr"] == 1.0 and v.violations == ()
     assert v.impact == T.Impact(12, 0, 1.0, "q0")
 
 
@@ -508,7 +508,7 @@ def _sweep(ndcg5: np.ndarray, recall10: np.ndarray, rr: np.ndarray) -> T.SweepSc
     n = ndcg5.shape[1]
     return T.SweepScores(
         "retrieval", (5, 10), tuple(f"q{i}" for i in range(n)),
-        np.stack([ndcg5, ndcg5]), np.stack([ndcg5, recall10]), rr,
+        {"ndcg": np.stack([ndcg5, ndcg5]), "recall": np.stack([ndcg5, recall10]), "mrr": rr},
     )
 
 

@@ -30,10 +30,10 @@ from groove_cli.errors import GrooveError
 from groove_cli.evaluate import history
 from groove_cli.evaluate.fingerprint import DEFAULT_MODE
 from groove_cli.evaluate.golden import RefusedFile, read_regular_file
+from groove_cli.evaluate.metrics import metric_label
 from groove_cli.evaluate.paired import (
     PairedDelta,
     default_metric,
-    metric_label,
     paired_delta,
     run_has_metric,
     significantly_worse,

@@ -20,9 +20,9 @@ from typing import Any
 from groove_cli.errors import UsageError
 from groove_cli.evaluate.baseline import load_baseline, settings_diff
 from groove_cli.evaluate.history import corpus_change_text
+from groove_cli.evaluate.metrics import metric_names
 from groove_cli.evaluate.paired import (
     holm,
-    metric_names,
     paired_delta,
     paired_ids,
     randomization_p,

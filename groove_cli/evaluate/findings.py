@@ -2,7 +2,7 @@
 
 A note that contains the golden queries word for word either leaked from the test set into the
 corpus or is the source the queries were written from; either way the scores mean less. One
-quote is common by chance, two distinct ones almost never (measured on 662 documents).
+quote is common by chance, two distinct ones almost never (bench/results/code-notes.md#findings).
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ def quoted_needles(queries: Sequence[GoldenQuery], chunks: Iterable[FindingChunk
     if len(needles) < MIN_QUOTED:
         return found
     # Candidates by their first PREFIX characters: a needle can only occur in a text holding its
-    # prefix, so each field checks the few needles whose prefix it contains (~2.5x faster on
-    # 1,000 queries over 2,304 chunks than testing every needle against every field).
+    # prefix, so each field checks the few needles whose prefix it contains (faster than
+    # testing every needle against every field: bench/results/code-notes.md#findings).
     by_prefix: dict[str, list[str]] = {}
     for needle in needles:
         by_prefix.setdefault(needle[:PREFIX], []).append(needle)

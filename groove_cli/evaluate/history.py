@@ -21,6 +21,10 @@ from groove_cli import messages
 from groove_cli.dbfile import corrupt_copy_path
 from groove_cli.errors import GrooveError
 from groove_cli.evaluate.golden import RefusedFile, loads_bounded, read_regular_file, size_text
+from groove_cli.evaluate.metrics import BY_NAME, METRICS, MISS_METRIC
+
+ALL_METRICS = " / ".join(f"{m.label}@k" if m.at_k else m.label for m in METRICS)
+"""`recall@k / MRR / nDCG@k`: every metric, as the regression message names them."""
 
 HISTORY_NAME = ".groove-eval-history.json"
 MAX_HISTORY_BYTES = 64 * 1024 * 1024
@@ -136,8 +140,8 @@ METRIC_RANGE = "a number from 0 to 1"
 
 
 def metric_number(value: object) -> float | None:
-    """A stored metric (recall, reciprocal rank, nDCG: each in [0, 1]) as a float; None for
-    anything else (missing, not a number, NaN, infinite, out of range)."""
+    """A stored metric (every registered metric lies in [0, 1]) as a float; None for anything
+    else (missing, not a number, NaN, infinite, out of range)."""
     number = _number(value)
     return number if number is not None and 0.0 <= number <= 1.0 else None
 
@@ -145,34 +149,39 @@ def metric_number(value: object) -> float | None:
 def check_query_metrics(entry: object, where: str, *, required: bool,
                         k_values: Sequence[int] = ()) -> None:
     """One stored query's metrics are each a number in [0, 1]; ValueError naming the spot.
-    `required`: its reciprocal rank and its recall and nDCG at every k of `k_values` must be
-    there (what a paired comparison reads); else only the values present are checked."""
+    `required`: every registered metric must be there, at every k of `k_values` (what a paired
+    comparison reads); else only the values present are checked. Whole-list metrics first."""
     metrics = entry.get("metrics") if isinstance(entry, dict) else None
     if not isinstance(metrics, dict):
         if required:
             raise ValueError(f"{where}.metrics is missing")
         return
-    if (("reciprocal_rank" in metrics or required)
-            and metric_number(metrics.get("reciprocal_rank")) is None):
-        raise ValueError(f"{where}.metrics.reciprocal_rank is missing or not {METRIC_RANGE}")
-    for block in ("recall_at_k", "ndcg_at_k"):
+    for metric in sorted(METRICS, key=lambda m: m.at_k):
+        block = metric.query_key
+        if not metric.at_k:
+            if (block in metrics or required) and metric_number(metrics.get(block)) is None:
+                raise ValueError(f"{where}.metrics.{block} is missing or not {METRIC_RANGE}")
+            continue
         values = metrics.get(block)
         if not isinstance(values, dict):
             if required or values is not None:
                 raise ValueError(f"{where}.metrics.{block} is missing")
             continue
-        keys = [str(k) for k in k_values] if required else list(values)
-        for k in keys:
+        for k in ([str(k) for k in k_values] if required else list(values)):
             if metric_number(values.get(k)) is None:
                 raise ValueError(f"{where}.metrics.{block}.{k} is missing or not {METRIC_RANGE}")
 
 
 def check_aggregate(block: Mapping[str, Any], where: str) -> None:
     """A stored run's metrics must be numbers in [0, 1]: a damaged value compared against a new
-    run would crash eval or pass for a regression (exit 1), so it makes the file unparseable."""
-    if metric_number(block.get("mrr")) is None:
-        raise ValueError(f"{where}.mrr is missing or not {METRIC_RANGE}")
-    for name in ("recall_at_k", "ndcg_at_k"):
+    run would crash eval or pass for a regression (exit 1), so it makes the file unparseable.
+    The whole-list metrics are checked first, then the blocks by k."""
+    for metric in sorted(METRICS, key=lambda m: m.at_k):
+        name = metric.aggregate_key
+        if not metric.at_k:
+            if metric_number(block.get(name)) is None:
+                raise ValueError(f"{where}.{name} is missing or not {METRIC_RANGE}")
+            continue
         values = block.get(name)
         if not isinstance(values, dict):
             raise ValueError(f"{where}.{name} is missing or not an object")
@@ -297,29 +306,37 @@ def _by_k(block: Mapping[str, Any], name: str) -> Mapping[str, Any]:
 
 
 def diff_aggregates(prev: Mapping[str, Any], now: Mapping[str, Any]) -> dict[str, Any]:
-    """Δ = now − previous for every recall@k, nDCG@k and MRR (a k missing before counts as 0.0).
+    """Δ = now − previous for every metric (a k missing before counts as 0.0).
 
     Returns:
-        `{"recall_at_k": {k: Δ}, "ndcg_at_k": {k: Δ}, "mrr": Δ}` with the current run's k keys.
+        the blocks by k first (`{"recall_at_k": {k: Δ}, "ndcg_at_k": {k: Δ}}`, the current
+        run's k keys), then the whole-list metrics (`"mrr": Δ`).
     """
     result: dict[str, Any] = {}
-    for name in ("recall_at_k", "ndcg_at_k"):
+    for metric in sorted(METRICS, key=lambda m: not m.at_k):
+        name = metric.aggregate_key
+        if not metric.at_k:
+            result[name] = float(now[name]) - float(prev[name])
+            continue
         before = _by_k(prev, name)
         result[name] = {
             k: float(value) - float(before.get(k, 0.0)) for k, value in _by_k(now, name).items()
         }
-    result["mrr"] = float(now["mrr"]) - float(prev["mrr"])
     return result
 
 
 def aggregate_regressed(prev: Mapping[str, Any], now: Mapping[str, Any], threshold: float) -> bool:
-    """True when any recall@k, MRR or nDCG@k fell by strictly more than `threshold`.
+    """True when any metric at any k fell by strictly more than `threshold`.
 
     The k values are those of the current run; a k missing from the previous run counts as 0.0.
     Non-finite values are skipped.
     """
-    pairs: list[tuple[object, object]] = [(prev.get("mrr"), now.get("mrr"))]
-    for name in ("recall_at_k", "ndcg_at_k"):
+    pairs: list[tuple[object, object]] = []
+    for metric in METRICS:
+        name = metric.aggregate_key
+        if not metric.at_k:
+            pairs.append((prev.get(name), now.get(name)))
+            continue
         before = _by_k(prev, name)
         pairs.extend((before.get(k, 0.0), value) for k, value in _by_k(now, name).items())
     for before_value, now_value in pairs:
@@ -330,25 +347,24 @@ def aggregate_regressed(prev: Mapping[str, Any], now: Mapping[str, Any], thresho
 
 
 def _query_metrics(entry: Mapping[str, Any], k_max: int) -> list[tuple[str, object]]:
+    """Each metric of a stored query at k_max, by per-query name (0.0 when absent)."""
     metrics = entry.get("metrics")
     if not isinstance(metrics, dict):
         return []
-    key = str(k_max)
-    return [
-        (f"recall@{k_max}", _by_k(metrics, "recall_at_k").get(key, 0.0)),
-        ("reciprocal_rank", metrics.get("reciprocal_rank", 0.0)),
-        (f"ndcg@{k_max}", _by_k(metrics, "ndcg_at_k").get(key, 0.0)),
-    ]
+    return [(metric.query_name(k_max),
+             _by_k(metrics, metric.query_key).get(str(k_max), 0.0) if metric.at_k
+             else metrics.get(metric.query_key, 0.0)) for metric in METRICS]
 
 
 def query_regressions(
     prev_run: Mapping[str, Any], now_run: Mapping[str, Any], k_max: int, threshold: float
 ) -> list[dict[str, Any]]:
-    """Queries (matched by id) whose recall@k_max, RR or nDCG@k_max fell by more than `threshold`.
+    """Queries (matched by id) whose value of any metric at k_max fell by more than `threshold`.
 
     Returns:
         `[{"id", "metrics": {name: [previous, now]}}]` in the current run's query order, listing
-        only the metrics that fell; names are `recall@{k}`, `reciprocal_rank`, `ndcg@{k}`.
+        only the metrics that fell; names are `Metric.query_name` (`recall@{k}`,
+        `reciprocal_rank`, `ndcg@{k}`).
     """
     previous = {
         entry.get("id"): entry for entry in prev_run.get("per_query", []) if isinstance(entry, dict)
@@ -378,11 +394,12 @@ def is_judged(entry: Mapping[str, Any]) -> bool:
 
 
 def is_miss(entry: Mapping[str, Any], k_max: int) -> bool:
-    """A miss: the query has no relevant expected entry, or recall@k_max is 0."""
+    """A miss: the query has no relevant expected entry, or its `MISS_METRIC` (recall) at
+    k_max is 0."""
     if not is_judged(entry):
         return True
-    recall = dict(_query_metrics(entry, k_max)).get(f"recall@{k_max}", 0.0)
-    return _number(recall) == 0.0
+    value = dict(_query_metrics(entry, k_max)).get(BY_NAME[MISS_METRIC].query_name(k_max), 0.0)
+    return _number(value) == 0.0
 
 
 def corpus_changed(prev_corpus: Mapping[str, Any], now_corpus: Mapping[str, Any]) -> bool:
@@ -414,5 +431,5 @@ def regression_error_text(threshold: float, corpus_note: str | None) -> str:
         )
     return (
         f"retrieval-quality regression detected (delta > {threshold:.3f} on at least one of "
-        f"recall@k / MRR / nDCG@k).{note} Exiting with code 1 because --fail-on-regression was set."
+        f"{ALL_METRICS}).{note} Exiting with code 1 because --fail-on-regression was set."
     )

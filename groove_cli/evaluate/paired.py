@@ -15,7 +15,6 @@ and ablation runs are compared the same way:
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,38 +22,35 @@ from typing import Any
 import numpy as np
 
 from groove_cli.evaluate.history import is_judged
+from groove_cli.evaluate.metrics import (
+    BY_NAME,
+    GATE_FALLBACK,
+    GATE_METRIC,
+    METRICS,
+    parse_metric,
+)
 from groove_cli.evaluate.stats import bootstrap_ci
 
 PERMUTATIONS = 10_000
 """Sign-flip resamples of the randomization test (seeded: p-values are reproducible)."""
 
-_METRIC = re.compile(r"^(recall|ndcg)@(\d+)$")
-
-
-def metric_names(k_values: Sequence[int]) -> list[str]:
-    """Every metric of a run in report order: recall@k…, mrr, ndcg@k…."""
-    return [f"recall@{k}" for k in k_values] + ["mrr"] + [f"ndcg@{k}" for k in k_values]
-
-
-def metric_label(name: str) -> str:
-    """The display label: `recall@5`, `MRR`, `nDCG@10`."""
-    if name == "mrr":
-        return "MRR"
-    return name.replace("ndcg@", "nDCG@")
-
-
 def check_metric(name: str) -> str:
     """Normalise a metric name (`recall@K`, `mrr`, `ndcg@K`, any case); ValueError otherwise."""
     lowered = name.strip().lower()
-    if lowered == "mrr" or _METRIC.match(lowered):
-        return lowered
-    raise ValueError(f"unknown metric {name!r} (expected recall@K, mrr or ndcg@K)")
+    try:
+        parse_metric(lowered)
+    except ValueError:
+        forms = [f"{m.name}@K" if m.at_k else m.name for m in METRICS]
+        raise ValueError(f"unknown metric {name!r} (expected "
+                         f"{', '.join(forms[:-1])} or {forms[-1]})") from None
+    return lowered
 
 
 def default_metric(k_values: Sequence[int]) -> str:
-    """The primary metric of the gate: nDCG at the largest k (MRR when every k is 0)."""
+    """The primary metric of the gate: `GATE_METRIC` (nDCG) at the largest k, `GATE_FALLBACK`
+    (MRR) when every k is 0."""
     largest = max(k_values) if k_values else 0
-    return f"ndcg@{largest}" if largest > 0 else "mrr"
+    return BY_NAME[GATE_METRIC].full_name(largest) if largest > 0 else GATE_FALLBACK
 
 
 def query_value(entry: Mapping[str, Any], name: str) -> float | None:
@@ -62,26 +58,26 @@ def query_value(entry: Mapping[str, Any], name: str) -> float | None:
     metrics = entry.get("metrics")
     if not isinstance(metrics, dict):
         return None
-    if name == "mrr":
-        value = metrics.get("reciprocal_rank")
-    else:
-        match = _METRIC.match(name)
-        if match is None:
-            return None
-        block = metrics.get("recall_at_k" if match.group(1) == "recall" else "ndcg_at_k")
-        value = block.get(match.group(2)) if isinstance(block, dict) else None
+    try:
+        metric, k = parse_metric(name)
+    except ValueError:
+        return None
+    value = metric.of_block(metrics, metric.query_key, k)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)
 
 
 def run_has_metric(run: Mapping[str, Any], name: str) -> bool:
-    """Whether the run was scored at the k that `name` needs (MRR always is)."""
-    if name == "mrr":
+    """Whether the run was scored at the k that `name` needs (a whole-list metric always is)."""
+    try:
+        metric, k = parse_metric(name)
+    except ValueError:
+        return False
+    if not metric.at_k:
         return True
-    match = _METRIC.match(name)
     k_values = run.get("fingerprint", {}).get("k_values") or []
-    return match is not None and int(match.group(2)) in [int(k) for k in k_values]
+    return k in [int(k) for k in k_values]
 
 
 def _counted(run: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from groove_cli.evaluate.golden import Expected, GoldenQuery
 from groove_cli.evaluate.history import corpus_changed, diff_aggregates, query_regressions
-from groove_cli.evaluate.metrics import HitRecord, QueryMetrics
+from groove_cli.evaluate.metrics import HitRecord, QueryMetrics, metric_blocks, metric_keys
 from groove_cli.evaluate.stats import bootstrap_ci
 from groove_cli.messages import Message
 
@@ -57,38 +57,25 @@ def aggregate(
         k_values: the normalised k list.
 
     Returns:
-        `{recall_at_k, mrr, ndcg_at_k, query_count, ci95}` with string k keys; means are 0.0 and
+        every metric's block (`metrics.METRICS`: `recall_at_k`, `mrr`, `ndcg_at_k`), then
+        `query_count` and `ci95` (the same blocks) with string k keys; means are 0.0 and
         intervals null when no query counts.
     """
     if len(per_query) != len(expected_counts):
         raise ValueError("per_query and expected_counts differ in length")
     counted = [m for m, n in zip(per_query, expected_counts, strict=True) if n > 0]
-    series: dict[str, list[float]] = {}
-    for k in k_values:
-        series[f"recall@{k}"] = [m.recall_at_k[k] for m in counted]
-    series["mrr"] = [m.reciprocal_rank for m in counted]
-    for k in k_values:
-        series[f"ndcg@{k}"] = [m.ndcg_at_k[k] for m in counted]
+    series: dict[str, list[float]] = {
+        m.full_name(k): [q.value(m, k) for q in counted] for m, k in metric_keys(k_values)}
     ci = bootstrap_ci(series)
     return {
-        "recall_at_k": {str(k): _mean(series[f"recall@{k}"]) for k in k_values},
-        "mrr": _mean(series["mrr"]),
-        "ndcg_at_k": {str(k): _mean(series[f"ndcg@{k}"]) for k in k_values},
+        **metric_blocks(k_values, lambda m, k: _mean(series[m.full_name(k)])),
         "query_count": len(counted),
-        "ci95": {
-            "recall_at_k": {str(k): _ci(ci[f"recall@{k}"]) for k in k_values},
-            "mrr": _ci(ci["mrr"]),
-            "ndcg_at_k": {str(k): _ci(ci[f"ndcg@{k}"]) for k in k_values},
-        },
+        "ci95": metric_blocks(k_values, lambda m, k: _ci(ci[m.full_name(k)])),
     }
 
 
-def _metrics_block(metrics: QueryMetrics) -> dict[str, Any]:
-    return {
-        "recall_at_k": {str(k): v for k, v in metrics.recall_at_k.items()},
-        "reciprocal_rank": metrics.reciprocal_rank,
-        "ndcg_at_k": {str(k): v for k, v in metrics.ndcg_at_k.items()},
-    }
+def _metrics_block(metrics: QueryMetrics, k_values: Sequence[int]) -> dict[str, Any]:
+    return metric_blocks(k_values, metrics.value, key="query")
 
 
 def _expected_block(entry: Expected) -> dict[str, Any]:
@@ -138,7 +125,7 @@ def build_run(
                 {"rank": h.rank, "path": h.path, "heading": h.heading, "score": h.score}
                 for h in query_hits[:limit]
             ],
-            "metrics": _metrics_block(query_metrics),
+            "metrics": _metrics_block(query_metrics, k_values),
         }
         for query, query_hits, query_metrics in zip(queries, hits, metrics, strict=True)
     ]

@@ -13,8 +13,8 @@ exactly (tested over U+0000–U+10FFFF). One inherited quirk, shared with the ge
 multilingual-e5-small tokenizer: `Precompiled` first tries a whole grapheme cluster shorter than
 6 bytes, so in such a short cluster that starts with a mapped code point (for example "①" plus a
 combining mark) the whole cluster becomes that code point's replacement and the marks drop. A
-`Replace`-per-code-point chain would avoid that, but measured ~270x slower (6.6 ms vs 24 µs per
-360-character paragraph), so it was rejected.
+`Replace`-per-code-point chain would avoid that, but it is two orders of magnitude slower
+(bench/results/code-notes.md#precompiled), so it was rejected.
 """
 
 from __future__ import annotations
@@ -328,15 +328,15 @@ def build_graph(pack: PackFile) -> Any:
 # --------------------------------------------------------------------------- conversion
 
 # Which graph the converter installs as model.onnx: "fp32" (the exact dequantised weights) or
-# "int8" (onnxruntime dynamic quantisation of that graph). Measured by bench/bench_models.py
-# (bench/results/models.md; 2 cores, dense retrieval, first 200 judged queries, whole docs at
-# 512 tokens): nDCG@10 fp32 → int8 JSQuAD 0.8660 → 0.8634 (−0.0026), CISI 0.3251 → 0.3300
-# (+0.0049), both within the 0.005 tolerance, at ~4x less disk (118 MB vs 470 MB) and several
-# times the passages/s. So int8 is the default. The float32 graph is still what is verified
+# "int8" (onnxruntime dynamic quantisation of that graph). bench/bench_models.py found int8
+# within the 0.005 nDCG@10 tolerance of fp32 on JSQuAD and CISI at a fraction of the disk and
+# several times the passages/s (bench/results/models.md, bench/results/code-notes.md#int8).
+# So int8 is the default. The float32 graph is still what is verified
 # against the pack engine (cosine ≥ 0.999, §7.2); the int8 graph is then checked against it.
 PACK_VARIANT = "int8"
 MIN_COSINE = 0.999
-# int8 vs its own float32 source on the probes (measured 0.985–0.99 against the engine).
+# int8 vs its own float32 source on the probes (lower against the engine:
+# bench/results/code-notes.md#int8).
 MIN_COSINE_INT8 = 0.97
 
 

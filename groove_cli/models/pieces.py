@@ -1,7 +1,8 @@
 """A fast-loading stand-in for a big Unigram tokenizer when only a few texts need encoding.
 
-Why: building the 250k-piece XLM-R `tokenizer.json` takes ~0.6–0.9 s and holds the GIL
-(models.md §9), most of a cold `groove search` that has to embed its query. Unigram's
+Why: building the 250k-piece XLM-R `tokenizer.json` holds the GIL for most of a cold
+`groove search` that has to embed its query (models.md §9;
+bench/results/code-notes.md#tokenizer-load). Unigram's
 Viterbi search only ever considers vocabulary pieces that are substrings of a pre-tokenised
 word, so a tokenizer whose vocabulary is just those pieces — same scores, same normaliser,
 pre-tokeniser and post-processor, plus the special tokens and the lowest-scoring piece (the

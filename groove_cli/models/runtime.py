@@ -150,7 +150,8 @@ def output_shape(model: ResolvedModel, runtime: Runtime) -> list[int | str | Non
 def load_runtime(model: ResolvedModel, *, tokenizer: bool = True) -> Runtime:
     """Create the session (in a thread) while the tokenizer loads — the two largest costs.
 
-    Measured: `Tokenizer.from_file` holds the GIL for its whole ~0.9 s, while onnxruntime
+    `Tokenizer.from_file` holds the GIL for its whole load
+    (bench/results/code-notes.md#tokenizer-load), while onnxruntime
     releases it during session creation. So the session goes to the worker thread and gets
     going first; the tokenizer then loads on this thread in parallel. The other way round
     the session would wait for the GIL and nothing would overlap.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from groove_cli.evaluate.paired import metric_label
+from groove_cli.evaluate.metrics import metric_label
 from groove_cli.render.markdown import table
 
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from groove_cli.evaluate.baseline import value_text
-from groove_cli.evaluate.paired import metric_label
+from groove_cli.evaluate.metrics import metric_label
 from groove_cli.render.markdown import cell, table
 
 

@@ -11,6 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from groove_cli.evaluate.history import corpus_change_text, is_miss
+from groove_cli.evaluate.metrics import (
+    BY_NAME,
+    MISS_METRIC,
+    block_items,
+    metric_label,
+    query_metric_label,
+)
 from groove_cli.evaluate.stats import RESAMPLES, SEED
 from groove_cli.text import printable
 
@@ -84,28 +91,18 @@ def _aggregate(
         return diff_cell(float(value), threshold=threshold, color=color)
 
     lines = []
-    for k, value in aggregate["recall_at_k"].items():
-        delta = diff["recall_at_k"].get(k) if diff else None
-        lines.append(_metric_line(f"recall@{k}", value, ci["recall_at_k"].get(k), cell(delta)))
-    lines.append(_metric_line("MRR", aggregate["mrr"], ci["mrr"], cell(diff["mrr"] if diff else None)))
-    ndcg = aggregate["ndcg_at_k"]
-    if ndcg:
-        k = max(ndcg, key=int)
-        delta = diff["ndcg_at_k"].get(k) if diff else None
-        lines.append(_metric_line(f"nDCG@{k}", ndcg[k], ci["ndcg_at_k"].get(k), cell(delta)))
+    for metric, k, value in block_items(aggregate):
+        if metric.summary == "largest_k" and k != max(aggregate[metric.aggregate_key], key=int):
+            continue
+        key = metric.aggregate_key
+        delta = metric.of_block(diff, key, k) if diff else None
+        lines.append(_metric_line(metric_label(metric.full_name(k)), value,
+                                  metric.of_block(ci, key, k), cell(delta)))
     lines.append(
         f"  95% bootstrap CI over {aggregate['query_count']} queries "
         f"({RESAMPLES} resamples, seed {SEED})"
     )
     return lines
-
-
-def _metric_label(name: str) -> str:
-    if name == "reciprocal_rank":
-        return "RR"
-    if name.startswith("ndcg@"):
-        return "nDCG@" + name.removeprefix("ndcg@")
-    return name
 
 
 def _per_query(report: Mapping[str, Any], *, show_diff: bool) -> list[str]:
@@ -121,13 +118,14 @@ def _per_query(report: Mapping[str, Any], *, show_diff: bool) -> list[str]:
         shown = printable(query_id, keep_newlines=False)  # an id from the golden file
         if query_id in regressed:
             changes = ", ".join(
-                f"{_metric_label(name)}: {before:.2f} → {after:.2f}"
+                f"{query_metric_label(name)}: {before:.2f} → {after:.2f}"
                 for name, (before, after) in regressed[query_id].items()
             )
             lines.append(f"  ↓ {shown:<24} {changes}")
         elif is_miss(entry, k_max):
-            recall = entry["metrics"]["recall_at_k"].get(str(k_max), 0.0)
-            lines.append(f"  ✗ {shown:<24} recall@{k_max}: {recall:.2f}")
+            miss = BY_NAME[MISS_METRIC]
+            value = entry["metrics"][miss.query_key].get(str(k_max), 0.0)
+            lines.append(f"  ✗ {shown:<24} {metric_label(miss.full_name(k_max))}: {value:.2f}")
     if not lines:
         return []
     title = f"Per-query (regressions and misses, {len(lines)} of {len(per_query)})"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from groove_cli.evaluate.baseline import Comparison, value_text
-from groove_cli.evaluate.paired import metric_label
+from groove_cli.evaluate.metrics import metric_label
 
 
 def verdict_text(comparison: Comparison) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 
 from groove_cli.evaluate.baseline import Comparison
 from groove_cli.evaluate.history import is_judged, is_miss
-from groove_cli.evaluate.paired import metric_label
+from groove_cli.evaluate.metrics import block_items, metric_label
 from groove_cli.render.gate import title_text, verdict_text
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -88,11 +88,8 @@ def _aggregate_properties(run: Mapping[str, Any]) -> list[tuple[str, str]]:
         if isinstance(interval, list):
             props.append((f"{name}.ci95", f"{interval[0]!r},{interval[1]!r}"))
 
-    for k, value in aggregate["recall_at_k"].items():
-        add(f"recall@{k}", value, ci.get("recall_at_k", {}).get(k))
-    add("mrr", aggregate["mrr"], ci.get("mrr"))
-    for k, value in aggregate["ndcg_at_k"].items():
-        add(f"ndcg@{k}", value, ci.get("ndcg_at_k", {}).get(k))
+    for metric, k, value in block_items(aggregate):
+        add(metric.full_name(k), value, metric.of_block(ci, metric.aggregate_key, k))
     props.append(("query_count", str(aggregate["query_count"])))
     return props
 
@@ -124,9 +121,7 @@ def _query_case(suite: ET.Element, entry: Mapping[str, Any], k_max: int) -> tupl
         failure.text = (f"query: {entry['query']}\nexpected: {', '.join(expected)}\n"
                         f"top {k_max}:\n" + "\n".join(f"  {line}" for line in top))
     out = ET.SubElement(case, "system-out")
-    lines = [f"recall@{k}: {v!r}" for k, v in metrics["recall_at_k"].items()]
-    lines.append(f"reciprocal_rank: {metrics['reciprocal_rank']!r}")
-    lines += [f"ndcg@{k}: {v!r}" for k, v in metrics["ndcg_at_k"].items()]
+    lines = [f"{metric.query_name(k)}: {v!r}" for metric, k, v in block_items(metrics, key="query")]
     out.text = "\n".join(lines) + "\n"
     return failed, False
 

@@ -15,7 +15,7 @@ from groove_cli import messages
 from groove_cli.errors import GrooveError
 from groove_cli.evaluate.baseline import Comparison, value_text
 from groove_cli.evaluate.history import is_miss
-from groove_cli.evaluate.paired import metric_label
+from groove_cli.evaluate.metrics import block_items, metric_label, query_metric_label
 from groove_cli.outfile import write_output
 from groove_cli.render.gate import title_text, verdict_text
 from groove_cli.text import printable
@@ -85,15 +85,11 @@ def _aggregate_rows(report: Mapping[str, Any]) -> list[list[str]]:
     aggregate, ci = report["aggregate"], report["aggregate"]["ci95"]
     diff = report.get("diff")
     rows = []
-    for block, prefix in (("recall_at_k", "recall"), ("mrr", "mrr"), ("ndcg_at_k", "ndcg")):
-        items = [("", aggregate["mrr"])] if block == "mrr" else list(aggregate[block].items())
-        for k, value in items:
-            name = "mrr" if block == "mrr" else f"{prefix}@{k}"
-            interval_ = ci["mrr"] if block == "mrr" else ci[block].get(k)
-            delta = None
-            if isinstance(diff, dict):
-                delta = diff["mrr"] if block == "mrr" else diff[block].get(k)
-            rows.append([metric_label(name), fmt(value), interval(interval_), signed(delta)])
+    for metric, k, value in block_items(aggregate):
+        key = metric.aggregate_key
+        delta = metric.of_block(diff, key, k) if isinstance(diff, dict) else None
+        rows.append([metric_label(metric.full_name(k)), fmt(value),
+                     interval(metric.of_block(ci, key, k)), signed(delta)])
     return rows
 
 
@@ -149,8 +145,8 @@ def eval_markdown(report: Mapping[str, Any], *, comparison: Comparison | None = 
                       f"{len(regressed)} regressions of {len(report['per_query'])})</summary>", ""]
         lines += [f"- ✗ {code(e['id'])}: no expected note in the top {k_max}" for e in misses]
         for item in regressed:
-            changes = ", ".join(f"{metric_label(name) if name != 'reciprocal_rank' else 'RR'} "
-                                f"{a:.2f} → {b:.2f}" for name, (a, b) in item["metrics"].items())
+            changes = ", ".join(f"{query_metric_label(name)} {a:.2f} → {b:.2f}"
+                                for name, (a, b) in item["metrics"].items())
             lines.append(f"- ↓ {code(item['id'])}: {changes}")
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"

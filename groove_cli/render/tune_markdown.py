@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from groove_cli.evaluate.metrics import block_items, metric_label
 from groove_cli.evaluate.tune import (
     ADOPT_MIN_MEAN_DELTA,
     ADOPT_SE_MULTIPLIER,
@@ -17,6 +18,7 @@ from groove_cli.evaluate.tune import (
     label,
     label_of,
 )
+from groove_cli.evaluate.tune.grid import SECONDARY_METRICS
 from groove_cli.render.markdown import code, fmt, signed, table
 
 
@@ -48,9 +50,11 @@ def _evidence(r: Mapping[str, Any]) -> list[str]:
 
 def _secondary(r: Mapping[str, Any]) -> list[str]:
     base, refit = r["secondary_metrics"]["baseline"], r["secondary_metrics"]["refit"]
-    rows = [[f"recall@{k}", fmt(before), fmt(refit["recall_at_k"][k]),
-             signed(refit["recall_at_k"][k] - before)] for k, before in base["recall_at_k"].items()]
-    rows.append(["MRR", fmt(base["mrr"]), fmt(refit["mrr"]), signed(refit["mrr"] - base["mrr"])])
+    rows = []
+    for metric, k, before in block_items(base, metrics=SECONDARY_METRICS):
+        after = metric.of_block(refit, metric.aggregate_key, k)
+        rows.append([metric_label(metric.full_name(k)), fmt(before), fmt(after),
+                     signed(after - before)])
     lines = table(["metric", "default", "refit", "Δ"], rows, ["l", "r", "r", "r"])
     return lines + [f"- DEGRADED: {v}" for v in r["secondary_metrics"]["violations"]]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from groove_cli.evaluate.metrics import block_items, metric_label
 from groove_cli.evaluate.tune import (
     ADOPT_MIN_MEAN_DELTA,
     ADOPT_SE_MULTIPLIER,
@@ -17,6 +18,7 @@ from groove_cli.evaluate.tune import (
     label,
     label_of,
 )
+from groove_cli.evaluate.tune.grid import SECONDARY_METRICS
 
 _LEGEND = [
     "  fts = FTS candidates (the query is effective when fts >= 2); docfreq = chunks the FTS",
@@ -108,11 +110,10 @@ def _secondary(r: Mapping[str, Any]) -> list[str]:
     base, refit = sec["baseline"], sec["refit"]
     lines = [f"## Secondary metrics (all {base['query_count']} golden queries)",
              "  metric      default → refit (Δ)"]
-    for k, before in base["recall_at_k"].items():
-        after = refit["recall_at_k"][k]
-        lines.append(f"  {'recall@' + k:<11} {before:.3f} → {after:.3f} ({after - before:+.3f})")
-    lines.append(f"  {'MRR':<11} {base['mrr']:.3f} → {refit['mrr']:.3f} "
-                 f"({refit['mrr'] - base['mrr']:+.3f})")
+    for metric, k, before in block_items(base, metrics=SECONDARY_METRICS):
+        after = metric.of_block(refit, metric.aggregate_key, k)
+        label = metric_label(metric.full_name(k))
+        lines.append(f"  {label:<11} {before:.3f} → {after:.3f} ({after - before:+.3f})")
     lines += [f"  DEGRADED: {v}" for v in sec["violations"]]
     return lines
 

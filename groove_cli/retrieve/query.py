@@ -28,9 +28,8 @@ from groove_cli.text.words import (
 
 MIN_PHRASE_CHARS = 3
 # In a query with CJK phrases a lone Latin token (a unit such as "km", a single name) is served
-# by the trigram match; the word-level leg joins only from 2 Latin words on. Measured on 1,000
-# JSQuAD queries (fts mode): nDCG@10 0.847 before the word leg, 0.839 with a word leg for every
-# Latin token, 0.845 with this rule.
+# by the trigram match; the word-level leg joins only from 2 Latin words on (on JSQuAD closer to
+# no word leg than a word leg for every Latin token: bench/results/code-notes.md#mixed-queries).
 MIN_MIXED_WORD_TERMS = 2
 MAX_PHRASES = 32
 MAX_NEG_PHRASES = 32
@@ -328,9 +327,8 @@ def _cjk_terms(segments: list[_Segment]) -> tuple[tuple[str, ...], bool]:
     them (とき, きた, ので). Nearly every chunk holds them, so they cost the most to score, and
     they rank chunks by the grammar they share with the question, not its words: on the sample
     KB `障害が起きたときの連絡手順` found a review note that "起きたとき" first, above the incident
-    runbook. Measured on 1,000 JSQuAD queries (nDCG@10): dropping single hiragana, fts 0.946 →
-    0.947 at 1/6 of the time; dropping the pairs too, fts 0.947 → 0.946 and hybrid 0.947 →
-    0.948 (within noise) at ~15 % less CPU. A query made only of them keeps them, and so does a
+    runbook. On JSQuAD dropping them leaves nDCG@10 within noise and saves CPU
+    (bench/results/code-notes.md#hiragana). A query made only of them keeps them, and so does a
     quoted one (`"とき"`). A quoted phrase asks for exactly that text: of 3+ characters it stays
     on the trigram table alone, of 1–2 CJK characters it is the one token that matches it here.
     """
@@ -381,8 +379,9 @@ def compile_query(text: str) -> CompiledQuery:
     # its quoted phrases and its identifiers and numbers (`BK-1107`, `1945`: substrings) stay on
     # the trigram table; an all-Latin query sends its words to the word-level table only; other
     # queries with a non-Latin phrase (numbers, identifiers) keep every phrase on the trigram
-    # table. On 1,000 JSQuAD queries the identifiers and numbers on the trigram table change
-    # nDCG@10 by -0.0002 (fts and hybrid); a Japanese question about an error code needs them.
+    # table. On JSQuAD the identifiers and numbers on the trigram table change nDCG@10 within
+    # noise (bench/results/code-notes.md#identifiers); a Japanese question about an error code
+    # needs them.
     has_cjk = any(cjk.has_cjk(seg.content) for seg in positive_segments)
     cjk_terms, cjk_capped = _cjk_terms(positive_segments)
     mixed = any(not is_latin_text(p) for p in phrases)

@@ -99,9 +99,9 @@ def check_runtime() -> None:
 def migrations() -> list[tuple[int, str]]:
     """The schema migrations shipped in groove_cli/migrations, as (number, SQL).
 
-    Read beside this package's files rather than through importlib.resources, whose import
-    (tempfile, random: ~5 ms) every search would pay; groove is never run from a zip (the
-    sqlite-vec extension must be a real file anyway)."""
+    Read beside this package's files rather than through importlib.resources, whose imports
+    (tempfile, random; bench/results/code-notes.md#migrations) every search would pay; groove
+    is never run from a zip (the sqlite-vec extension must be a real file anyway)."""
     folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "migrations")
     found = []
     for name in os.listdir(folder):

@@ -13,9 +13,9 @@ as they are once written space-separated:
   `python3 12`;
 - everything else (spaces, punctuation, symbols) separates.
 
-Measured with bm25s on a 200-query JSQuAD sample (issue #13): character unigrams + bigrams
-nDCG@10 0.939, bigrams alone 0.927, MeCab surface forms 0.924, MeCab lemmas + bigrams 0.941 —
-within noise of the best without an analyser, its load time or its install size.
+On a JSQuAD sample (issue #13) character unigrams + bigrams scored within noise of the best
+variant tried (MeCab lemmas + bigrams) without an analyser, its load time or its install size
+(bench/results/code-notes.md#cjk-tokens).
 """
 
 from __future__ import annotations
@@ -50,9 +50,8 @@ class _Kinds(dict[int, str]):
     """Code point → "c" (CJK), "w" (another letter or digit: Unicode's L and N categories) or
     " " (a separator), for `str.translate`; each code point is classified the first time it is
     seen. Text mapped through it is scanned for runs by a regular expression over three ASCII
-    letters: no Python loop per character (a CISI abstract: ~0.4 ms that way, ~0.07 ms this
-    way), and no character class over the CJK ranges, which took ~12 ms to compile at import,
-    paid by every cold search."""
+    letters: no Python loop per character, and no character class over the CJK ranges, whose
+    compilation at import every cold search would pay (bench/results/code-notes.md#cjk-tokeniser)."""
 
     def __missing__(self, cp: int) -> str:
         ch = chr(cp)

@@ -1,7 +1,7 @@
 """The word-level full-text query: Latin-script words for the `fts_words` table.
 
 The trigram table has no word boundaries, stemming or stopwords, which costs English queries
-dearly (on CISI: nDCG@10 0.283 with trigram vs 0.386 for a stemmed, stopword-aware BM25). Latin
+dearly (on CISI far below a stemmed, stopword-aware BM25: bench/results/code-notes.md#word-leg). Latin
 words therefore go to a second FTS5 table tokenised by `porter unicode61` (stemming happens inside
 FTS5, on both the rows and the query terms); CJK phrases stay on the trigram table.
 """
@@ -64,7 +64,7 @@ def select_terms(candidates: Sequence[tuple[str, bool]]) -> tuple[tuple[str, ...
     Quoted terms are kept as they are; plain words shorter than 2 characters are dropped, and
     so are stopwords unless the query has nothing but stopwords. A word repeated in the query
     stays repeated: FTS5's bm25 sums over the OR-ed phrases, so repetition is BM25's query term
-    frequency (on CISI, nDCG@10 0.355 with duplicates removed, 0.388 with them kept). At most 32
+    frequency (better on CISI than removing repeats: bench/results/code-notes.md#word-leg). At most 32
     terms are kept; the flag says whether the cap dropped a distinct term (one not kept in any
     case), as the phrase cap's warning promises (search.md §2.4) — cut repeats are not worth it.
     """

@@ -14,6 +14,7 @@ from groove_cli.config import (
     DEFAULT_RRF_K,
     MAX_LIMIT,
 )
+from groove_cli.evaluate.metrics import METRICS
 from groove_cli.retrieve.legs import candidate_pool, vector_k
 
 __all__ = ["candidate_pool", "vector_k"]  # the legs' pool and k, as tune reports them
@@ -30,8 +31,13 @@ STABILITY_MIN = 0.5
 """Criterion 4: the share of folds that select the refit condition must exceed this."""
 SMALL_N_WARN = 50
 """Below this many effective queries the verdict is flagged as indicative (IR convention)."""
+PRIMARY_METRIC = "ndcg"
+"""The metric selection and the verdict work on (at PRIMARY_K); the other registered metrics
+(evaluate.metrics.METRICS) are the secondary ones of criterion 5."""
 PRIMARY_K = 5
 """The primary metric is nDCG@5; 5 is always part of the k list."""
+SECONDARY_METRICS = tuple(m for m in METRICS if m.name != PRIMARY_METRIC)
+"""Criterion 5's metrics and the report's secondary table, in registry order."""
 MAX_TUNE_K = MAX_LIMIT
 """Cap on every k and on the limit, as in eval."""
 PLATEAU_EPS = 1e-9

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groove_cli.evaluate.metrics import metric_blocks
 from groove_cli.evaluate.tune.grid import (
     BM25_WEIGHT_VALUES,
     CJK_WEIGHTS,
@@ -42,12 +43,7 @@ def _finite(value: float | None) -> float | None:
 
 
 def _aggregate_json(agg: Aggregate) -> dict[str, Any]:
-    return {
-        "recall_at_k": {str(k): v for k, v in agg.recall_at_k.items()},
-        "mrr": agg.mrr,
-        "ndcg_at_k": {str(k): v for k, v in agg.ndcg_at_k.items()},
-        "query_count": agg.query_count,
-    }
+    return {**metric_blocks(agg.k_values, agg.metrics.value), "query_count": agg.query_count}
 
 
 def _grid_json(sweep: SweepScores, selection: Selection) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """The sweep (tune.md §5): every grid condition fused in memory for every query and scored.
 
 Fusion is search's weighted RRF, vectorised (`retrieve.fuse.fuse_rows`); scoring is eval's
-metrics, vectorised (`evaluate.metrics.rank_metrics`), so a condition ranks and scores a query
-exactly as `groove search` and `groove eval` would.
+metrics, vectorised (each registered metric's vectorised form: `evaluate.metrics.rank_metrics`),
+so a condition ranks and scores a query exactly as `groove search` and `groove eval` would.
 """
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from groove_cli.arrays import BoolArray, FloatArray, IntArray
-from groove_cli.evaluate.metrics import entry_matches, rank_metrics
+from groove_cli.evaluate.metrics import METRICS, Ranked, entry_matches, rank_metrics
 from groove_cli.evaluate.tune.grid import (
     BUILTIN_CJK_WEIGHT,
     BUILTIN_RRF_K,
     CJK_WEIGHTS,
     MIN_SCORES,
     PRIMARY_K,
+    PRIMARY_METRIC,
     WEIGHT_RATIOS,
     Space,
     fusion_grid,
@@ -92,19 +93,18 @@ def _space_rows(space: Space) -> tuple[FusionRows, IntArray, FloatArray]:
 
 @dataclass(frozen=True, slots=True)
 class SweepScores:
-    """Per-(condition, query) metrics of a sweep; arrays are indexed [k, condition, query]."""
+    """Per-(condition, query) values of every registered metric, by metric name: arrays are
+    indexed [k, condition, query] for a metric scored at each k, else [condition, query]."""
 
     space: Space
     k_values: tuple[int, ...]
     query_ids: tuple[str, ...]
-    ndcg: FloatArray
-    recall: FloatArray
-    rr: FloatArray
+    scores: Mapping[str, FloatArray]
 
     @property
     def ndcg5(self) -> FloatArray:
-        """nDCG@5 per (condition, query): the matrix the selection works on."""
-        primary: FloatArray = self.ndcg[self.k_values.index(PRIMARY_K)]
+        """The primary metric (nDCG@5) per (condition, query): the matrix the selection works on."""
+        primary: FloatArray = self.scores[PRIMARY_METRIC][self.k_values.index(PRIMARY_K)]
         return primary
 
 
@@ -127,7 +127,7 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
         progress: receives one progress line per query (e.g. `messages.progress`).
 
     Returns:
-        nDCG@k, recall@k and RR for every (condition, query).
+        every registered metric for every (condition, query), binary relevance (tune.md §2).
 
     Raises:
         ValueError: a query has the wrong number of FTS lists or a list repeats an id.
@@ -137,9 +137,8 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
     rows, row_of, floors = _space_rows(space)
     n_lists = len(weight_sets()) if space == "fusion" else 1
     n_cond = row_of.size
-    ndcg = np.zeros((len(ks), n_cond, len(queries)))
-    recall = np.zeros((len(ks), n_cond, len(queries)))
-    rr = np.zeros((n_cond, len(queries)))
+    scores = {m.name: np.zeros(((len(ks),) if m.at_k else ()) + (n_cond, len(queries)))
+              for m in METRICS}
     for q, query in enumerate(queries):
         if progress is not None:
             progress(progress_line(q + 1, len(queries), n_cond, query.id))
@@ -149,8 +148,9 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
         ids = fused.ids[row_of]
         rel = _relevance(query, chunk_meta, ids, valid)
         has_heading = np.array([e[1] is not None for e in query.expected], dtype=bool)
-        recall[:, :, q], ndcg[:, :, q], rr[:, q] = rank_metrics(rel, has_heading, ks)
-    return SweepScores(space, ks, tuple(q.id for q in queries), ndcg, recall, rr)
+        for name, values in rank_metrics(Ranked(rel, has_heading), ks).items():
+            scores[name][..., q] = values
+    return SweepScores(space, ks, tuple(q.id for q in queries), scores)
 
 
 def _check_lists(query: QueryLists, n_lists: int) -> None:

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from groove_cli.arrays import FloatArray
+from groove_cli.evaluate.metrics import METRICS, QueryMetrics, metric_keys, metric_label
 from groove_cli.evaluate.tune.grid import (
     ADOPT_MIN_MEAN_DELTA,
     ADOPT_SE_MULTIPLIER,
+    PRIMARY_METRIC,
     STABILITY_MIN,
     TIE_EPS,
     Condition,
@@ -27,9 +29,8 @@ from groove_cli.evaluate.tune.sweep import SweepScores
 class Aggregate:
     """Mean metrics over the usable queries for one condition (eval.md's aggregate, no CIs)."""
 
-    recall_at_k: dict[int, float]
-    mrr: float
-    ndcg_at_k: dict[int, float]
+    metrics: QueryMetrics
+    k_values: tuple[int, ...]
     query_count: int
 
 
@@ -40,12 +41,10 @@ def aggregate(sweep: SweepScores, condition: int) -> Aggregate:
     def mean(values: FloatArray) -> float:
         return float(values.mean()) if n else 0.0
 
-    return Aggregate(
-        {k: mean(sweep.recall[i, condition]) for i, k in enumerate(sweep.k_values)},
-        mean(sweep.rr[condition]),
-        {k: mean(sweep.ndcg[i, condition]) for i, k in enumerate(sweep.k_values)},
-        n,
-    )
+    at_k = {m.name: {k: mean(sweep.scores[m.name][i, condition])
+                     for i, k in enumerate(sweep.k_values)} for m in METRICS if m.at_k}
+    whole = {m.name: mean(sweep.scores[m.name][condition]) for m in METRICS if not m.at_k}
+    return Aggregate(QueryMetrics(at_k, whole), sweep.k_values, n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,14 +69,16 @@ def per_query_impact(sweep: SweepScores, refit: int) -> Impact:
 
 
 def secondary_violations(baseline: Aggregate, refit: Aggregate) -> list[str]:
-    """Criterion 5: a reason per recall@k or MRR that drops by more than 1e-12."""
-    reasons = [
-        f"recall@{k} would drop from {baseline.recall_at_k[k]:.3f} to {refit.recall_at_k[k]:.3f}"
-        for k in baseline.recall_at_k
-        if baseline.recall_at_k[k] - refit.recall_at_k[k] > TIE_EPS
-    ]
-    if baseline.mrr - refit.mrr > TIE_EPS:
-        reasons.append(f"MRR would drop from {baseline.mrr:.3f} to {refit.mrr:.3f}")
+    """Criterion 5: a reason per secondary metric (every registered metric but the primary,
+    at each k: recall@k, MRR) that drops by more than 1e-12."""
+    reasons = []
+    for metric, k in metric_keys(baseline.k_values):
+        if metric.name == PRIMARY_METRIC:
+            continue
+        before, after = baseline.metrics.value(metric, k), refit.metrics.value(metric, k)
+        if before - after > TIE_EPS:
+            reasons.append(f"{metric_label(metric.full_name(k))} would drop from {before:.3f} "
+                           f"to {after:.3f}")
     return reasons
 
 

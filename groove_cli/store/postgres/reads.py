@@ -37,7 +37,7 @@ def binary_vector_type(con: psycopg.Connection[Any]) -> type[bytes]:
     """A bytes type that `con` sends as a pgvector `vector` parameter in binary (`%b`): two
     16-bit integers (the dimension, 0) and big-endian float32s, pgvector's `vector_recv` form.
     Exact like the text form, and no float is printed by the client or parsed by the server
-    (printing 384 floats cost 0.34 ms per chunk written)."""
+    (a visible share of the writer's CPU: bench/results/code-notes.md#pg-writes)."""
     from psycopg.adapt import Dumper
     from psycopg.pq import Format
 

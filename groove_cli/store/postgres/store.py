@@ -33,13 +33,10 @@ if TYPE_CHECKING:
 
 HNSW_EF_CONSTRUCTION = 256
 """The HNSW build's candidate list (pgvector's default is 64; m stays at its default 16).
-Measured at 100,000 vectors near real multilingual-e5-small chunk embeddings with 200 real
-queries (bench/results/backends.md, docs/design/store.md): with 64 (3 builds) and 128 (4 builds)
-one real query found none of its true top 50 in 2 and 1 builds, even at ef_search 800-1000;
-with 256 no query fell below 0.96 at ef_search 400 and every query was exact at 800 in all 3
-builds (mean 0.9993 at 400, against 0.989 with 64). Cost: the one-off build 1.6-1.7x that of
-128 (54-57 s against 33-34 s at 100k) and 5.0 ms per chunk written afterwards (3.3 ms with
-128), small next to the ~47 ms the embedding of a chunk takes."""
+With 64 or 128 a real query could miss all of its true top 50 even at a high ef_search; with
+256 every query was exact at groove's ef_search on vectors near real chunk embeddings, for a
+one-off build and a per-chunk write cost small next to embedding the chunk (figures:
+bench/results/backends.md, bench/results/code-notes.md#hnsw-build, docs/design/store.md)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -330,9 +327,8 @@ class PgStore(PgReads):
         Ids are numbered here (`_next_ids`) so the whole document goes to the server as one
         pipeline: the KB row's counters and statistics, the document row, its chunk rows and
         their postings, without waiting for any answer before the commit. Vectors go in
-        pgvector's binary form. (Per CISI document, seven statements each waited for, a COPY
-        handshake, psycopg's adaptation of the postings lists and vectors printed as text cost
-        2.8 ms of client CPU; this way 1.6 ms.)"""
+        pgvector's binary form. (Statements each waited for, a COPY handshake and vectors printed
+        as text cost far more client CPU: bench/results/code-notes.md#pg-writes.)"""
         if existing_id is not None:
             self._delete_chunks(existing_id)
         ids = self._next_ids()
