@@ -127,7 +127,7 @@ def test_tune_fetches_and_fuses_the_leg_as_search_ranks(kb: Index, leg: Constant
         lists = [dataclasses.replace(query_lists([nonsense], [_golden(kb)], [[]],
                                                  [(2.0, 1.0, 1.0)])[0],
                                      expected=((NOTE, None),))]
-        assert [name for name, found in lists[0].leg_ids.items() if found] == ["const"]
+        assert [name for name, found in lists[0].leg_ids.items() if any(found)] == ["const"]
         sweep = score_matrix(lists, _meta(store, lists), "retrieval", 10, [5])
         assert sweep.ndcg5.shape[1] == 1 and bool((sweep.ndcg5 > 0).all())
         # the fused list of tune's lists at the search's settings is the search's ranking
