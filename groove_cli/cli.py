@@ -30,6 +30,7 @@ from groove_cli.cli_options import (
     RetrievalFlags,
     VerboseOpt,
     check_format,
+    global_options,
     kb_flags,
     print_version,
     resolve_paths,
@@ -104,7 +105,8 @@ def config_show(
     """
     fmt = check_format(format, ("text", "json"))
     settings = run_core(lambda: settings_for(ctx, {}, announce=False))
-    output.print_config(settings, fmt)
+    url = config.store_url(settings, global_options(ctx).db)
+    output.print_config(settings, fmt, {"store.url": url})
 
 
 @config_app.command("check")

@@ -44,6 +44,30 @@ def test_config_show_text(workdir: Path) -> None:
     assert any(line.split() == ["search.mmr.lambda", "=", "0.7", "(default)"] for line in lines)
 
 
+def test_config_show_names_the_store_url_in_effect(workdir: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 28: `store.url` showed unset while GROOVE_DB_URL was set
+    (workdir / "groove.toml").write_text('[store]\nurl = "postgresql://file@h/db"\n')
+    monkeypatch.setenv("GROOVE_DB_URL", "postgresql://me:s3cret@db.example:5432/notes")
+
+    def shown(*args: str) -> dict[str, object]:
+        result = runner.invoke(app, [*args, "config", "show", "--format", "json"])
+        assert result.exit_code == 0, result.output
+        value: dict[str, object] = json.loads(result.stdout)["settings"]["store.url"]
+        return value
+
+    assert shown() == {"value": "postgresql://me:***@db.example:5432/notes",
+                       "source": "env GROOVE_DB_URL"}
+    assert shown("--db", "postgresql://x:pw@other/db") == {
+        "value": "postgresql://x:***@other/db", "source": "flag"}
+    text = runner.invoke(app, ["config", "show"]).stdout
+    assert any(line.split() == ["store.url", "=", '"postgresql://me:***@db.example:5432/notes"',
+                                "(env", "GROOVE_DB_URL)"] for line in text.splitlines())
+    assert "s3cret" not in text
+    monkeypatch.delenv("GROOVE_DB_URL")
+    assert shown() == {"value": "postgresql://file@h/db", "source": "file"}
+
+
 def test_config_check_ok_and_invalid(workdir: Path) -> None:
     cfg = workdir / "groove.toml"
     cfg.write_text("[search.mmr]\nlambda = 0.5\n")
