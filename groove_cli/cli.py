@@ -61,7 +61,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (README: Shell completion)
     pretty_exceptions_enable=False,
 )
 GLOBAL_VALUED = ("--config", "--db")

@@ -117,6 +117,9 @@ def translate(exc: BaseException) -> GrooveError | None:
     damaged = damage_error(exc)
     if damaged is not None:  # a damaged index: its error names the way out (`index --force`)
         return damaged
+    if isinstance(exc, BrokenPipeError):  # written past the guard (click's --help): as guarded
+        _discard(sys.__stdout__)
+        return ReaderGone()
     if isinstance(exc, OSError):
         return _os_error(exc)
     if type(exc).__module__ == "apsw" and isinstance(exc, Exception):
