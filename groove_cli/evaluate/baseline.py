@@ -248,8 +248,8 @@ class Comparison:
         assert p.ci95 is not None
         text = (f"retrieval-quality regression against {where}: {metric_label(p.metric)} fell "
                 f"{p.before:.3f} → {p.after:.3f} (Δ {p.delta:+.3f}, 95% CI [{p.ci95[0]:+.3f}, "
-                f"{p.ci95[1]:+.3f}] over {p.pairs} queries), more than --max-drop "
-                f"{self.max_drop:.3f}.")
+                f"{p.ci95[1]:+.3f}], paired randomization p {p.p:.4f} over {p.pairs} queries), "
+                f"more than --max-drop {self.max_drop:.3f}.")
         if self.settings:
             text += f" Settings that differ: {changes_text(self.settings)}."
         if self.corpus_change is not None:
