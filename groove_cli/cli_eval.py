@@ -74,7 +74,8 @@ def eval_cmd(
         help="Exit 1 when a metric fell by more than [eval].regression_threshold against the "
              "previous compatible run (the history is saved first). With --baseline, or when "
              "no stored run has identical settings: exit 1 when the gate metric fell by more "
-             "than --max-drop and its paired 95% CI lies below 0.")] = False,
+             "than --max-drop and is significantly worse (paired randomization p < 0.05, as "
+             "`eval compare` shows it).")] = False,
     baseline: Annotated[Path | None, typer.Option(
         "--baseline", help="Compare with this baseline file whatever the settings; the "
                            "report names every setting that differs.")] = None,
