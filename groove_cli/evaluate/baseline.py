@@ -7,7 +7,8 @@ the settings, query by query, and the report names every setting that differs.
 
 The gate fails only when the primary metric dropped by more than `max_drop` AND it is
 significantly worse (`paired.significantly_worse`: the paired randomization test, the rule
-`eval compare` shows): a drop within query-sampling noise is not a regression. A damaged baseline is a usage error (exit 2): it must never pass or fail a build.
+`eval compare` shows): a drop within query-sampling noise is not a regression. A damaged
+baseline is a usage error (exit 2): it must never pass or fail a build.
 """
 
 from __future__ import annotations

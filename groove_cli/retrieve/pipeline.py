@@ -238,10 +238,13 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     fts_rank = {cid: i + 1 for i, cid in enumerate(fts_rows)}
     word_rank = {cid: i + 1 for i, cid in enumerate(word_rows)}
     cjk_rank = {cid: i + 1 for i, cid in enumerate(cjk_rows)}
-    cosines = _cosines(store, [c.chunk.chunk_id for c in candidates], vector, dim, vectors)
+    nearest = list(vec_rows[:1])  # the vector leg's first hit: the query's best cosine
+    cosines = _cosines(store, [c.chunk.chunk_id for c in candidates] + nearest, vector, dim,
+                       vectors)
+    best = max(cosines.values()) if cosines else None
     evidence = [features(cosines.get(c.chunk.chunk_id), fts_rank.get(c.chunk.chunk_id),
-                         word_rank.get(c.chunk.chunk_id), vec_rank.get(c.chunk.chunk_id),
-                         cjk_rank.get(c.chunk.chunk_id))
+                         word_rank.get(c.chunk.chunk_id), cjk_rank.get(c.chunk.chunk_id),
+                         best_cosine=best)
                 for c in candidates]
     calibration = params.calibration or FALLBACK
     hits = tuple(
