@@ -203,11 +203,18 @@ def guarded_stdout() -> Iterator[None]:
     sys.stdout = guarded
     try:
         yield
-    finally:  # also after typer.Exit (doctor findings, the eval gate): their report is output
-        try:
+    except BaseException:  # also after typer.Exit (doctor findings, the eval gate): their
+        try:               # report is output, and a reader gone early keeps their exit code
             guarded.flush()
+        except ReaderGone:
+            pass
         finally:
             sys.stdout = original
+        raise
+    try:
+        guarded.flush()
+    finally:
+        sys.stdout = original
 
 
 def check_index_file(path: Path, *, kb_hint: str = "<path>", allow_empty: bool = False,
