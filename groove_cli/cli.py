@@ -30,6 +30,7 @@ from groove_cli.cli_options import (
     RetrievalFlags,
     VerboseOpt,
     check_format,
+    global_options,
     kb_flags,
     print_version,
     resolve_paths,
@@ -60,7 +61,7 @@ app = typer.Typer(
     rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (README: Shell completion)
     pretty_exceptions_enable=False,
 )
 GLOBAL_VALUED = ("--config", "--db")
@@ -104,7 +105,8 @@ def config_show(
     """
     fmt = check_format(format, ("text", "json"))
     settings = run_core(lambda: settings_for(ctx, {}, announce=False))
-    output.print_config(settings, fmt)
+    url = config.store_url(settings, global_options(ctx).db)
+    output.print_config(settings, fmt, {"store.url": url})
 
 
 @config_app.command("check")

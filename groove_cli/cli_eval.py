@@ -34,6 +34,7 @@ from groove_cli.cli_options import (
     verbose,
     with_retrieval_flags,
 )
+from groove_cli.errors import UsageError
 from groove_cli.failures import ReaderGone
 from groove_cli.render import output
 
@@ -73,7 +74,8 @@ def eval_cmd(
         help="Exit 1 when a metric fell by more than [eval].regression_threshold against the "
              "previous compatible run (the history is saved first). With --baseline, or when "
              "no stored run has identical settings: exit 1 when the gate metric fell by more "
-             "than --max-drop and its paired 95% CI lies below 0.")] = False,
+             "than --max-drop and is significantly worse (paired randomization p < 0.05, as "
+             "`eval compare` shows it).")] = False,
     baseline: Annotated[Path | None, typer.Option(
         "--baseline", help="Compare with this baseline file whatever the settings; the "
                            "report names every setting that differs.")] = None,
@@ -154,8 +156,12 @@ def eval_compare_cmd(
     b: Annotated[str, typer.Argument(metavar="B", help="Run B, compared with A (Δ = B − A).")],
     kb_path: KbOpt = None,
     format: CompareFormatOpt = "text",
+    gate_metric: Annotated[str | None, typer.Option(
+        "--gate-metric", help="The metric the CI gate judges, marked with the gate's verdict "
+                              "(default: nDCG at the largest shared k).")] = None,
 ) -> None:
-    """Compare two eval runs metric by metric: paired CIs and Holm-corrected p-values.
+    """Compare two eval runs metric by metric: paired CIs and Holm-corrected p-values, and the
+    gate metric judged by the CI gate's own rule.
 
     Examples:
 
@@ -163,16 +169,24 @@ def eval_compare_cmd(
     * `groove eval compare 1 0 --kb-path ~/notes --format markdown`
     """
     from groove_cli.evaluate.compare import compare_refs
+    from groove_cli.evaluate.paired import check_metric
 
     fmt = check_format(format, ("text", "json", "markdown"))
 
     def run() -> dict[str, Any]:
+        gate = None
+        if gate_metric is not None:
+            try:
+                gate = check_metric(gate_metric)
+            except ValueError as exc:
+                raise UsageError(f"--gate-metric: {exc}") from None
+
         def kb() -> Path:
             paths = resolve_paths(ctx, kb_flags(kb_path), kb_required=True, announce=False)
             assert paths.kb is not None
             return paths.kb
 
-        return compare_refs(a, b, kb)
+        return compare_refs(a, b, kb, gate)
 
     output.print_compare(run_core(run), fmt)
 

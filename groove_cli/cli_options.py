@@ -50,6 +50,10 @@ def translated() -> Iterator[None]:
     """Expected failures leave as `groove: error: …` and their exit code (failures.py)."""
     try:
         yield
+    except SystemExit as exc:  # rich ends a write into a closed pipe (`--help | head`) so
+        if isinstance(exc.__context__, BrokenPipeError):
+            raise typer.Exit(failures.report(failures.ReaderGone())) from None
+        raise
     except Exception as exc:
         error = failures.translate(exc)
         if error is None:

@@ -526,6 +526,19 @@ def db_path(settings: Settings, flag: Path | None, kb: Path | None) -> Path:
     return kb / ".groove.db"
 
 
+def store_url(settings: Settings, flag: str | None = None) -> tuple[str | None, str]:
+    """The Postgres URL in effect and where it came from: `--db` (`flag`) > GROOVE_DB_URL
+    (`env`) > `[store] url` (its settings source); (None, that source) when none is set.
+    `config show` prints this pair, so it shows what `index_location` uses."""
+    if flag is not None and parse_db_url(flag, source="--db") is not None:
+        return flag.strip(), "flag"
+    env = os.environ.get(ENV_URL, "").strip()
+    if env:
+        return env, f"env {ENV_URL}"
+    configured = settings.str_("store.url")
+    return (configured.strip() if configured else None), settings.source("store.url")
+
+
 def index_location(settings: Settings, flag: str | None, kb: Path | None) -> IndexLocation:
     """Where the index is: a Postgres KB when `--db` is a URL, else (without `--db`) when
     GROOVE_DB_URL or `[store] url` is set; otherwise the SQLite file of `db_path`.

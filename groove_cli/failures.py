@@ -117,6 +117,9 @@ def translate(exc: BaseException) -> GrooveError | None:
     damaged = damage_error(exc)
     if damaged is not None:  # a damaged index: its error names the way out (`index --force`)
         return damaged
+    if isinstance(exc, BrokenPipeError):  # written past the guard (click's --help): as guarded
+        _discard(sys.__stdout__)
+        return ReaderGone()
     if isinstance(exc, OSError):
         return _os_error(exc)
     if type(exc).__module__ == "apsw" and isinstance(exc, Exception):
@@ -205,11 +208,18 @@ def guarded_stdout() -> Iterator[None]:
     sys.stdout = guarded
     try:
         yield
-    finally:  # also after typer.Exit (doctor findings, the eval gate): their report is output
-        try:
+    except BaseException:  # also after typer.Exit (doctor findings, the eval gate): their
+        try:               # report is output, and a reader gone early keeps their exit code
             guarded.flush()
+        except ReaderGone:
+            pass
         finally:
             sys.stdout = original
+        raise
+    try:
+        guarded.flush()
+    finally:
+        sys.stdout = original
 
 
 def check_index_file(path: Path, *, kb_hint: str = "<path>", allow_empty: bool = False,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,6 +43,30 @@ def test_config_show_text(workdir: Path) -> None:
     assert lines[0] == f"# config file: {workdir / 'groove.toml'}"
     assert any(line.split() == ["search.mmr.enabled", "=", "true", "(file)"] for line in lines)
     assert any(line.split() == ["search.mmr.lambda", "=", "0.7", "(default)"] for line in lines)
+
+
+def test_config_show_names_the_store_url_in_effect(workdir: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 28: `store.url` showed unset while GROOVE_DB_URL was set
+    (workdir / "groove.toml").write_text('[store]\nurl = "postgresql://file@h/db"\n')
+    monkeypatch.setenv("GROOVE_DB_URL", "postgresql://me:s3cret@db.example:5432/notes")
+
+    def shown(*args: str) -> dict[str, object]:
+        result = runner.invoke(app, [*args, "config", "show", "--format", "json"])
+        assert result.exit_code == 0, result.output
+        value: dict[str, object] = json.loads(result.stdout)["settings"]["store.url"]
+        return value
+
+    assert shown() == {"value": "postgresql://me:***@db.example:5432/notes",
+                       "source": "env GROOVE_DB_URL"}
+    assert shown("--db", "postgresql://x:pw@other/db") == {
+        "value": "postgresql://x:***@other/db", "source": "flag"}
+    text = runner.invoke(app, ["config", "show"]).stdout
+    assert any(line.split() == ["store.url", "=", '"postgresql://me:***@db.example:5432/notes"',
+                                "(env", "GROOVE_DB_URL)"] for line in text.splitlines())
+    assert "s3cret" not in text
+    monkeypatch.delenv("GROOVE_DB_URL")
+    assert shown() == {"value": "postgresql://file@h/db", "source": "file"}
 
 
 def test_config_check_ok_and_invalid(workdir: Path) -> None:
@@ -104,3 +129,41 @@ def test_narrowed_builds_only_the_command_run_and_behaves_the_same(workdir: Path
         assert runner.invoke(narrowed(app, args), args).output == runner.invoke(app, args).output
     # what it cannot name runs on the full tree: the typo still gets its suggestion
     assert narrowed(app, ["serch", "q"]) is app and narrowed(app, ["--help"]) is app
+
+
+# ----------------------------------------------------------------------------- issue 28
+
+_AS_GROOVE = "import sys; sys.argv[0] = 'groove'; from groove_cli.cli import main; main()"
+"""Run the CLI under its installed name: the completion variable is derived from it."""
+
+
+def _complete(words: str, cword: int) -> list[str]:
+    env = {**os.environ, "_GROOVE_COMPLETE": "complete_bash", "COMP_WORDS": words,
+           "COMP_CWORD": str(cword)}
+    proc = subprocess.run([sys.executable, "-c", _AS_GROOVE], capture_output=True, text=True,
+                          env=env, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+def test_shell_completion_completes_commands_options_and_subcommands() -> None:
+    assert _complete("groove sea", 1) == ["search"]
+    assert _complete("groove search --for", 2) == ["--format"]
+    assert _complete("groove eval comp", 2) == ["compare"]
+    script = subprocess.run([sys.executable, "-c", _AS_GROOVE, "--show-completion", "bash"],
+                            capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "_GROOVE_COMPLETE=complete_bash" in script and "complete " in script
+    assert "--install-completion" in runner.invoke(app, ["--help"]).stdout
+
+
+def test_help_into_a_closed_pipe_exits_0() -> None:
+    # `groove --help | head -1` under `set -o pipefail` (rich ends a broken pipe with exit 1)
+    for args in (["--help"], ["search", "--help"]):
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            proc = subprocess.run([sys.executable, "-m", "groove_cli", *args], stdout=write_end,
+                                  stderr=subprocess.PIPE, text=True, timeout=60, check=False)
+        finally:
+            os.close(write_end)
+        assert (proc.returncode, proc.stderr) == (0, ""), args

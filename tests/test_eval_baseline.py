@@ -77,17 +77,37 @@ def test_randomization_test_and_holm() -> None:
 @pytest.mark.parametrize(
     ("after", "regressed"),
     [
-        ([0.0, 0.0, 0.0, 0.0], True),        # drop 1.0, every delta -1: CI [-1, -1]
-        ([0.0, 1.0, 1.0, 1.0], False),       # drop 0.25 but one query: the CI reaches 0
-        ([0.995, 0.995, 0.995, 0.995], False),  # significant, but a drop of 0.005 <= 0.01
+        ([0.0] * 8, True),                   # drop 1.0, every delta -1: p = 2/256
+        ([0.0] + [1.0] * 7, False),          # drop 0.125 but one query: p = 1
+        ([0.995] * 8, False),                # significant, but a drop of 0.005 <= 0.01
     ],
     ids=["significant-drop", "noise", "within-max-drop"],
 )
-def test_gate_needs_a_drop_above_max_drop_and_a_ci_below_zero(after: list[float],
-                                                             regressed: bool) -> None:
-    result = compare(make_run([1.0] * 4), make_run(after), against="baseline", source="B",
+def test_gate_needs_a_drop_above_max_drop_and_a_significant_test(after: list[float],
+                                                                regressed: bool) -> None:
+    result = compare(make_run([1.0] * 8), make_run(after), against="baseline", source="B",
                      metric="ndcg@1", max_drop=0.01)
     assert result.regressed is regressed
+
+
+def test_the_gate_and_eval_compare_apply_one_rule() -> None:
+    # issue 28: the gate failed on a bootstrap CI below 0 while compare's test gave p = 0.249.
+    # Four queries that all drop: the percentile CI is [-1, -1], yet no test on 4 pairs can
+    # reach p < 0.05 (the smallest two-sided sign-flip p is 2/16): neither output calls it
+    # significant; with 8 such queries (p = 2/256) both do.
+    from groove_cli.evaluate.compare import compare_runs
+
+    for n, worse in ((4, False), (8, True)):
+        before, after = make_run([1.0] * n), make_run([0.0] * n)
+        gate = compare(before, after, against="baseline", source="B", metric="ndcg@1",
+                       max_drop=0.01)
+        report = compare_runs(before, after, label_a="A", label_b="B")
+        row = next(m for m in report["metrics"] if m["metric"] == report["gate_metric"])
+        assert report["gate_metric"] == "ndcg@1"
+        assert gate.primary.ci95 == (-1.0, -1.0)
+        assert row["p"] == gate.primary.p and row["ci95"] == [-1.0, -1.0]
+        assert gate.regressed is worse and row["significantly_worse"] is worse
+        assert (0.12 < gate.primary.p < 0.13) if n == 4 else gate.primary.p < 0.01
 
 
 def test_settings_diff_names_defaults_that_absent_members_imply() -> None:
@@ -104,11 +124,12 @@ def test_settings_diff_names_defaults_that_absent_members_imply() -> None:
 
 def test_error_text_names_metric_settings_and_corpus() -> None:
     changed = {**FP, "retrieval": {"mode": "fts"}}
-    result = compare(make_run([1.0] * 4), make_run([0.0] * 4, changed, digest="e"),
+    result = compare(make_run([1.0] * 8), make_run([0.0] * 8, changed, digest="e"),
                      against="baseline", source="B.json", metric="ndcg@1", max_drop=0.01)
     assert result.error_text() == (
         "retrieval-quality regression against baseline B.json: nDCG@1 fell 1.000 → 0.000 "
-        "(Δ -1.000, 95% CI [-1.000, -1.000] over 4 queries), more than --max-drop 0.010. "
+        "(Δ -1.000, 95% CI [-1.000, -1.000], paired randomization p 0.0072 over 8 queries), "
+        "more than --max-drop 0.010. "
         "Settings that differ: retrieval.mode (hybrid → fts). The corpus digest also differs "
         "(same counts, different contents). Exiting with code 1 because --fail-on-regression "
         "was set.")
@@ -195,7 +216,9 @@ def test_settings_change_fails_against_a_baseline_and_names_the_settings(
     reported = run_eval(sample, "--mode", "fts", "--min-score", "0.9", "--baseline", str(baseline))
     assert reported.exit_code == 0
     assert reported.stdout.splitlines()[-1].endswith(
-        "lies below 0 (not enforced without --fail-on-regression)")
+        " < 0.05 (not enforced without --fail-on-regression)")
+    assert ("  test: two-sided paired randomization (10000 sign flips), as `groove eval compare`"
+            in reported.stdout.splitlines())
     # a drop is tolerated up to --max-drop
     loose = run_eval(sample, "--mode", "fts", "--min-score", "0.9", "--fail-on-regression",
                      "--baseline", str(baseline), "--max-drop", "0.5")
@@ -238,7 +261,7 @@ def test_gate_metric_is_checked(sample: Sample) -> None:
 def test_eval_report_json_carries_the_comparison_only_when_one_was_made() -> None:
     from groove_cli.evaluate.report import EvalReport
 
-    baseline, run = make_run([1.0, 1.0, 1.0, 1.0]), make_run([0.0, 0.0, 0.0, 0.0])
+    baseline, run = make_run([1.0] * 8), make_run([0.0] * 8)
     comparison = compare(baseline, run, against="baseline", source="b.json", metric="ndcg@1",
                          max_drop=0.01)
     plain = EvalReport(run, None, 0.05, no_history=True)
@@ -250,7 +273,7 @@ def test_eval_report_json_carries_the_comparison_only_when_one_was_made() -> Non
     assert (member["against"], member["source"], member["regressed"]) == ("baseline", "b.json",
                                                                           True)
     assert member["primary"] == {"metric": "ndcg@1", "before": 1.0, "after": 0.0, "delta": -1.0,
-                                 "ci95": [-1.0, -1.0], "pairs": 4}
+                                 "ci95": [-1.0, -1.0], "p": comparison.primary.p, "pairs": 8}
     assert gated.full_json()["comparison"] == member
 
 

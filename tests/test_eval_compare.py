@@ -67,12 +67,22 @@ def test_eval_compare_cli(sample: Sample, tmp_path: Path) -> None:
         {"setting": "retrieval.mode", "before": "hybrid", "after": "fts"}]
     ndcg = report["metrics"][-1]
     assert ndcg["delta"] < 0 and ndcg["ci95"][1] < 0 and ndcg["p_holm"] >= ndcg["p"]
+    # issue 28: the CI gate judges the same two runs by the same numbers and the same rule
+    assert report["gate_metric"] == "ndcg@10" and "significantly_worse" in ndcg
+    gated = run_eval(sample, "--mode", "fts", "--baseline", str(baseline), "--no-history",
+                     "--format", "json")
+    primary = json.loads(gated.stdout)["comparison"]
+    assert (primary["primary"]["p"], primary["primary"]["ci95"]) == (ndcg["p"], ndcg["ci95"])
+    assert primary["regressed"] is (ndcg["significantly_worse"] and -ndcg["delta"] > 0.01)
 
     text = invoke(["eval", "compare", "1", "0", "--kb-path", str(sample.kb)])
     assert text.exit_code == 0, text.output
     lines = text.stdout.splitlines()
     assert lines[0] == "groove eval compare"
     assert "  retrieval.mode: hybrid → fts" in lines
+    assert any(line.startswith("The CI gate (`eval --fail-on-regression`) applies the same test "
+                               "to the gate metric alone, nDCG@10") for line in lines)
+    assert any(line.startswith("  nDCG@10 (gate) ") for line in lines)
     markdown = invoke(["eval", "compare", "1", "0", "--kb-path", str(sample.kb),
                        "--format", "markdown"])
     assert "| metric | A | B | Δ (B − A) | 95% CI of Δ | p | p (Holm) |" in markdown.stdout

@@ -319,3 +319,19 @@ def test_a_query_that_is_not_utf8_is_named(tmp_path: Path) -> None:
                                       '"expected": []}]}')
     assert error_of(path) == (f"failed to parse golden file {path}: queries[0].query is not "
                               "valid UTF-8 text (byte 0xff at character 7)")
+
+
+def test_the_readme_example_is_a_valid_golden_file_of_the_sample_kb(tmp_path: Path) -> None:
+    # issue 28: the README never showed the golden file's format; the example it shows now must
+    # load, and name notes and headings golden/ has
+    repo = Path(__file__).resolve().parent.parent
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    block = readme.split("**The golden file**", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    example = tmp_path / ".groove-eval.yml"
+    example.write_text(block, encoding="utf-8")
+    golden = load_golden(example, check_query=query.compile_query)
+    assert [q.id for q in golden.queries] == ["pitr", "backup-retention"]
+    for q in golden.queries:
+        for entry in q.expected:
+            note = (repo / "golden" / entry.path).read_text(encoding="utf-8")
+            assert entry.heading is None or f"## {entry.heading}" in note

@@ -346,6 +346,31 @@ def test_doctor_finds_a_chunk_without_document(indexed: Groove) -> None:
     assert (doc["documents"], doc["chunks"]) == (3, 5)
 
 
+def test_doctor_findings_still_fail_when_the_reader_stops_early(indexed: Groove) -> None:
+    # `groove doctor | head -1`: a closed pipe ends quietly with exit 0 (issue 28), but
+    # findings are a verdict that a pipe must not turn into a pass
+    import subprocess
+    import sys
+
+    def piped() -> subprocess.CompletedProcess[str]:
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            return subprocess.run(
+                [sys.executable, "-m", "groove_cli", "--db", str(indexed.db), "doctor",
+                 "--kb-path", str(indexed.kb)], stdout=write_end, stderr=subprocess.PIPE,
+                text=True, cwd=indexed.work, timeout=120, check=False)
+        finally:
+            os.close(write_end)
+
+    clean = piped()
+    assert (clean.returncode, clean.stderr) == (0, "")
+    with writable(indexed.db) as con:
+        con.execute("DELETE FROM fts_words WHERE rowid = (SELECT min(id) FROM chunks)")
+    found = piped()
+    assert (found.returncode, found.stderr) == (1, "")
+
+
 def test_doctor_checks_the_word_level_fts_table_too(indexed: Groove) -> None:
     db = indexed.db
     (gamma,) = chunk_ids(db, "ops/gamma.md")

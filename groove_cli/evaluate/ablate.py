@@ -155,6 +155,7 @@ def _report(rows: list[dict[str, Any]], runs: list[dict[str, Any]], metric: str,
                            if is_judged(e)) / max(1, run["aggregate"]["query_count"])
         row["delta"] = delta.delta
         row["ci95"] = None if delta.ci95 is None else list(delta.ci95)
+        row["p"] = delta.p
         row["significantly_worse"] = significantly_worse(delta)
     fine = [r for r in rows if not r["significantly_worse"]]
     cheapest = min(fine, key=lambda r: (r["latency_ms"]["p50"], r["latency_ms"]["p95"]))

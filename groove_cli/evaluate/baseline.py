@@ -5,9 +5,10 @@ per-query metrics, aggregate, settings fingerprint, corpus digest and the groove
 request that changes settings is exactly what CI must judge, so a baseline is compared whatever
 the settings, query by query, and the report names every setting that differs.
 
-The gate fails only when the primary metric dropped by more than `max_drop` AND the paired
-bootstrap CI of the per-query delta lies below 0: a drop within query-sampling noise is not a
-regression. A damaged baseline is a usage error (exit 2): it must never pass or fail a build.
+The gate fails only when the primary metric dropped by more than `max_drop` AND it is
+significantly worse (`paired.significantly_worse`: the paired randomization test, the rule
+`eval compare` shows): a drop within query-sampling noise is not a regression. A damaged
+baseline is a usage error (exit 2): it must never pass or fail a build.
 """
 
 from __future__ import annotations
@@ -236,8 +237,8 @@ class Comparison:
         assert p.ci95 is not None
         text = (f"retrieval-quality regression against {where}: {metric_label(p.metric)} fell "
                 f"{p.before:.3f} → {p.after:.3f} (Δ {p.delta:+.3f}, 95% CI [{p.ci95[0]:+.3f}, "
-                f"{p.ci95[1]:+.3f}] over {p.pairs} queries), more than --max-drop "
-                f"{self.max_drop:.3f}.")
+                f"{p.ci95[1]:+.3f}], paired randomization p {p.p:.4f} over {p.pairs} queries), "
+                f"more than --max-drop {self.max_drop:.3f}.")
         if self.settings:
             text += f" Settings that differ: {changes_text(self.settings)}."
         if self.corpus_change is not None:

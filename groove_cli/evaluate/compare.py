@@ -6,7 +6,9 @@ else one to three digits are a history index (a history holds at most 1000 runs)
 else — `2026`, `2026-05` — is a timestamp prefix. For every metric both runs have: the means, Δ = B − A
 with its paired 95 % bootstrap CI, and a two-sided paired randomization-test p-value,
 Holm-corrected across the metrics (several metrics tested at once would otherwise find
-"significant" noise). Queries are paired by id; only queries judged in both runs count.
+"significant" noise). Queries are paired by id; only queries judged in both runs count. The
+gate metric's row also carries the CI gate's verdict on significance (`paired.significantly_
+worse`, raw p: the gate tests that one pre-declared metric), so compare and the gate agree.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from groove_cli.evaluate.baseline import load_baseline, settings_diff
 from groove_cli.evaluate.history import corpus_change_text
 from groove_cli.evaluate.metrics import metric_names
 from groove_cli.evaluate.paired import (
+    ALPHA,
+    default_metric,
     holm,
     paired_delta,
     paired_ids,
-    randomization_p,
+    significantly_worse,
 )
 
 Run = dict[str, Any]
@@ -64,11 +68,18 @@ def _common_k(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[int]:
 
 
 def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], *, label_a: str,
-                 label_b: str) -> dict[str, Any]:
-    """The comparison report (JSON-ready): labels, pairs, settings/corpus diff, metric rows."""
-    names = metric_names(_common_k(a, b))
+                 label_b: str, gate_metric: str | None = None) -> dict[str, Any]:
+    """The comparison report (JSON-ready): labels, pairs, settings/corpus diff, metric rows;
+    `gate_metric` (default: the gate's default over the shared k) is the row the CI gate
+    would judge."""
+    common = _common_k(a, b)
+    names = metric_names(common)
+    gate = gate_metric or default_metric(common)
+    if gate not in names:
+        raise UsageError(f"--gate-metric {gate} is not scored in both runs (k = "
+                         f"{','.join(map(str, common)) or 'none'})")
     deltas = [paired_delta(a, b, name) for name in names]
-    raw = [randomization_p(d.deltas) for d in deltas]
+    raw = [d.p for d in deltas]
     adjusted = holm(raw)
     pairs = len(paired_ids(a, b))
     if pairs == 0:
@@ -79,15 +90,19 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], *, label_a: str,
         "pairs": pairs,
         "settings_diff": settings_diff(a["fingerprint"], b["fingerprint"]),
         "corpus_change": corpus_change_text(a["corpus"], b["corpus"]),
+        "gate_metric": gate,
+        "alpha": ALPHA,
         "metrics": [
             {"metric": d.metric, "a": d.before, "b": d.after, "delta": d.delta,
-             "ci95": None if d.ci95 is None else list(d.ci95), "p": p, "p_holm": q}
+             "ci95": None if d.ci95 is None else list(d.ci95), "p": p, "p_holm": q,
+             **({"significantly_worse": significantly_worse(d)} if d.metric == gate else {})}
             for d, p, q in zip(deltas, raw, adjusted, strict=True)
         ],
     }
 
 
-def compare_refs(a: str, b: str, kb: Callable[[], Path]) -> dict[str, Any]:
+def compare_refs(a: str, b: str, kb: Callable[[], Path], gate_metric: str | None = None
+                 ) -> dict[str, Any]:
     """`groove eval compare A B` as one core call: resolve both references (the history of
     the KB that `kb()` names is read only when a reference is not a file) and compare."""
     from groove_cli.evaluate import history
@@ -101,4 +116,4 @@ def compare_refs(a: str, b: str, kb: Callable[[], Path]) -> dict[str, Any]:
 
     label_a, run_a = resolve_run(a, runs)
     label_b, run_b = resolve_run(b, runs)
-    return compare_runs(run_a, run_b, label_a=label_a, label_b=label_b)
+    return compare_runs(run_a, run_b, label_a=label_a, label_b=label_b, gate_metric=gate_metric)

@@ -9,7 +9,10 @@ and ablation runs are compared the same way:
   CI (the spec's resampling, eval.md §5, applied to the deltas);
 - `randomization_p`: a two-sided paired randomization (sign-flip) test, as ranx and
   ir_measures users know it;
-- `holm`: Holm's step-down correction of several p-values.
+- `holm`: Holm's step-down correction of several p-values;
+- `significantly_worse`: the one rule the CI gate (baseline.py), `eval compare` and `--ablate`
+  share: Δ < 0 with a randomization p below ALPHA. The gate tests one pre-declared metric, so
+  it reads the raw p; compare also shows Holm's p for reading several metrics at once.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from groove_cli.evaluate.stats import bootstrap_ci
 
 PERMUTATIONS = 10_000
 """Sign-flip resamples of the randomization test (seeded: p-values are reproducible)."""
+ALPHA = 0.05
+"""Significance level of `significantly_worse` (two-sided p)."""
 
 def check_metric(name: str) -> str:
     """Normalise a metric name (`recall@K`, `mrr`, `ndcg@K`, any case); ValueError otherwise."""
@@ -87,7 +92,8 @@ def _counted(run: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 @dataclass(frozen=True, slots=True)
 class PairedDelta:
-    """One metric compared query by query: means over the paired queries, delta, 95 % CI."""
+    """One metric compared query by query: means over the paired queries, delta, its 95 %
+    paired bootstrap CI (effect size) and the two-sided paired randomization p (the test)."""
 
     metric: str
     before: float
@@ -96,11 +102,13 @@ class PairedDelta:
     ci95: tuple[float, float] | None
     pairs: int
     deltas: tuple[float, ...]
+    p: float = 1.0
+    """`randomization_p(deltas)`."""
 
     def to_json(self) -> dict[str, Any]:
         return {"metric": self.metric, "before": self.before, "after": self.after,
                 "delta": self.delta, "ci95": None if self.ci95 is None else list(self.ci95),
-                "pairs": self.pairs}
+                "p": self.p, "pairs": self.pairs}
 
 
 def paired_ids(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
@@ -124,7 +132,7 @@ def paired_delta(before: Mapping[str, Any], after: Mapping[str, Any], metric: st
     ci = bootstrap_ci({"delta": deltas})["delta"]
     return PairedDelta(metric=metric, before=sum(b) / n if n else 0.0,
                        after=sum(a) / n if n else 0.0, delta=sum(deltas) / n if n else 0.0,
-                       ci95=ci, pairs=n, deltas=tuple(deltas))
+                       ci95=ci, pairs=n, deltas=tuple(deltas), p=randomization_p(deltas))
 
 
 def randomization_p(deltas: Sequence[float], *, permutations: int = PERMUTATIONS,
@@ -162,5 +170,8 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def significantly_worse(delta: PairedDelta) -> bool:
-    """The CI of the mean delta lies entirely below 0."""
-    return delta.ci95 is not None and delta.ci95[1] < 0 and math.isfinite(delta.ci95[1])
+    """The mean delta is below 0 and the two-sided paired randomization test rejects "no
+    difference" at ALPHA: the gate's rule and `eval compare`'s, so the two never disagree on
+    the same two runs (the bootstrap CI is reported beside it as the effect's size; a
+    percentile CI can exclude 0 on a few dozen skewed deltas while the exact test does not)."""
+    return delta.delta < 0 and math.isfinite(delta.p) and delta.p < ALPHA

@@ -11,12 +11,12 @@ from groove_cli.render.markdown import table
 
 def _rows(report: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["configuration", metric_label(report["metric"]), "Δ vs default", "95% CI of Δ",
-              "p50 ms", "p95 ms", "verdict"]
+              "p", "p50 ms", "p95 ms", "verdict"]
     rows = []
     for r in report["configurations"]:
         ci = r["ci95"]
         rows.append([r["name"], f"{r['value']:.3f}", f"{r['delta']:+.3f}",
-                     "n/a" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
+                     "n/a" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]", f"{r['p']:.4f}",
                      f"{r['latency_ms']['p50']:.1f}", f"{r['latency_ms']['p95']:.1f}",
                      "worse" if r["significantly_worse"] else "not worse"])
     return header, rows
@@ -31,8 +31,8 @@ def _latency_note(report: Mapping[str, Any]) -> str:
 
 def _verdict(report: Mapping[str, Any]) -> str:
     return (f"Cheapest configuration not significantly worse than the default: "
-            f"{report['cheapest_not_worse']} (lowest p50 latency among those whose 95% CI of Δ "
-            f"does not lie below 0).")
+            f"{report['cheapest_not_worse']} (lowest p50 latency among those not significantly "
+            f"worse: Δ < 0 with paired randomization p < 0.05, the CI gate's rule).")
 
 
 def render_ablation_text(report: Mapping[str, Any]) -> str:
@@ -42,9 +42,10 @@ def render_ablation_text(report: Mapping[str, Any]) -> str:
              f"{report['model']}, reranker {report['reranker'] or 'none'}", ""]
     for row in [header, *rows]:
         lines.append("  " + "  ".join(
-            c.ljust(w) if i in (0, 3, 6) else c.rjust(w)
+            c.ljust(w) if i in (0, 3, 7) else c.rjust(w)
             for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip())
-    lines += ["", "  Δ and CI are paired over queries (bootstrap, 1000 resamples, seed 0).",
+    lines += ["", "  Δ and CI are paired over queries (bootstrap, 1000 resamples, seed 0); p: "
+              "two-sided paired randomization test (10000 sign flips, seed 0).",
               f"  {_latency_note(report)}", "", _verdict(report)]
     return "\n".join(lines) + "\n"
 
@@ -52,6 +53,6 @@ def render_ablation_text(report: Mapping[str, Any]) -> str:
 def render_ablation_markdown(report: Mapping[str, Any]) -> str:
     header, rows = _rows(report)
     lines = [f"## groove eval --ablate ({report['query_count']} queries)", ""]
-    lines += table(header, rows, ["l", "r", "r", "l", "r", "r", "l"])
+    lines += table(header, rows, ["l", "r", "r", "l", "r", "r", "r", "l"])
     lines += ["", _latency_note(report), "", f"**{_verdict(report)}**"]
     return "\n".join(lines) + "\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from groove_cli.evaluate.baseline import Comparison, value_text
 from groove_cli.evaluate.metrics import metric_label
+from groove_cli.evaluate.paired import ALPHA
 
 
 def verdict_text(comparison: Comparison) -> str:
@@ -12,11 +13,11 @@ def verdict_text(comparison: Comparison) -> str:
     drop = p.before - p.after
     if comparison.regressed:
         unenforced = "" if comparison.enforced else " (not enforced without --fail-on-regression)"
-        return (f"regression: drop {drop:.3f} > max-drop {comparison.max_drop:.3f} and the CI "
-                f"lies below 0{unenforced}")
+        return (f"regression: drop {drop:.3f} > max-drop {comparison.max_drop:.3f} and p "
+                f"{p.p:.4f} < {ALPHA}{unenforced}")
     if drop <= comparison.max_drop:
         return f"pass: drop {max(drop, 0.0):.3f} is within max-drop {comparison.max_drop:.3f}"
-    return "pass: the drop is within query-sampling noise (the CI includes 0)"
+    return f"pass: the drop is within query-sampling noise (p {p.p:.4f} ≥ {ALPHA})"
 
 
 def title_text(comparison: Comparison) -> str:
@@ -35,7 +36,8 @@ def render_comparison_text(comparison: Comparison) -> str:
         "",
         f"Compared with {title_text(comparison)}",
         f"  {metric_label(p.metric):<11}{p.before:.3f} → {p.after:.3f}  Δ {p.delta:+.3f}  {ci}"
-        f"  ({p.pairs} paired queries)",
+        f"  p {p.p:.4f}  ({p.pairs} paired queries)",
+        "  test: two-sided paired randomization (10000 sign flips), as `groove eval compare`",
     ]
     if comparison.settings:
         lines.append("  settings that differ:")

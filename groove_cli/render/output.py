@@ -136,24 +136,25 @@ def _shown(key: str, value: object) -> object:
     return mask(value) if key == "store.url" and isinstance(value, str) else value
 
 
-def print_config(settings: Settings, fmt: str) -> None:
-    """Every setting with its resolved value and source."""
+def print_config(settings: Settings, fmt: str,
+                 overrides: dict[str, tuple[object, str]] | None = None) -> None:
+    """Every setting with its resolved value and source; `overrides` replaces the
+    (value, source) of keys that something outside the settings decides (store.url:
+    `--db` or GROOVE_DB_URL, config.store_url)."""
     config_path = str(settings.config.path) if settings.config else None
+    shown = {spec.key: overrides[spec.key] if overrides and spec.key in overrides
+             else (settings[spec.key], settings.source(spec.key)) for spec in SCHEMA}
     if fmt == "json":
         print_json({
             "config_file": config_path,
-            "settings": {
-                spec.key: {"value": _shown(spec.key, settings[spec.key]),
-                           "source": settings.source(spec.key)}
-                for spec in SCHEMA
-            },
+            "settings": {key: {"value": _shown(key, value), "source": source}
+                         for key, (value, source) in shown.items()},
         })
         return
     print_line(f"# config file: {config_path or 'none (built-in defaults)'}")
     width = max(len(spec.key) for spec in SCHEMA)
-    for spec in SCHEMA:
-        value = _toml_value(_shown(spec.key, settings[spec.key]))
-        print_line(f"{spec.key:<{width}} = {value}  ({settings.source(spec.key)})")
+    for key, (value, source) in shown.items():
+        print_line(f"{key:<{width}} = {_toml_value(_shown(key, value))}  ({source})")
 
 
 def print_status(report: StatusReport, fmt: str) -> None:

@@ -263,12 +263,15 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
                                                  ranks[leg.name].get(c.chunk.chunk_id))
                                          for leg in registered())
                  for c in candidates}
-    cosines = _cosines(store, [c.chunk.chunk_id for c in candidates], vector, dim, vectors)
+    nearest = list(vec_rows[:1])  # the vector leg's first hit: the query's best cosine
+    cosines = _cosines(store, [c.chunk.chunk_id for c in candidates] + nearest, vector, dim,
+                       vectors)
+    best = max(cosines.values()) if cosines else None
     evidence = []
     for c in candidates:
         text, cjk = _evidence_ranks(leg_ranks[c.chunk.chunk_id])
-        evidence.append(features(cosines.get(c.chunk.chunk_id), text, None,
-                                 vec_rank.get(c.chunk.chunk_id), cjk))
+        evidence.append(features(cosines.get(c.chunk.chunk_id), text, None, cjk,
+                                 best_cosine=best))
     calibration = params.calibration or FALLBACK
     hits = tuple(
         SearchHit(

@@ -3,7 +3,11 @@
 The fused `score` is rank-based (1.0 for the first hit of any query), so it cannot say "nothing
 here is relevant". `relevance` is a logistic model over evidence the legs already have: the
 cosine similarity of the query and the chunk vectors, whether and how high the trigram or
-word-level leg ranked the chunk, the same for the CJK leg, and how high the vector leg ranked it.
+word-level leg ranked the chunk, the same for the CJK leg, and how far its cosine falls short of
+the best cosine of the query (the vector leg's first hit). That gap, not the vector rank, carries
+the vector evidence: the second of two equally close notes is about as likely relevant as the
+first, while 1 / rank halves its weight — which left relevant hits below the top one, above all in
+Japanese, near 0 (bench/results/relevance.md, ranks 2–10).
 The CJK leg is its own evidence because it is cheap to satisfy: its unigrams and bigrams match
 some chunk for almost any Japanese text, nonsense included, so a CJK match says much less than
 a phrase or word match (fitted weights: CJK found −5.4, trigram/word found +1.6). Its
@@ -25,7 +29,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-FEATURES = ("cosine", "text_found", "text_strength", "cjk_found", "cjk_strength", "vec_strength")
+FEATURES = ("cosine", "text_found", "text_strength", "cjk_found", "cjk_strength", "cosine_gap")
 """The fixed feature set, in the order of the coefficients after the intercept."""
 
 
@@ -39,7 +43,7 @@ class Calibration:
     @classmethod
     def from_list(cls, values: Sequence[float]) -> Calibration:
         """`[intercept, w_cosine, w_text_found, w_text_strength, w_cjk_found, w_cjk_strength,
-        w_vec_strength]`."""
+        w_cosine_gap]`."""
         if len(values) != len(FEATURES) + 1 or not all(math.isfinite(v) for v in values):
             raise ValueError(f"a calibration is {len(FEATURES) + 1} finite numbers: intercept, "
                              + ", ".join(FEATURES) + " (refit one with `groove tune --space "
@@ -53,8 +57,8 @@ class Calibration:
 # Fitted by bench/relevance.py on half of the CISI and JSQuAD queries (top-10 hybrid hits);
 # measured on the other half in bench/results/relevance.md.
 DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
-    "multilingual-e5-small": Calibration(-19.3499, (19.1307, 1.6351, 0.5644, -5.4028, 7.961,
-                                                    2.5028)),
+    "multilingual-e5-small": Calibration(-17.7176, (19.0132, 1.5057, 0.671, -4.5151, 7.701,
+                                                    55.8615)),
 }
 FALLBACK = DEFAULT_CALIBRATIONS["multilingual-e5-small"]
 
@@ -65,10 +69,13 @@ def default_calibration(model: str | None) -> Calibration:
 
 
 def features(cosine: float | None, fts_rank: int | None, word_rank: int | None,
-             vec_rank: int | None, cjk_rank: int | None = None) -> tuple[float, ...]:
+             cjk_rank: int | None = None, *, best_cosine: float | None = None
+             ) -> tuple[float, ...]:
     """A hit's evidence as the model's features (FEATURES order); absent evidence is 0. The
     text evidence is the better rank of the trigram and word-level legs; the CJK leg's rank is
-    kept apart (module doc)."""
+    kept apart; `cosine_gap` = cosine − `best_cosine` (≤ 0; 0 without a query vector) (module
+    doc)."""
+    gap = ((cosine or 0.0) - best_cosine) if best_cosine is not None else 0.0
     text_ranks = [r for r in (fts_rank, word_rank) if r is not None]
     best_text = min(text_ranks) if text_ranks else None
     return (
@@ -77,7 +84,7 @@ def features(cosine: float | None, fts_rank: int | None, word_rank: int | None,
         1.0 / best_text if best_text is not None else 0.0,
         1.0 if cjk_rank is not None else 0.0,
         1.0 / cjk_rank if cjk_rank is not None else 0.0,
-        1.0 / vec_rank if vec_rank is not None else 0.0,
+        min(0.0, gap),
     )
 
 
