@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from groove_cli import cli_commands, config, messages
+from groove_cli import cli_commands, cli_kb, config, messages
 from groove_cli.cli_eval import eval_app, tune_cmd
 from groove_cli.cli_options import (
+    CollectionOpt,
     FilterFlags,
     FormatOpt,
     GlobalOptions,
@@ -30,6 +31,7 @@ from groove_cli.cli_options import (
     RetrievalFlags,
     VerboseOpt,
     check_format,
+    chosen_collections,
     kb_flags,
     print_version,
     resolve_paths,
@@ -126,6 +128,7 @@ def config_check(ctx: typer.Context) -> None:
 def index_cmd(
     ctx: typer.Context,
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     model: ModelOpt = None,
     force: Annotated[bool, typer.Option("--force", help=(
         "Full rebuild: required to change model, dimension or max_length, or to index a KB "
@@ -156,7 +159,7 @@ def index_cmd(
 
     def run() -> IndexReport:
         paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True,
-                              announce=not quiet)
+                              announce=not quiet, writing=True)
         assert paths.kb is not None
         options = IndexOptions.from_settings(paths.settings, paths.kb, paths.db, force=force,
                                              verbose=verbose, quiet=quiet)
@@ -177,6 +180,7 @@ def index_cmd(
 def status_cmd(
     ctx: typer.Context,
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     format: FormatOpt = "text",
 ) -> None:
     """Show what the index holds and, with a KB path, what is pending.
@@ -211,6 +215,7 @@ def status_cmd(
 def doctor_cmd(
     ctx: typer.Context,
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     format: FormatOpt = "text",
 ) -> None:
     """Check the index for damage and integrity problems; exit 1 when there are findings.
@@ -246,6 +251,7 @@ def search_cmd(
         'The query. Quote phrases with "…"; exclude a term with -term or -"a phrase". '
         'A query that starts with - goes after --: groove search -- "-draft notes".'))],
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     model: ModelOpt = None,
     reranker: RerankerOpt = None,
     limit: Annotated[int, typer.Option("--limit", help="Number of hits (>= 1; capped at 1000).",
@@ -260,6 +266,9 @@ def search_cmd(
     explain: Annotated[bool, typer.Option("--explain", help=(
         "Per-hit stage ranks and per-stage timings."))] = False,
     format: Annotated[str, typer.Option("--format", help="json, text or files.")] = "json",
+    all_kbs: Annotated[bool, typer.Option("--all", help=(
+        "Search every named collection (groove kb list): one fused list, each hit naming its "
+        "KB. Several -c NAME do the same for those KBs."))] = False,
     no_color: NoColorOpt = False,
     verbose_flag: VerboseOpt = False,
 ) -> None:
@@ -281,7 +290,7 @@ def search_cmd(
     fmt = check_format(format, ("json", "text", "files"))
     verbose(verbose_flag)
 
-    def run() -> SearchOutcome:
+    def flags() -> dict[str, object]:
         if min_confidence_ratio is not None and not (
                 math.isfinite(min_confidence_ratio) and min_confidence_ratio >= 0):
             raise UsageError(f"--min-confidence-ratio {min_confidence_ratio} must be finite and >= 0")
@@ -294,7 +303,16 @@ def search_cmd(
                                                         "search.relevance.min_relevance",
                                                         min_relevance)}))
         compile_query(query)  # an empty query is a usage error before any file is read
-        paths = resolve_paths(ctx, flags, kb_required=False)
+        return flags
+
+    if all_kbs or len(chosen_collections(ctx)) > 1:  # cli_kb.py: several KBs, one list
+        cli_kb.search_several(ctx, flags, query, limit=limit, filters=filters, fmt=fmt,
+                              explain=explain, explicit_ratio=min_confidence_ratio,
+                              all_kbs=all_kbs, kb_path=kb_path, no_color=no_color)
+        return
+
+    def run() -> SearchOutcome:
+        paths = resolve_paths(ctx, flags(), kb_required=False)
         return run_search(paths.settings, paths.db, paths.kb, query, limit=limit,
                           filters=filters.spec(paths.settings), explicit_ratio=min_confidence_ratio)
 
@@ -313,6 +331,7 @@ app.command("get")(cli_commands.get_cmd)
 # --------------------------------------------------------------------------- eval, tune
 
 app.add_typer(eval_app, name="eval")  # cli_eval.py: `eval`, `eval compare`
+app.add_typer(cli_kb.kb_app, name="kb")  # cli_kb.py: `kb add`, `kb list`, `kb remove`
 app.command("tune")(tune_cmd)
 
 

@@ -15,6 +15,7 @@ import typer
 
 from groove_cli import cli_commands, messages
 from groove_cli.cli_options import (
+    CollectionOpt,
     CompareFormatOpt,
     EvalFormatOpt,
     GoldenOpt,
@@ -54,6 +55,7 @@ eval_app = typer.Typer(
 def eval_cmd(
     ctx: typer.Context,
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     model: ModelOpt = None,
     reranker: RerankerOpt = None,
     golden: GoldenOpt = None,
@@ -158,6 +160,7 @@ def eval_compare_cmd(
                           "before, or a timestamp prefix).")],
     b: Annotated[str, typer.Argument(metavar="B", help="Run B, compared with A (Δ = B − A).")],
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     format: CompareFormatOpt = "text",
 ) -> None:
     """Compare two eval runs metric by metric: paired CIs and Holm-corrected p-values.
@@ -172,12 +175,14 @@ def eval_compare_cmd(
     fmt = check_format(format, ("text", "json", "markdown"))
 
     def run() -> dict[str, Any]:
-        def kb() -> Path:
+        def history_file() -> Path:
+            from groove_cli.evaluate.history import history_path
+
             paths = resolve_paths(ctx, kb_flags(kb_path), kb_required=True, announce=False)
             assert paths.kb is not None
-            return paths.kb
+            return history_path(paths.kb, paths.settings.str_("store.location"))
 
-        return compare_refs(a, b, kb)
+        return compare_refs(a, b, history_file)
 
     output.print_compare(run_core(run), fmt)
 
@@ -185,6 +190,7 @@ def eval_compare_cmd(
 def tune_cmd(
     ctx: typer.Context,
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     golden: GoldenOpt = None,
     model: ModelOpt = None,
     space: Annotated[str, typer.Option(

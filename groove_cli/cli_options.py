@@ -20,7 +20,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperGroup
 
-from groove_cli import config, failures, messages
+from groove_cli import config, failures, messages, statedir
 from groove_cli.config import Settings, load_settings
 from groove_cli.dbfile import refuse_linked_index
 from groove_cli.dburl import IndexLocation
@@ -86,10 +86,49 @@ def run_core(action: Callable[[], T]) -> T:
         raise typer.Exit(failures.report(error)) from None
 
 
-def settings_for(ctx: typer.Context, flags: dict[str, object], *, announce: bool = True
-                 ) -> Settings:
-    """Resolve the settings with these flags; announce which config file (if any) was loaded."""
-    settings = load_settings(global_options(ctx).config, flags)
+COLLECTIONS_KEY = "groove.collections"
+
+
+def remember_collections(ctx: typer.Context, value: list[str] | None) -> list[str] | None:
+    """`-c NAME`'s callback: keep the names for settings_for (the commands never see them)."""
+    ctx.meta[COLLECTIONS_KEY] = list(value or [])
+    return value
+
+
+def chosen_collections(ctx: typer.Context) -> list[str]:
+    names = ctx.meta.get(COLLECTIONS_KEY) or []
+    assert isinstance(names, list)
+    return names
+
+
+def settings_for(ctx: typer.Context, flags: dict[str, object], *, announce: bool = True,
+                 collection: str | None = None) -> Settings:
+    """Resolve the settings with these flags and the KB (cli.md §1: `--kb-path` > `-c NAME` >
+    kb_path of a project groove.toml > the KB the working folder is in > kb_path of the
+    per-user groove.toml); announce which config file (if any) was loaded.
+
+    With `-c NAME` the command runs as if started in the collection's folder: its groove.toml
+    (or its git root's) applies, not the working folder's. `collection` stands for the `-c`
+    names (one KB of a multi-KB search)."""
+    from groove_cli import kbs
+
+    names = [collection] if collection is not None else chosen_collections(ctx)
+    cwd = Path.cwd()
+    if len(names) > 1:
+        raise UsageError("only search takes several -c; pass one collection",
+                         hint="groove search QUERY -c a -c b searches several KBs")
+    if names and "kb_path" in flags:
+        raise UsageError(f"--kb-path and -c {names[0]} both name a KB; pass one of them")
+    if names:
+        kb = kbs.collection(names[0]).path
+        flags, cwd = {**flags, "kb_path": str(kb)}, kb
+    settings = load_settings(global_options(ctx).config, flags, cwd=cwd)
+    project = settings.source("kb_path") == "file" and settings.config is not None \
+        and settings.config.origin != "user"
+    if settings.source("kb_path") != "flag" and not project:
+        found = kbs.find_kb(cwd)
+        if found is not None:
+            settings = config.with_found_kb(settings, found)
     if announce:  # only with --verbose: a user who wonders which file applied asks for it
         if settings.config is not None:
             messages.detail(f"loaded config: {settings.config.path}")
@@ -131,17 +170,23 @@ class Paths:
 
 
 def resolve_paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: bool,
-                  announce: bool = True) -> Paths:
+                  announce: bool = True, writing: bool = False,
+                  collection: str | None = None) -> Paths:
     """Settings, the KB folder and the index file of a command (cli.md §1), once the SQLite
-    runtime is known to be usable."""
+    runtime is known to be usable. `writing` (index): the KB's state folder is made and an
+    old-layout index moved into it (statedir.py)."""
     from groove_cli.store import check_runtime
 
-    settings = settings_for(ctx, flags, announce=announce)
+    settings = settings_for(ctx, flags, announce=announce, collection=collection)
     db_flag = global_options(ctx).db
     kb = config.kb_path(settings, required=kb_required and db_flag is None)
     if kb_required and kb is None:
         kb = config.kb_path(settings, required=True)
     db = config.index_location(settings, db_flag, kb)
+    if writing and isinstance(db, Path) and kb is not None and db_flag is None \
+            and settings.path("db_path") is None:
+        check_runtime()
+        db = statedir.prepare_for_index(kb, settings.str_("store.location"))
     if isinstance(db, Path):
         check_runtime()
         refuse_linked_index(db, explicit=db_flag is not None)
@@ -191,8 +236,12 @@ CompareFormatOpt = Annotated[str, typer.Option(
     "--format", case_sensitive=False, help="text, json or markdown.")]
 KbOpt = Annotated[
     Path | None,
-    typer.Option("--kb-path", help="Knowledge-base root (default: kb_path in groove.toml)."),
-]
+    typer.Option("--kb-path", help=(
+        "Knowledge-base root (default: -c, kb_path in groove.toml, else the KB the working "
+        "folder is in)."))]
+CollectionOpt = Annotated[list[str] | None, typer.Option(
+    "--collection", "-c", callback=remember_collections, expose_value=False, metavar="NAME",
+    help="A named collection (groove kb list) instead of --kb-path, from any folder.")]
 ModelOpt = Annotated[
     str | None,
     typer.Option("--model", help="Embedding model: registry name or model directory."),

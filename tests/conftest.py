@@ -22,9 +22,11 @@ def pytest_report_header() -> list[str]:
 @pytest.fixture(autouse=True)
 def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory,
                         monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Point the per-user config folder at an empty temp dir and drop env that changes behaviour."""
+    """Point the per-user config and data folders at empty temp dirs and drop env that changes
+    behaviour."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     for name in ("GROOVE_LOG", "NO_COLOR", "GROOVE_OFFLINE", "HF_HUB_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     yield

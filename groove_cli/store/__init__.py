@@ -54,6 +54,22 @@ def open_writer(db: IndexLocation) -> Store | PgStore:
     return PgStore.open_for_index(db)
 
 
+def copy_database(source: Path, target: Path) -> None:
+    """Copy the SQLite file `source` (its committed `-wal` content included) to a new file
+    `target` with SQLite's online backup, so a reader or a leftover journal never makes the
+    copy inconsistent; the copy keeps `source`'s journal mode."""
+    import apsw
+
+    src = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READONLY)
+    dest = apsw.Connection(str(target))
+    try:
+        with dest.backup("main", src, "main") as backup:
+            backup.step(-1)
+    finally:
+        dest.close()
+        src.close()
+
+
 def put_cache(store: Store | PgStore, rows: Sequence[tuple[str, npt.NDArray[np.float32]]]
               ) -> bool:
     """Store query embeddings without waiting (SQLite: a short separate connection)."""
@@ -73,6 +89,7 @@ __all__ = [
     "Store",
     "cache_put",
     "check_runtime",
+    "copy_database",
     "open_reader",
     "open_writer",
     "put_cache",

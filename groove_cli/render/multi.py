@@ -1,0 +1,66 @@
+"""Output of a search over several KBs (cli.md §5.5): every hit names its KB.
+
+The hits themselves are drawn by render/search.py (`hit_json`, and `print_search` one hit at a
+time for text), so a multi-KB hit looks like a single-KB one plus its KB.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from groove_cli import messages
+from groove_cli.render.output import print_json
+from groove_cli.render.search import hit_json, print_search
+from groove_cli.render.terminal import Painter, absolute, shown_path
+from groove_cli.retrieve.multi import MultiOutcome
+from groove_cli.text import printable
+
+
+def multi_json(outcome: MultiOutcome, explain: bool,
+               filter_applied: dict[str, object]) -> dict[str, object]:
+    return {
+        "results": [{"kb": h.kb, "kb_rank": h.kb_rank, "fused_score": h.fused_score,
+                     **hit_json(h.hit, explain, h.kb_root)} for h in outcome.hits],
+        "kbs": [{"name": name, "kb_path": o.kb_root, "hits": len(o.result.hits),
+                 "low_confidence": o.result.low_confidence} for name, o in outcome.outcomes],
+        "low_confidence": outcome.low_confidence,
+        "filter_applied": filter_applied,
+    }
+
+
+def print_multi(outcome: MultiOutcome, fmt: str, *, explain: bool,
+                filter_applied: dict[str, object], no_color: bool = False) -> None:
+    """Print the fused hits of several KBs in `fmt` (json, text or files)."""
+    if fmt == "json":
+        print_json(multi_json(outcome, explain, filter_applied))
+        return
+    weak = [name for name, o in outcome.outcomes if o.result.low_confidence]
+    painter = Painter(no_color=no_color)
+    if fmt == "files":
+        if weak:
+            messages.note(f"low confidence in {', '.join(weak)}")
+        seen: set[tuple[str | None, str]] = set()
+        for h in outcome.hits:
+            if (h.kb_root, h.hit.chunk.path) not in seen:
+                seen.add((h.kb_root, h.hit.chunk.path))
+                painter.line([(printable(shown_path(h.kb_root, h.hit.chunk.path),
+                                         keep_newlines=False), "magenta")],
+                             link=absolute(h.kb_root, h.hit.chunk.path))
+        painter.flush()
+        return
+    if weak:
+        painter.line([(f"[low_confidence in: {', '.join(weak)}]", "yellow")])
+        painter.line([])
+    painter.flush()
+    params = dict(outcome.outcomes)
+    for number, h in enumerate(outcome.hits):
+        if number:
+            painter.line([("", None)])
+            painter.line([("---", "dim")])
+            painter.line([("", None)])
+        painter.line([(f"[{h.kb}] #{h.kb_rank} in {h.kb}", "green")])
+        painter.flush()
+        own = params[h.kb]
+        one = dataclasses.replace(own.result, hits=(h.hit,), low_confidence=False)
+        print_search(one, own.params, "text", explain=False, filter_applied={},
+                     kb_root=h.kb_root, no_color=no_color)
