@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from groove_cli import messages
-from groove_cli.dbfile import COMPANION_SUFFIXES, SNAPSHOT_SUFFIXES
+from groove_cli.dbfile import COMPANION_SUFFIXES, SNAPSHOT_SUFFIXES, refuse_linked_index
 from groove_cli.errors import GrooveError
 
 STATE_DIR = ".groove"
@@ -126,10 +126,15 @@ def ensure(folder: Path) -> None:
 def prepare_for_index(kb: Path, location: str | None) -> Path:
     """The index file `index` writes: the state folder made (with its `.gitignore`) and an
     old-layout index moved into it first."""
-    folder = state_dir(kb, location)
+    legacy = kb / LEGACY_DB
+    refuse_linked_index(legacy, explicit=False)  # the old layout's files: checked before any
+    folder = state_dir(kb, location)             # of them is read, moved or deleted
+    if folder.is_symlink():
+        raise GrooveError(f"refusing to use {folder}: it is a symbolic link (to "
+                          f"{os.readlink(folder)}); groove keeps a KB's state in a real folder",
+                          hint=f"remove the link; groove creates {folder.name}/ itself")
     ensure(folder)
     target = folder / INDEX_NAME
-    legacy = kb / LEGACY_DB
     if legacy.exists() or _legacy_leftovers(kb):
         migrate_legacy(legacy, target)
     return target
@@ -171,10 +176,16 @@ def migrate_legacy(legacy: Path, target: Path) -> None:
     Killed before 2, the old layout is intact and the next `index` starts over; killed after 2,
     the new layout is complete and the next `index` only deletes what is left of the old one.
     """
-    from groove_cli.store import copy_database
+    from groove_cli.failures import check_index_file
+    from groove_cli.store import copy_database, schema_version
 
     folder = target.parent
     with _legacy_lock(legacy):
+        if legacy.exists():
+            check_index_file(legacy)
+            if schema_version(legacy) == 0:
+                messages.warning(f"{legacy} is not a groove index; left it where it is")
+                return
         if not target.exists() and legacy.exists():
             partial = folder / MIGRATING
             for stale in (partial, partial.with_name(partial.name + "-journal")):

@@ -70,6 +70,18 @@ def copy_database(source: Path, target: Path) -> None:
         src.close()
 
 
+def schema_version(path: Path) -> int:
+    """The groove schema version an SQLite file records (`PRAGMA user_version`; 0: not a groove
+    index)."""
+    import apsw
+
+    con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return int(str(con.execute("PRAGMA user_version").fetchall()[0][0]))
+    finally:
+        con.close()
+
+
 def put_cache(store: Store | PgStore, rows: Sequence[tuple[str, npt.NDArray[np.float32]]]
               ) -> bool:
     """Store query embeddings without waiting (SQLite: a short separate connection)."""
@@ -93,6 +105,7 @@ __all__ = [
     "open_reader",
     "open_writer",
     "put_cache",
+    "schema_version",
     "utc_now",
     "vec_extension_path",
 ]
