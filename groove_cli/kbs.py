@@ -1,7 +1,7 @@
 """Finding the KB a command works on: named collections and the KB the working folder is in.
 
 Named collections live in the per-user config folder, in `collections.toml` beside the per-user
-`groove.toml` (config.md §1.4): one `[collections.NAME]` table with the KB's absolute `path`
+`groove.toml` (config.md §1.3): one `[collections.NAME]` table with the KB's absolute `path`
 each. `groove kb add/list/remove` edit it (through tomlkit, so a user's comments stay); `-c NAME`
 reads it. `find_kb` is the discovery walk (cli.md §1): from the working folder up to the
 filesystem root, the first folder that holds a groove index (any layout, statedir.has_index)

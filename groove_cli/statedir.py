@@ -1,4 +1,4 @@
-"""Where groove keeps what it writes for a KB: one state folder (config.md §1.3, index.md §7).
+"""Where groove keeps what it writes for a KB: one state folder (config.md §1.2, index.md §6.5).
 
 Everything groove writes for a knowledge base — the index file and its companions (`-wal`,
 `-shm`, `.lock`, the vector snapshot), the query cache inside it and the eval history — lives in
@@ -166,7 +166,7 @@ def _legacy_lock(legacy: Path) -> Iterator[None]:
 
 
 def migrate_legacy(legacy: Path, target: Path) -> None:
-    """Move the old-layout index `legacy` to `target` (index.md §7), crash-safe:
+    """Move the old-layout index `legacy` to `target` (index.md §6.5), crash-safe:
 
     1. under the old lock, copy the index with SQLite's backup API (committed `-wal` content
        included) to `index.db.migrating`, flushed to disk, and copy the vector snapshot;

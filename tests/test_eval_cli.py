@@ -27,7 +27,7 @@ from groove_cli.store import Store
 
 runner = CliRunner()
 
-HISTORY = ".groove-eval-history.json"
+HISTORY = ".groove/eval-history.json"
 REPORT_KEYS = ["timestamp", "fingerprint", "corpus", "corpus_changed", "aggregate", "per_query",
                "findings", "previous", "diff", "regressions"]
 RUN_KEYS = ["timestamp", "fingerprint", "corpus", "per_query", "aggregate"]

@@ -1,5 +1,5 @@
-"""Where a KB's state lives and how commands find a KB (cli.md §1, §11; config.md §1.3;
-index.md §7): the `.groove/` state folder, the user data folder for a read-only KB, the move
+"""Where a KB's state lives and how commands find a KB (cli.md §1, §11; config.md §1.2, §1.3;
+index.md §6.5): the `.groove/` state folder, the user data folder for a read-only KB, the move
 from the old layout (with a kill -9 at each step), discovery from a subfolder, named collections
 and the multi-KB search.
 """
