@@ -125,7 +125,7 @@ def settings_for(ctx: typer.Context, flags: dict[str, object], *, announce: bool
     settings = load_settings(global_options(ctx).config, flags, cwd=cwd)
     project = settings.source("kb_path") == "file" and settings.config is not None \
         and settings.config.origin != "user"
-    if settings.source("kb_path") != "flag" and not project:
+    if settings.source("kb_path") != "flag" and not project and global_options(ctx).db is None:
         found = kbs.find_kb(cwd)
         if found is not None:
             settings = config.with_found_kb(settings, found)

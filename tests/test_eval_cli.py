@@ -318,6 +318,7 @@ def test_no_history_neither_reads_nor_writes_the_file(sample: Sample) -> None:
     assert "Aggregate" in result.stdout.splitlines()
     assert NO_COMPARED not in result.stderr.splitlines()  # no gate at all
 
+    history.parent.mkdir(exist_ok=True)
     history.write_bytes(b"{ this is not json")
     result = run_eval(sample, "--no-history")
     assert result.exit_code == 0
