@@ -15,15 +15,12 @@ leaves the old layout or the new one usable, never neither.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import re
 import shutil
 import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from groove_cli import messages
@@ -150,21 +147,6 @@ def _crash_point(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-@contextmanager
-def _legacy_lock(legacy: Path) -> Iterator[None]:
-    """The old layout's indexer lock, so no old-layout `index` writes while the file moves."""
-    lock = legacy.with_name(legacy.name + ".lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise GrooveError(f"another groove index is running on {legacy}") from None
-        yield
-    finally:
-        os.close(fd)
-
-
 def migrate_legacy(legacy: Path, target: Path) -> None:
     """Move the old-layout index `legacy` to `target` (index.md §6.5), crash-safe:
 
@@ -176,16 +158,14 @@ def migrate_legacy(legacy: Path, target: Path) -> None:
     Killed before 2, the old layout is intact and the next `index` starts over; killed after 2,
     the new layout is complete and the next `index` only deletes what is left of the old one.
     """
-    from groove_cli.failures import check_index_file
+    from groove_cli.index import indexer_lock
     from groove_cli.store import copy_database, schema_version
 
     folder = target.parent
-    with _legacy_lock(legacy):
-        if legacy.exists():
-            check_index_file(legacy)
-            if schema_version(legacy) == 0:
-                messages.warning(f"{legacy} is not a groove index; left it where it is")
-                return
+    with indexer_lock(legacy):  # checks the file too (a folder, not SQLite: refused)
+        if legacy.exists() and schema_version(legacy) == 0:
+            messages.warning(f"{legacy} is not a groove index; left it where it is")
+            return
         if not target.exists() and legacy.exists():
             partial = folder / MIGRATING
             for stale in (partial, partial.with_name(partial.name + "-journal")):
