@@ -73,7 +73,9 @@ def golden_index(real_models_dir: Path, tmp_path_factory: pytest.TempPathFactory
 
     root = tmp_path_factory.mktemp("golden")
     kb = root / "kb"
-    shutil.copytree(REPO / "golden", kb, ignore=shutil.ignore_patterns(".groove*history*"))
+    # none of the state `make demo` or `make eval` left in golden/ (.groove/, an old layout)
+    shutil.copytree(REPO / "golden", kb,
+                    ignore=shutil.ignore_patterns(".groove", ".groove.db*", ".groove*history*"))
     db = root / "index.db"
     index_kb(IndexOptions(kb=kb, db=db, model=None, max_length=None,
                           models_dir=real_models_dir, quiet=True))

@@ -168,31 +168,66 @@ def two_kbs(groove: Groove, tmp_path: Path) -> Path:
     return second
 
 
-def test_search_several_kbs_fuses_and_attributes(groove: Groove, tmp_path: Path) -> None:
-    second = two_kbs(groove, tmp_path)
-    single = {name: json.loads(ok("search", "cats", "-c", name, "--mode", "fts").stdout)["results"]
-              for name in ("a", "b")}
-    assert single["a"] and single["b"]
-    doc = json.loads(ok("search", "cats", "-c", "a", "-c", "b", "--mode", "fts").stdout)
-    hits = doc["results"]
-    # every hit comes from its KB's own list, at its own rank
+def own_lists(query: str, *mode: str) -> dict[str, list[dict[str, object]]]:
+    return {name: json.loads(ok("search", query, "-c", name, *mode).stdout)["results"]
+            for name in ("a", "b")}
+
+
+def check_attributed(hits: list[dict[str, object]], single: dict[str, list[dict[str, object]]],
+                     roots: dict[str, Path]) -> None:
+    """Every hit is its KB's own hit at its own rank, with paths under its KB, and each KB's
+    hits keep their order."""
     for hit in hits:
-        own = single[hit["kb"]][hit["kb_rank"] - 1]
-        assert (hit["path"], hit["score"]) == (own["path"], own["score"])
-        root = groove.kb.resolve() if hit["kb"] == "a" else second.resolve()
-        assert hit["abs_path"] == str(root / hit["path"])
-    # RRF over the two lists: rank 1 of each first, then rank 2 of each, …
-    assert [h["kb_rank"] for h in hits] == sorted(h["kb_rank"] for h in hits)
-    assert {h["kb"] for h in hits[:2]} == {"a", "b"}
-    first_two = sorted(hits[:2], key=lambda h: -(h["relevance"] or 0))
-    assert hits[:2] == first_two  # equal ranks: the more relevant first
-    assert hits[0]["fused_score"] == pytest.approx(1 / 61 / (2 / 61))  # rank 1, k = 60
+        own = single[str(hit["kb"])][int(str(hit["kb_rank"])) - 1]
+        assert (hit["path"], hit["score"], hit["relevance"]) == (
+            own["path"], own["score"], own["relevance"])
+        assert hit["abs_path"] == str(roots[str(hit["kb"])] / str(hit["path"]))
+    for name in roots:
+        ranks = [h["kb_rank"] for h in hits if h["kb"] == name]
+        assert ranks == list(range(1, len(ranks) + 1))
+
+
+def test_search_several_kbs_merges_by_relevance(groove: Groove, tmp_path: Path) -> None:
+    second = two_kbs(groove, tmp_path)
+    roots = {"a": groove.kb.resolve(), "b": second.resolve()}
+    single = own_lists("cats on the plain")
+    doc = json.loads(ok("search", "cats on the plain", "-c", "a", "-c", "b").stdout)
+    hits = doc["results"]
+    assert doc["fusion"] == "relevance"
+    assert len(hits) == min(5, len(single["a"]) + len(single["b"]))
+    check_attributed(hits, single, roots)
+    # each next hit is the most relevant head of the two lists
+    heads = {"a": 0, "b": 0}
+    for hit in hits:
+        waiting = [single[n][heads[n]]["relevance"] for n in ("a", "b")
+                   if heads[n] < len(single[n])]
+        assert hit["relevance"] == max(waiting)  # type: ignore[type-var]
+        heads[str(hit["kb"])] += 1
+    assert {h["kb"] for h in hits} == {"a", "b"}
     assert [k["name"] for k in doc["kbs"]] == ["a", "b"]
-    assert doc == json.loads(ok("search", "cats", "--all", "--mode", "fts").stdout)
-    text = ok("search", "cats", "--all", "--mode", "fts", "--format", "text").stdout
-    assert text.startswith(f"[{hits[0]['kb']}] #1 in {hits[0]['kb']}\n")
-    files = ok("search", "cats", "--all", "--mode", "fts", "--format", "files").stdout
+    assert doc == json.loads(ok("search", "cats on the plain", "--all").stdout)
+    text = ok("search", "cats on the plain", "--all", "--format", "text").stdout.splitlines()
+    weak = [k["name"] for k in doc["kbs"] if k["low_confidence"]]
+    assert weak == ["a"]  # the sample KB has no plain, no cat hunting
+    assert text[:3] == ["[low_confidence in: a]", "", f"[{hits[0]['kb']}] #1 in {hits[0]['kb']}"]
+    assert sum(line.startswith(("[a] #", "[b] #")) for line in text) == len(hits)
+    files = ok("search", "cats on the plain", "--all", "--format", "files").stdout
     assert len(files.splitlines()) == len({(h["kb"], h["path"]) for h in hits})
+
+
+def test_search_several_kbs_without_relevance_fuses_by_rank(groove: Groove,
+                                                           tmp_path: Path) -> None:
+    second = two_kbs(groove, tmp_path)
+    single = own_lists("cats", "--mode", "fts")
+    assert single["a"] and single["b"]
+    doc = json.loads(ok("search", "cats", "-c", "b", "-c", "a", "--mode", "fts").stdout)
+    hits = doc["results"]
+    assert doc["fusion"] == "rank"  # fts mode: no relevance
+    check_attributed(hits, single, {"a": groove.kb.resolve(), "b": second.resolve()})
+    # RRF over the two lists: rank 1 of each first (in the order named), then rank 2, …
+    order = [(h["kb_rank"], h["kb"]) for h in hits]
+    assert order == sorted(order, key=lambda pair: (pair[0], pair[1] != "b"))
+    assert order[:2] == [(1, "b"), (1, "a")]
 
 
 def test_search_several_refuses_one_kb_options(groove: Groove, tmp_path: Path) -> None:

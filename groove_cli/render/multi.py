@@ -19,8 +19,9 @@ from groove_cli.text import printable
 def multi_json(outcome: MultiOutcome, explain: bool,
                filter_applied: dict[str, object]) -> dict[str, object]:
     return {
-        "results": [{"kb": h.kb, "kb_rank": h.kb_rank, "fused_score": h.fused_score,
-                     **hit_json(h.hit, explain, h.kb_root)} for h in outcome.hits],
+        "results": [{"kb": h.kb, "kb_rank": h.kb_rank, **hit_json(h.hit, explain, h.kb_root)}
+                    for h in outcome.hits],
+        "fusion": outcome.fusion,
         "kbs": [{"name": name, "kb_path": o.kb_root, "hits": len(o.result.hits),
                  "low_confidence": o.result.low_confidence} for name, o in outcome.outcomes],
         "low_confidence": outcome.low_confidence,

@@ -2,12 +2,15 @@
 §14).
 
 Each KB is searched on its own, with its own settings, model and calibration, exactly as a
-single-KB search; the ranked lists are then fused by reciprocal rank (`weighted_rrf`, every KB
-one list of weight 1). Ranks are used rather than the relevance estimates because relevance is
-calibrated per model and per language and can be under-confident for some (issue 28 item 7), so
-sorting on it would let one KB's calibration bury another KB's best hits; each KB's
-`--min-relevance` and quality filter still drop its weak hits before fusion. Hits of the same
-rank are ordered by relevance (higher first), then by the order the KBs were named.
+single-KB search. The lists are then merged by **relevance**, keeping each KB's own order: the
+next hit is always the head of some KB's list, the most relevant head first. Relevance is the
+estimated probability that a hit is relevant, the one number on the same scale in every KB (it is
+what `--min-relevance` and `low_confidence` read), so a KB with no good match does not take every
+other slot as rank interleaving would (its 0.05 hit above another KB's 0.8 one). Taking heads
+keeps each KB's ranking (reranker, MMR) intact: a KB's best hit is never shown after its weaker
+ones, even where its calibration is under-confident. Without the vector leg there is no
+relevance, and the lists are fused by reciprocal rank instead (`weighted_rrf`, every KB one list of
+weight 1).
 """
 
 from __future__ import annotations
@@ -44,13 +47,13 @@ class KbHit:
     kb_root: str | None
     kb_rank: int
     """The hit's 1-based rank in its own KB's list."""
-    fused_score: float
-    """The RRF score over the KBs' lists, normalised so a first hit of every KB would be 1."""
     hit: SearchHit
 
 
 @dataclass(frozen=True, slots=True)
 class MultiOutcome:
+    fusion: str
+    """How the lists were fused: `relevance` (every hit has one) or `rank` (RRF)."""
     hits: tuple[KbHit, ...]
     outcomes: tuple[tuple[str, SearchOutcome], ...]
     """Each searched KB's own outcome, in the order the KBs were named."""
@@ -61,31 +64,49 @@ class MultiOutcome:
         return all(o.result.low_confidence for _, o in self.outcomes)
 
 
-def fuse_kbs(outcomes: Sequence[tuple[str, SearchOutcome]], limit: int, rrf_k: float
-             ) -> tuple[KbHit, ...]:
-    """Fuse the KBs' ranked lists by RRF (module docstring); the best `limit` hits."""
-    # weighted_rrf breaks ties by id ascending: number the hits rank by rank, and within a
-    # rank by relevance (higher first) then KB order, so its tie order is ours.
-    slots: dict[int, tuple[int, int]] = {}
+def fuse_kbs(outcomes: Sequence[tuple[str, SearchOutcome]], limit: int
+             ) -> tuple[str, tuple[KbHit, ...]]:
+    """The fusion used (`relevance` or `rank`, module docstring) and the best `limit` hits."""
+    lists = [o.result.hits for _, o in outcomes]
+    if all(h.relevance is not None for hits in lists for h in hits):
+        return "relevance", _by_relevance(outcomes, limit)
+    return "rank", _by_rank(outcomes, limit)
+
+
+def _attributed(outcomes: Sequence[tuple[str, SearchOutcome]], i: int, rank: int) -> KbHit:
+    name, outcome = outcomes[i]
+    return KbHit(name, outcome.kb_root, rank + 1, outcome.result.hits[rank])
+
+
+def _by_relevance(outcomes: Sequence[tuple[str, SearchOutcome]], limit: int
+                  ) -> tuple[KbHit, ...]:
+    """Merge the lists by their heads' relevance (ties: the better rank, then KB order)."""
+    heads = [0] * len(outcomes)
+    merged: list[KbHit] = []
+    while len(merged) < limit:
+        waiting = [(-(o.result.hits[heads[i]].relevance or 0.0), heads[i], i)
+                   for i, (_, o) in enumerate(outcomes) if heads[i] < len(o.result.hits)]
+        if not waiting:
+            break
+        _, rank, i = min(waiting)
+        merged.append(_attributed(outcomes, i, rank))
+        heads[i] += 1
+    return tuple(merged)
+
+
+def _by_rank(outcomes: Sequence[tuple[str, SearchOutcome]], limit: int) -> tuple[KbHit, ...]:
+    """RRF over the lists; equal ranks in the order the KBs were named (weighted_rrf breaks
+    ties by id ascending, so the ids count rank by rank, KB by KB)."""
+    slots: list[tuple[int, int]] = []
     lists: list[list[int]] = [[] for _ in outcomes]
     depth = max((len(o.result.hits) for _, o in outcomes), default=0)
     for rank in range(depth):
-        here = [(i, o.result.hits[rank]) for i, (_, o) in enumerate(outcomes)
-                if rank < len(o.result.hits)]
-        here.sort(key=lambda pair: (-(pair[1].relevance if pair[1].relevance is not None
-                                      else -1.0), pair[0]))
-        for i, _ in here:
-            ident = len(slots)
-            slots[ident] = (i, rank)
-            lists[i].append(ident)
-    fused = weighted_rrf([(1.0, ids) for ids in lists], rrf_k)
-    hits: list[KbHit] = []
-    for candidate in fused[:limit]:
-        i, rank = slots[candidate.chunk_id]
-        name, outcome = outcomes[i]
-        hits.append(KbHit(name, outcome.kb_root, rank + 1, candidate.score,
-                          outcome.result.hits[rank]))
-    return tuple(hits)
+        for i, (_, o) in enumerate(outcomes):
+            if rank < len(o.result.hits):
+                lists[i].append(len(slots))
+                slots.append((i, rank))
+    fused = weighted_rrf([(1.0, ids) for ids in lists], DEFAULT_RRF_K)
+    return tuple(_attributed(outcomes, *slots[c.chunk_id]) for c in fused[:limit])
 
 
 def search_kbs(targets: Sequence[KbTarget], text: str, *, limit: int,
@@ -105,4 +126,5 @@ def search_kbs(targets: Sequence[KbTarget], text: str, *, limit: int,
                              f"(groove index -c {target.name})")
             continue
         outcomes.append((target.name, outcome))
-    return MultiOutcome(fuse_kbs(outcomes, limit, DEFAULT_RRF_K), tuple(outcomes))
+    fusion, hits = fuse_kbs(outcomes, limit)
+    return MultiOutcome(fusion, hits, tuple(outcomes))
