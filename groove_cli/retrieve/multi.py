@@ -6,9 +6,9 @@ single-KB search. The lists are then merged by **relevance**, keeping each KB's 
 next hit is always the head of some KB's list, the most relevant head first. Relevance is the
 estimated probability that a hit is relevant, the one number on the same scale in every KB (it is
 what `--min-relevance` and `low_confidence` read), so a KB with no good match does not take every
-other slot as rank interleaving would (its 0.05 hit above another KB's 0.8 one). Taking heads
-keeps each KB's ranking (reranker, MMR) intact: a KB's best hit is never shown after its weaker
-ones, even where its calibration is under-confident. Without the vector leg there is no
+other slot as rank interleaving would (a barely relevant hit above another KB's good one).
+Taking heads keeps each KB's ranking (reranker, MMR) intact: a KB's best hit is never shown
+after its weaker ones, even where its calibration is under-confident. Without the vector leg there is no
 relevance, and the lists are fused by reciprocal rank instead (`weighted_rrf`, every KB one list of
 weight 1).
 """
