@@ -99,7 +99,13 @@ def test_discovery_from_a_subfolder(groove: Groove, monkeypatch: pytest.MonkeyPa
     result = ok("search", "bird", "--mode", "fts")
     assert paths_of(result) == ["eng/search/beta.md"]
     assert json.loads(ok("status", "--format", "json").stdout)["documents"] == 3
+    shown = json.loads(ok("config", "show", "--format", "json").stdout)["settings"]["kb_path"]
+    assert shown == {"value": str(groove.kb.resolve()), "source": "found"}
     ok("index")  # an update, found the same way
+    other = groove.work / "other.db"  # --db names an index not tied to the working folder
+    ok("--db", str(other), "index", "--kb-path", str(groove.work))
+    with_db = ok("--db", str(other), "search", "bird", "--mode", "fts")
+    assert "was built from" not in with_db.stderr
     monkeypatch.chdir(groove.work)  # outside the KB, nothing is found
     result = run("search", "bird")
     assert result.exit_code == 2
