@@ -159,7 +159,7 @@ def index_cmd(
 
     def run() -> IndexReport:
         paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True,
-                              announce=not quiet, writing=True)
+                              announce=not quiet, writing=True, force=force)
         assert paths.kb is not None
         options = IndexOptions.from_settings(paths.settings, paths.kb, paths.db, force=force,
                                              verbose=verbose, quiet=quiet)

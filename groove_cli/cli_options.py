@@ -170,11 +170,11 @@ class Paths:
 
 
 def resolve_paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: bool,
-                  announce: bool = True, writing: bool = False,
+                  announce: bool = True, writing: bool = False, force: bool = False,
                   collection: str | None = None) -> Paths:
     """Settings, the KB folder and the index file of a command (cli.md §1), once the SQLite
     runtime is known to be usable. `writing` (index): the KB's state folder is made and an
-    old-layout index moved into it (statedir.py)."""
+    old-layout index moved into it (statedir.py; `force`: a damaged one set aside instead)."""
     from groove_cli.store import check_runtime
 
     settings = settings_for(ctx, flags, announce=announce, collection=collection)
@@ -186,7 +186,7 @@ def resolve_paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: 
     if writing and isinstance(db, Path) and kb is not None and db_flag is None \
             and settings.path("db_path") is None:
         check_runtime()
-        db = statedir.prepare_for_index(kb, settings.str_("store.location"))
+        db = statedir.prepare_for_index(kb, settings.str_("store.location"), force=force)
     if isinstance(db, Path):
         check_runtime()
         refuse_linked_index(db, explicit=db_flag is not None)

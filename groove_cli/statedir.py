@@ -120,7 +120,7 @@ def ensure(folder: Path) -> None:
         os.replace(tmp, ignore)
 
 
-def prepare_for_index(kb: Path, location: str | None) -> Path:
+def prepare_for_index(kb: Path, location: str | None, *, force: bool = False) -> Path:
     """The index file `index` writes: the state folder made (with its `.gitignore`) and an
     old-layout index moved into it first."""
     legacy = kb / LEGACY_DB
@@ -133,7 +133,7 @@ def prepare_for_index(kb: Path, location: str | None) -> Path:
     ensure(folder)
     target = folder / INDEX_NAME
     if legacy.exists() or _legacy_leftovers(kb):
-        migrate_legacy(legacy, target)
+        migrate_legacy(legacy, target, force=force)
     return target
 
 
@@ -147,7 +147,7 @@ def _crash_point(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def migrate_legacy(legacy: Path, target: Path) -> None:
+def migrate_legacy(legacy: Path, target: Path, *, force: bool = False) -> None:
     """Move the old-layout index `legacy` to `target` (index.md §6.5), crash-safe:
 
     1. under the old lock, copy the index with SQLite's backup API (committed `-wal` content
@@ -157,12 +157,21 @@ def migrate_legacy(legacy: Path, target: Path) -> None:
 
     Killed before 2, the old layout is intact and the next `index` starts over; killed after 2,
     the new layout is complete and the next `index` only deletes what is left of the old one.
+    With `force` (`index --force`) a damaged old index is set aside in place, as `index --force`
+    does with any damaged index (index.md §6.4), and nothing is copied.
     """
+    from groove_cli.dbfile import quarantine
     from groove_cli.index import indexer_lock
+    from groove_cli.integrity import damage_of
     from groove_cli.store import copy_database, schema_version
 
     folder = target.parent
-    with indexer_lock(legacy):  # checks the file too (a folder, not SQLite: refused)
+    with indexer_lock(legacy, force=force):  # checks the file too (a folder, not SQLite)
+        reason = damage_of(legacy) if force else None
+        if reason is not None:
+            aside = quarantine(legacy)
+            messages.warning(f"the index at {legacy} is damaged ({reason}); moved it aside to "
+                             f"{aside} and rebuilding the index from scratch")
         if legacy.exists() and schema_version(legacy) == 0:
             messages.warning(f"{legacy} is not a groove index; left it where it is")
             return
