@@ -63,6 +63,7 @@ from groove_cli.retrieve.relevance import (  # noqa: E402
     relevance,
 )
 from groove_cli.retrieve.searcher import Searcher  # noqa: E402
+from groove_cli.statedir import index_file  # noqa: E402
 from groove_cli.store import Store  # noqa: E402
 from groove_cli.text import cjk  # noqa: E402
 
@@ -166,12 +167,11 @@ def collect_golden() -> list[dict[str, Any]]:
 
 
 def ensure_golden_index(kb: Path) -> Path:
-    """The sample KB's index, built by `groove index` when missing."""
-    db = kb / ".groove.db"
-    if not db.exists():
+    """The sample KB's index (in its state folder), built by `groove index` when missing."""
+    if not index_file(kb, None).exists():
         subprocess.run([str(ROOT / ".venv" / "bin" / "groove"), "index", "--kb-path", str(kb),
                         "--quiet"], check=True)
-    return db
+    return index_file(kb, None)
 
 
 def labelled(rows: list[dict[str, Any]]) -> list[LabelledHit]:

@@ -115,11 +115,14 @@ class Index:
     """
 
     def __init__(self, settings: Settings, kb: Path | None, location: IndexLocation,
-                 file_values: Mapping[str, object] | None = None) -> None:
+                 file_values: Mapping[str, object] | None = None, *,
+                 state_folder: bool = False) -> None:
         self.settings = settings
         self.kb = kb
         self.location = location
         self._file_values = file_values
+        self._state_folder = state_folder
+        """The index is the KB's own (no `db`, no db_path): `index` makes its state folder."""
         self._searcher: Searcher | None = None
         self._lock = threading.Lock()
 
@@ -268,6 +271,11 @@ class Index:
         if self.kb is None:
             raise UsageError("indexing needs the KB folder",
                              hint="open it with groove_cli.open(KB_FOLDER)")
+        if self._state_folder and isinstance(self.location, Path):
+            from groove_cli import state_migration
+
+            self.location = state_migration.prepare_for_index(
+                self.kb, self.settings.str_("store.location"), force=force)
         options = IndexOptions.from_settings(self.settings, self.kb, self.location, force=force,
                                              verbose=verbose, quiet=quiet, text_only=text_only)
         self.close()  # the vector snapshot and model identity may change
@@ -305,22 +313,43 @@ class Index:
             no_history=not history, gate_metric=gate_metric_from(gate, k_values), **options)
 
 
+def settings_at(flags: Mapping[str, object], *, config_file: PathLike | None = None,
+                cwd: Path | None = None, db: PathLike | None = None
+                ) -> tuple[Settings, Mapping[str, object]]:
+    """Settings as every command resolves them (flags > groove.toml > defaults), with the KB
+    the working folder `cwd` is in when neither a flag nor a project groove.toml names one
+    and no `db` is given (cli.md §1, as git finds `.git`); also the config file's values."""
+    from groove_cli import kbs
+
+    where = cwd or Path.cwd()
+    found = config.discover_config(Path(config_file) if config_file is not None else None, where)
+    file_values = config.load_config_file(found.path) if found else {}
+    settings = config.resolve(file_values, flags, config=found)
+    project = (settings.source("kb_path") == "file" and settings.config is not None
+               and settings.config.origin != "user")
+    if settings.source("kb_path") != "flag" and not project and db is None:
+        kb = kbs.find_kb(where)
+        if kb is not None:
+            settings = config.with_found_kb(settings, kb)
+    return settings, file_values
+
+
 def resolve(kb: PathLike | None = None, *, db: PathLike | None = None,
             config_file: PathLike | None = None, kb_required: bool = False,
-            flags: Mapping[str, object] | None = None, cwd: Path | None = None
+            flags: Mapping[str, object] | None = None, cwd: Path | None = None,
+            writing: bool = False, force: bool = False
             ) -> tuple[Settings, Path | None, IndexLocation, Mapping[str, object]]:
     """Settings, KB folder and index location the way every command resolves them (cli.md §1):
-    flags > groove.toml > defaults, `db` > GROOVE_DB_URL > `[store] url` > the KB's file."""
+    flags > groove.toml > defaults (`settings_at`), `db` > GROOVE_DB_URL > `[store] url` > the
+    KB's state folder. `writing` (index): the state folder is made and an old-layout index
+    moved into it first (statedir.py; `force`: a damaged one is set aside instead)."""
     from groove_cli.dbfile import refuse_linked_index
 
     merged = dict(flags or {})
     if kb is not None:
         merged["kb_path"] = str(kb)
-    found = config.discover_config(Path(config_file) if config_file is not None else None,
-                                   cwd or Path.cwd())
-    file_values = config.load_config_file(found.path) if found else {}
-    settings = config.resolve(file_values, merged, config=found)
     db_text = os.fspath(db) if db is not None else None
+    settings, file_values = settings_at(merged, config_file=config_file, cwd=cwd, db=db_text)
     kb_dir = config.kb_path(settings, required=kb_required and db_text is None)
     if kb_required and kb_dir is None:
         kb_dir = config.kb_path(settings, required=True)
@@ -329,6 +358,11 @@ def resolve(kb: PathLike | None = None, *, db: PathLike | None = None,
         from groove_cli.store import check_runtime
 
         check_runtime()
+        if writing and kb_dir is not None and db_text is None and settings.path("db_path") is None:
+            from groove_cli import state_migration
+
+            location = state_migration.prepare_for_index(kb_dir, settings.str_("store.location"),
+                                                  force=force)
         refuse_linked_index(location, explicit=db_text is not None)
     return settings, kb_dir, location, file_values
 
@@ -341,4 +375,5 @@ def open(kb: PathLike | None = None, *, db: PathLike | None = None,
     config key or its last part (`groove_cli.open("notes", rrf_k=40, model="…")`)."""
     settings, kb_dir, location, file_values = resolve(
         kb, db=db, config_file=config, flags=checked_overrides(overrides))
-    return Index(settings, kb_dir, location, file_values)
+    return Index(settings, kb_dir, location, file_values,
+                 state_folder=db is None and settings.path("db_path") is None)

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from groove_cli import cli_commands, config, messages
+from groove_cli import cli_commands, cli_kb, config, messages
 from groove_cli.cli_eval import eval_app, tune_cmd
 from groove_cli.cli_options import (
+    CollectionOpt,
     FilterFlags,
     FormatOpt,
     GlobalOptions,
@@ -30,6 +31,7 @@ from groove_cli.cli_options import (
     RetrievalFlags,
     VerboseOpt,
     check_format,
+    chosen_collections,
     global_options,
     kb_flags,
     print_version,
@@ -129,6 +131,7 @@ def config_check(ctx: typer.Context) -> None:
 def index_cmd(
     ctx: typer.Context,
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     model: ModelOpt = None,
     force: Annotated[bool, typer.Option("--force", help=(
         "Full rebuild: required to change model, dimension or max_length, or to index a KB "
@@ -166,7 +169,7 @@ def index_cmd(
 
     def run() -> IndexReport:
         paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True,
-                              announce=not quiet)
+                              announce=not quiet, writing=True, force=force)
         assert paths.kb is not None
         stop = StopFlag()
         with stop.installed(), progress_for(quiet=quiet, plain_lines=progress) as bar:
@@ -187,6 +190,7 @@ def index_cmd(
 def status_cmd(
     ctx: typer.Context,
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     format: FormatOpt = "text",
 ) -> None:
     """Show what the index holds and, with a KB path, what is pending.
@@ -221,6 +225,7 @@ def status_cmd(
 def doctor_cmd(
     ctx: typer.Context,
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     format: FormatOpt = "text",
 ) -> None:
     """Check the index for damage and integrity problems; exit 1 when there are findings.
@@ -260,6 +265,7 @@ def search_cmd(
         'The query. Quote phrases with "…"; exclude a term with -term or -"a phrase". '
         'A query that starts with - goes after --: groove search -- "-draft notes".'))],
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     model: ModelOpt = None,
     reranker: RerankerOpt = None,
     limit: Annotated[int, typer.Option("--limit", help="Number of hits (>= 1; capped at 1000).",
@@ -277,6 +283,9 @@ def search_cmd(
         "json, text (a snippet per hit), md, csv or files."))] = "json",
     full: Annotated[bool, typer.Option("--full", help=(
         "text, md, csv: whole chunks instead of snippets."))] = False,
+    all_kbs: Annotated[bool, typer.Option("--all", help=(
+        "Search every named collection (groove kb list): one fused list, each hit naming its "
+        "KB. Several -c NAME do the same for those KBs."))] = False,
     no_color: NoColorOpt = False,
     verbose_flag: VerboseOpt = False,
 ) -> None:
@@ -298,7 +307,7 @@ def search_cmd(
     fmt = check_format(format, ("json", "text", "md", "csv", "files"))
     verbose(verbose_flag)
 
-    def run() -> Results:
+    def flags() -> dict[str, object]:
         if min_confidence_ratio is not None and not (
                 math.isfinite(min_confidence_ratio) and min_confidence_ratio >= 0):
             raise UsageError(f"--min-confidence-ratio {min_confidence_ratio} must be finite and >= 0")
@@ -310,7 +319,16 @@ def search_cmd(
                                                         "search.relevance.min_relevance",
                                                         min_relevance)}))
         compile_query(query)  # an empty query is a usage error before any file is read
-        paths = resolve_paths(ctx, flags, kb_required=False)
+        return flags
+
+    if all_kbs or len(chosen_collections(ctx)) > 1:  # cli_kb.py: several KBs, one list
+        cli_kb.search_several(ctx, flags, query, limit=limit, filters=filters, fmt=fmt,
+                              explain=explain, all_kbs=all_kbs, kb_path=kb_path,
+                              no_color=no_color, full=full)
+        return
+
+    def run() -> Results:
+        paths = resolve_paths(ctx, flags(), kb_required=False)
         with Index(paths.settings, paths.kb, paths.db) as index:
             return index.search(query, limit=limit, filters=filters.filters(),
                                 files=fmt == "files")
@@ -329,6 +347,7 @@ app.command("get")(cli_commands.get_cmd)
 # --------------------------------------------------------------------------- eval, tune
 
 app.add_typer(eval_app, name="eval")  # cli_eval.py: `eval`, `eval compare`
+app.add_typer(cli_kb.kb_app, name="kb")  # cli_kb.py: `kb add`, `kb list`, `kb remove`
 app.command("tune")(tune_cmd)
 
 

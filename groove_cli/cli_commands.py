@@ -13,6 +13,7 @@ import typer
 
 from groove_cli import config, messages
 from groove_cli.cli_options import (
+    CollectionOpt,
     FormatOpt,
     KbOpt,
     NoColorOpt,
@@ -34,6 +35,7 @@ def get_cmd(
     location: Annotated[str, typer.Argument(help=(
         "PATH, PATH:LINE or PATH:LINE:COUNT; a location line printed by `search` works as is."))],
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     format: FormatOpt = "text",
     no_color: NoColorOpt = False,
 ) -> None:

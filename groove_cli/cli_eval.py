@@ -15,6 +15,7 @@ import typer
 
 from groove_cli import cli_commands, messages
 from groove_cli.cli_options import (
+    CollectionOpt,
     CompareFormatOpt,
     EvalFormatOpt,
     GoldenOpt,
@@ -56,6 +57,7 @@ eval_app = typer.Typer(
 def eval_cmd(
     ctx: typer.Context,
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     model: ModelOpt = None,
     reranker: RerankerOpt = None,
     golden: GoldenOpt = None,
@@ -155,6 +157,7 @@ def eval_compare_cmd(
                           "before: up to three digits; or a timestamp prefix such as 2026).")],
     b: Annotated[str, typer.Argument(metavar="B", help="Run B, compared with A (Δ = B − A).")],
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     format: CompareFormatOpt = "text",
     gate_metric: Annotated[str | None, typer.Option(
         "--gate-metric", help="The metric the CI gate judges, marked with the gate's verdict "
@@ -181,12 +184,14 @@ def eval_compare_cmd(
             except ValueError as exc:
                 raise UsageError(f"--gate-metric: {exc}") from None
 
-        def kb() -> Path:
+        def history_file() -> Path:
+            from groove_cli.evaluate.history import history_path
+
             paths = resolve_paths(ctx, kb_flags(kb_path), kb_required=True, announce=False)
             assert paths.kb is not None
-            return paths.kb
+            return history_path(paths.kb, paths.settings.str_("store.location"))
 
-        return compare_refs(a, b, kb, gate)
+        return compare_refs(a, b, history_file, gate)
 
     output.print_compare(run_core(run), fmt)
 
@@ -194,6 +199,7 @@ def eval_compare_cmd(
 def tune_cmd(
     ctx: typer.Context,
     kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
     golden: GoldenOpt = None,
     model: ModelOpt = None,
     space: Annotated[str, typer.Option(

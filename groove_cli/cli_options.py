@@ -20,7 +20,7 @@ import typer
 from typer.core import TyperGroup
 
 from groove_cli import config, failures, messages
-from groove_cli.config import Settings, load_settings
+from groove_cli.config import Settings
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import UsageError
 
@@ -91,10 +91,51 @@ def run_core(action: Callable[[], T]) -> T:
         raise typer.Exit(failures.report(error)) from None
 
 
-def settings_for(ctx: typer.Context, flags: dict[str, object], *, announce: bool = True
-                 ) -> Settings:
-    """Resolve the settings with these flags; announce which config file (if any) was loaded."""
-    settings = load_settings(global_options(ctx).config, flags)
+COLLECTIONS_KEY = "groove.collections"
+
+
+def remember_collections(ctx: typer.Context, value: list[str] | None) -> list[str] | None:
+    """`-c NAME`'s callback: keep the names for settings_for (the commands never see them)."""
+    ctx.meta[COLLECTIONS_KEY] = list(value or [])
+    return value
+
+
+def chosen_collections(ctx: typer.Context) -> list[str]:
+    names = ctx.meta.get(COLLECTIONS_KEY) or []
+    assert isinstance(names, list)
+    return names
+
+
+def collection_flags(ctx: typer.Context, flags: dict[str, object],
+                     collection: str | None = None) -> tuple[dict[str, object], Path]:
+    """The flags and working folder a command resolves with: with `-c NAME` it runs as if
+    started in the collection's folder, so that KB's groove.toml (or its git root's) applies,
+    not the working folder's. `collection` stands for the `-c` names (one KB of a multi-KB
+    search)."""
+    from groove_cli import kbs
+
+    names = [collection] if collection is not None else chosen_collections(ctx)
+    if len(names) > 1:
+        raise UsageError("only search takes several -c; pass one collection",
+                         hint="groove search QUERY -c a -c b searches several KBs")
+    if names and "kb_path" in flags:
+        raise UsageError(f"--kb-path and -c {names[0]} both name a KB; pass one of them")
+    if not names:
+        return flags, Path.cwd()
+    kb = kbs.collection(names[0]).path
+    return {**flags, "kb_path": str(kb)}, kb
+
+
+def settings_for(ctx: typer.Context, flags: dict[str, object], *, announce: bool = True,
+                 collection: str | None = None) -> Settings:
+    """Resolve the settings with these flags and the KB (cli.md §1: `--kb-path` > `-c NAME` >
+    kb_path of a project groove.toml > the KB the working folder is in > kb_path of the
+    per-user groove.toml, `api.settings_at`); announce which config file (if any) was loaded."""
+    from groove_cli.api import settings_at
+
+    flags, cwd = collection_flags(ctx, flags, collection)
+    options = global_options(ctx)
+    settings, _ = settings_at(flags, config_file=options.config, cwd=cwd, db=options.db)
     if announce:
         announce_config(settings)
     return settings
@@ -141,14 +182,19 @@ class Paths:
 
 
 def resolve_paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: bool,
-                  announce: bool = True) -> Paths:
+                  announce: bool = True, writing: bool = False, force: bool = False,
+                  collection: str | None = None) -> Paths:
     """Settings, the KB folder and the index of a command (cli.md §1), resolved as the public
-    API resolves them (`api.resolve`), once the SQLite runtime is known to be usable."""
+    API resolves them (`api.resolve`), once the SQLite runtime is known to be usable.
+    `writing` (index): the KB's state folder is made and an old-layout index moved into it
+    (statedir.py; `force`: a damaged one set aside instead)."""
     from groove_cli.api import resolve
 
+    flags, cwd = collection_flags(ctx, flags, collection)
     options = global_options(ctx)
     settings, kb, db, _ = resolve(db=options.db, config_file=options.config,
-                                  kb_required=kb_required, flags=flags)
+                                  kb_required=kb_required, flags=flags, cwd=cwd,
+                                  writing=writing, force=force)
     if announce:
         announce_config(settings)
     return Paths(settings, kb, db)
@@ -197,8 +243,12 @@ CompareFormatOpt = Annotated[str, typer.Option(
     "--format", case_sensitive=False, help="text, json or markdown.")]
 KbOpt = Annotated[
     Path | None,
-    typer.Option("--kb-path", help="Knowledge-base root (default: kb_path in groove.toml)."),
-]
+    typer.Option("--kb-path", help=(
+        "Knowledge-base root (default: -c, kb_path in groove.toml, else the KB the working "
+        "folder is in)."))]
+CollectionOpt = Annotated[list[str] | None, typer.Option(
+    "--collection", "-c", callback=remember_collections, expose_value=False, metavar="NAME",
+    help="A named collection (groove kb list) instead of --kb-path, from any folder.")]
 ModelOpt = Annotated[
     str | None,
     typer.Option("--model", help="Embedding model: registry name or model directory."),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, NoReturn
 
-from groove_cli import messages
+from groove_cli import messages, statedir
 from groove_cli.config_schema import (
     DEFAULT_BM25_WEIGHTS,
     DEFAULT_CJK_WEIGHT,
@@ -60,7 +60,8 @@ __all__ = [
     "default_float", "default_int",
 ]
 
-Source = Literal["default", "file", "preset", "flag"]
+Source = Literal["default", "file", "preset", "flag", "found"]
+"""Where a value came from; `found`: the KB the working folder is in (kb_path only)."""
 
 
 _TYPE_NAMES = {
@@ -491,10 +492,22 @@ def load_settings(explicit_config: Path | None, flags: Mapping[str, object], *,
     return resolve(file_values, flags, config=found)
 
 
+def with_found_kb(settings: Settings, kb: Path) -> Settings:
+    """`settings` with kb_path set to the KB the working folder is in (source `found`)."""
+    return Settings({**settings.values, "kb_path": str(kb)},
+                    {**settings.sources, "kb_path": "found"}, settings.config, settings.flags)
+
+
 def models_dir(settings: Settings) -> Path:
     """The model cache folder: config `models_dir`, else `<user cache>/groove/models`."""
     configured = settings.path("models_dir")
     return configured if configured is not None else user_cache_dir() / "groove" / "models"
+
+
+def no_kb_error() -> UsageError:
+    return UsageError(
+        "--kb-path is required: no knowledge base found from the working folder (pass "
+        "--kb-path or -c NAME, set kb_path in groove.toml, or run inside an indexed KB)")
 
 
 def kb_path(settings: Settings, *, required: bool = True) -> Path | None:
@@ -502,9 +515,7 @@ def kb_path(settings: Settings, *, required: bool = True) -> Path | None:
     value = settings.path("kb_path")
     if value is None:
         if required:
-            raise UsageError(
-                "--kb-path is required (pass it on the command line or set kb_path in groove.toml)"
-            )
+            raise no_kb_error()
         return None
     path = Path(os.path.expanduser(str(value)))
     if not path.is_dir():
@@ -513,17 +524,15 @@ def kb_path(settings: Settings, *, required: bool = True) -> Path | None:
 
 
 def db_path(settings: Settings, flag: Path | None, kb: Path | None) -> Path:
-    """`--db` > config db_path > `<kb>/.groove.db`."""
+    """`--db` > config db_path > the KB's state folder (`<kb>/.groove/index.db`, statedir.py)."""
     if flag is not None:
         return Path(os.path.expanduser(str(flag))).absolute()
     configured = settings.path("db_path")
     if configured is not None:
         return configured
     if kb is None:
-        raise UsageError(
-            "--kb-path is required (pass it on the command line or set kb_path in groove.toml)"
-        )
-    return kb / ".groove.db"
+        raise no_kb_error()
+    return statedir.index_file(kb, settings.str_("store.location"))
 
 
 def store_url(settings: Settings, flag: str | None = None) -> tuple[str | None, str]:

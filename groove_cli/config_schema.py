@@ -46,7 +46,10 @@ class KeySpec:
 
 SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("kb_path", "path", help="Knowledge-base root (the folder of notes)."),
-    KeySpec("db_path", "path", help="Index file; default <kb>/.groove.db."),
+    KeySpec("db_path", "path", help="Index file; default <state folder>/index.db."),
+    KeySpec("store.location", "enum_opt", None, choices=("kb", "user"),
+            help="The KB's state folder (index, snapshot, eval history): kb = <kb>/.groove/, "
+                 "user = the user's data folder; unset: kb, or user when the KB is read-only."),
     KeySpec("store.url", "str",
             help="postgresql://… URL of a Postgres store (GROOVE_DB_URL and --db override it)."),
     KeySpec("store.kb", "str", help="KB id in a Postgres store; default: from the KB folder."),

@@ -115,9 +115,9 @@ def leftover_findings(db: Path) -> list[Finding]:
 
 def history_findings(kb: Path) -> list[Finding]:
     """The KB's eval history: `eval` sets a damaged one aside and starts a new one."""
-    from groove_cli.evaluate.history import history_problem
+    from groove_cli.evaluate.history import history_path, history_problem
 
-    problem = history_problem(kb)
+    problem = history_problem(history_path(kb))
     if problem is None:
         return []
     return [Finding("eval-history-damaged", "warning", problem, 1, (),

@@ -22,9 +22,11 @@ def pytest_report_header() -> list[str]:
 @pytest.fixture(autouse=True)
 def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory,
                         monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Point the per-user config folder at an empty temp dir and drop env that changes behaviour."""
+    """Point the per-user config and data folders at empty temp dirs and drop env that changes
+    behaviour."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     for name in ("GROOVE_LOG", "NO_COLOR", "GROOVE_OFFLINE", "HF_HUB_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     yield
@@ -71,7 +73,9 @@ def golden_index(real_models_dir: Path, tmp_path_factory: pytest.TempPathFactory
 
     root = tmp_path_factory.mktemp("golden")
     kb = root / "kb"
-    shutil.copytree(REPO / "golden", kb, ignore=shutil.ignore_patterns(".groove*history*"))
+    # none of the state `make demo` or `make eval` left in golden/ (.groove/, an old layout)
+    shutil.copytree(REPO / "golden", kb,
+                    ignore=shutil.ignore_patterns(".groove", ".groove.db*", ".groove*history*"))
     db = root / "index.db"
     index_kb(IndexOptions(kb=kb, db=db, model=None, max_length=None,
                           models_dir=real_models_dir, quiet=True))

@@ -176,7 +176,8 @@ def test_a_damaged_index_gets_a_clear_error_and_force_sets_it_aside(groove: Groo
 
 
 def run_in_kb(groove: Groove, *args: str) -> Result:
-    """A command without --db: the index is the KB's own `.groove.db`."""
+    """A command without --db: the index is the KB's own (`.groove/index.db`, or an old-layout
+    `.groove.db`, which `index` moves into `.groove/`)."""
     return runner.invoke(app, [*args, "--kb-path", str(groove.kb)])
 
 
@@ -200,6 +201,38 @@ def test_a_symlinked_index_file_is_refused(groove: Groove, tmp_path: Path, name:
     assert other.read_bytes() == before
     assert sorted(p.name for p in elsewhere.iterdir()) == ["app.sqlite"]
     assert sorted(p.name for p in groove.kb.iterdir()) == sorted(["a1.md", name])
+
+
+@pytest.mark.parametrize("name", [".groove", ".groove/index.db", ".groove/index.db-wal",
+                                  ".groove/index.db.vectors.json"])
+def test_a_symlinked_state_folder_or_file_is_refused(groove: Groove, tmp_path: Path,
+                                                     name: str) -> None:
+    write(groove.kb, "a1.md", NOTES_A["a1.md"])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (groove.kb / ".groove").mkdir()
+    if name == ".groove":
+        (groove.kb / ".groove").rmdir()
+    (groove.kb / name).symlink_to(elsewhere if name == ".groove" else elsewhere / "dangling")
+    result = run_in_kb(groove, "index")
+    assert result.exit_code == 1
+    assert f"groove: error: refusing to use {groove.kb / name}: it is a symbolic link" in (
+        result.stderr.replace("\n", " "))
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_foreign_old_layout_file_is_left_alone(groove: Groove) -> None:
+    write(groove.kb, "a1.md", NOTES_A["a1.md"])
+    other = groove.kb / ".groove.db"
+    con = apsw.Connection(str(other))
+    con.execute("CREATE TABLE users(name TEXT)")
+    con.close()
+    before = other.read_bytes()
+    result = run_in_kb(groove, "index")
+    assert result.exit_code == 0, result.stderr
+    assert f"{other} is not a groove index; left it where it is" in result.stderr
+    assert other.read_bytes() == before
+    assert (groove.kb / ".groove" / "index.db").is_file()
 
 
 def test_db_flag_may_name_a_symlinked_index(groove: Groove, tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ def test_ablate_reports_deltas_latency_and_the_cheapest_configuration(warm: Samp
     fine = [r for r in rows.values() if not r["significantly_worse"]]
     assert report["cheapest_not_worse"] == min(
         fine, key=lambda r: (r["latency_ms"]["p50"], r["latency_ms"]["p95"]))["name"]
-    assert not (warm.kb / ".groove-eval-history.json").exists()
+    assert not (warm.kb / ".groove" / "eval-history.json").exists()
 
     text = run_eval(warm, "--ablate")
     assert text.exit_code == 0

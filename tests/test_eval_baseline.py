@@ -232,7 +232,7 @@ def test_damaged_baseline_exits_2_before_any_output(sample: Sample, tmp_path: Pa
     assert result.exit_code == 2
     assert result.stdout == ""
     assert f"groove: error: baseline {baseline} is damaged: invalid JSON" in result.stderr
-    assert not (sample.kb / ".groove-eval-history.json").exists()
+    assert not (sample.kb / ".groove" / "eval-history.json").exists()
 
 
 def test_gate_without_baseline_compares_with_the_newest_run_on_the_same_inputs(

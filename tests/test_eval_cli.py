@@ -27,7 +27,7 @@ from groove_cli.store import Store
 
 runner = CliRunner()
 
-HISTORY = ".groove-eval-history.json"
+HISTORY = ".groove/eval-history.json"
 REPORT_KEYS = ["timestamp", "fingerprint", "corpus", "corpus_changed", "aggregate", "per_query",
                "findings", "previous", "diff", "regressions"]
 RUN_KEYS = ["timestamp", "fingerprint", "corpus", "per_query", "aggregate"]
@@ -318,6 +318,7 @@ def test_no_history_neither_reads_nor_writes_the_file(sample: Sample) -> None:
     assert "Aggregate" in result.stdout.splitlines()
     assert NO_COMPARED not in result.stderr.splitlines()  # no gate at all
 
+    history.parent.mkdir(exist_ok=True)
     history.write_bytes(b"{ this is not json")
     result = run_eval(sample, "--no-history")
     assert result.exit_code == 0

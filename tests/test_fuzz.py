@@ -148,7 +148,7 @@ def test_golden_loader(tmp_path: Path, document: object, as_json: bool) -> None:
 def test_history_loader(tmp_path: Path, raw: bytes) -> None:
     (tmp_path / HISTORY_NAME).write_bytes(raw)
     with contextlib.suppress(GrooveError):
-        load_history(tmp_path)
+        load_history(tmp_path / HISTORY_NAME)
     for aside in tmp_path.glob(HISTORY_NAME + ".corrupt-*"):
         aside.unlink()
 

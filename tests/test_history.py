@@ -17,6 +17,7 @@ from groove_cli.evaluate.history import (
     CONFIG_CHANGED,
     GOLDEN_CHANGED,
     HISTORY_NAME,
+    LEGACY_HISTORY,
     MAX_HISTORY_BYTES,
     NO_COMPARED_NOTE,
     aggregate_regressed,
@@ -58,29 +59,30 @@ def make_run(label: str, fingerprint: dict[str, Any] | None = None, **extra: Any
 
 
 def test_history_name_and_cap() -> None:
-    assert HISTORY_NAME == ".groove-eval-history.json"
+    assert HISTORY_NAME == "eval-history.json"
+    assert LEGACY_HISTORY == ".groove-eval-history.json"
     assert MAX_HISTORY_BYTES == 64 * 1024 * 1024
 
 
 def test_no_file_means_empty_history(tmp_path: Path) -> None:
-    assert load_history(tmp_path) == []
+    assert load_history(tmp_path / HISTORY_NAME) == []
 
 
 def test_save_writes_pretty_json_newest_first_and_rotates(tmp_path: Path) -> None:
     runs: list[dict[str, Any]] = []
     for label in ("1", "2", "3"):
-        runs = save_history(tmp_path, runs, make_run(label, note="é"), history_size=2)
+        runs = save_history(tmp_path / HISTORY_NAME, runs, make_run(label, note="é"), history_size=2)
     assert [r["timestamp"] for r in runs] == ["2026-08-21T10:00:00.000003Z",
                                               "2026-08-21T10:00:00.000002Z"]
     text = (tmp_path / HISTORY_NAME).read_text(encoding="utf-8")
     assert text == json.dumps({"runs": runs}, indent=2, ensure_ascii=False) + "\n"
     assert '"note": "é"' in text
-    assert load_history(tmp_path) == runs
+    assert load_history(tmp_path / HISTORY_NAME) == runs
     assert not (tmp_path / (HISTORY_NAME + ".tmp")).exists()
 
 
 def test_write_is_atomic_when_the_rename_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    save_history(tmp_path, [], make_run("1"), history_size=10)
+    save_history(tmp_path / HISTORY_NAME, [], make_run("1"), history_size=10)
     before = (tmp_path / HISTORY_NAME).read_bytes()
     seen: list[bytes] = []
 
@@ -90,7 +92,8 @@ def test_write_is_atomic_when_the_rename_fails(tmp_path: Path, monkeypatch: pyte
 
     monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(GrooveError) as caught:
-        save_history(tmp_path, load_history(tmp_path), make_run("2"), history_size=10)
+        path = tmp_path / HISTORY_NAME
+        save_history(path, load_history(path), make_run("2"), history_size=10)
     assert caught.value.message == (
         f"cannot write eval history {tmp_path / HISTORY_NAME}: No space left on device"
     )
@@ -103,9 +106,9 @@ def test_stale_tmp_symlink_is_replaced_not_followed(tmp_path: Path) -> None:
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me", encoding="utf-8")
     (tmp_path / (HISTORY_NAME + ".tmp")).symlink_to(victim)
-    save_history(tmp_path, [], make_run("1"), history_size=10)
+    save_history(tmp_path / HISTORY_NAME, [], make_run("1"), history_size=10)
     assert victim.read_text(encoding="utf-8") == "keep me"
-    assert load_history(tmp_path)[0]["timestamp"].endswith("000001Z")
+    assert load_history(tmp_path / HISTORY_NAME)[0]["timestamp"].endswith("000001Z")
 
 
 def test_size_cap_drops_the_oldest_runs(tmp_path: Path, stderr_lines: list[str]) -> None:
@@ -114,7 +117,7 @@ def test_size_cap_drops_the_oldest_runs(tmp_path: Path, stderr_lines: list[str])
     three = len((json.dumps({"runs": [make_run("6", pad="x" * 400), *runs[:2]]}, indent=2,
                             ensure_ascii=False) + "\n").encode())
     assert one < three
-    saved = save_history(tmp_path, runs, make_run("6", pad="x" * 400), history_size=10,
+    saved = save_history(tmp_path / HISTORY_NAME, runs, make_run("6", pad="x" * 400), history_size=10,
                          max_bytes=three + 10)
     assert [r["timestamp"][-7:-1] for r in saved] == ["000006", "000005", "000004"]
     assert len((tmp_path / HISTORY_NAME).read_bytes()) == three
@@ -126,7 +129,8 @@ def test_size_cap_drops_the_oldest_runs(tmp_path: Path, stderr_lines: list[str])
 
 def test_single_run_over_the_cap_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(GrooveError) as caught:
-        save_history(tmp_path, [], make_run("1", pad="x" * 2000), history_size=10, max_bytes=1000)
+        save_history(tmp_path / HISTORY_NAME, [], make_run("1", pad="x" * 2000), history_size=10,
+                     max_bytes=1000)
     assert caught.value.message.startswith("this eval run alone takes ")
     assert caught.value.message.endswith(
         " bytes, over the 1000 bytes history cap; the history was not written"
@@ -141,31 +145,31 @@ def test_unparseable_history_is_kept_aside_with_a_warning(
 ) -> None:
     path = tmp_path / HISTORY_NAME
     path.write_bytes(content)
-    assert load_history(tmp_path) == []
+    assert load_history(tmp_path / HISTORY_NAME) == []
     (backup,) = tmp_path.glob(HISTORY_NAME + ".corrupt-*")
     assert backup.read_bytes() == content
     assert not path.exists()
     assert len(stderr_lines) == 1
     assert stderr_lines[0].startswith(f"groove: warning: eval history {path} cannot be parsed (")
     assert stderr_lines[0].endswith(f"; kept it as {backup} and starting a new history")
-    save_history(tmp_path, [], make_run("1"), history_size=10)  # a fresh start
-    assert len(load_history(tmp_path)) == 1
+    save_history(tmp_path / HISTORY_NAME, [], make_run("1"), history_size=10)  # a fresh start
+    assert len(load_history(tmp_path / HISTORY_NAME)) == 1
 
 
 def test_every_damaged_history_is_kept(tmp_path: Path, stderr_lines: list[str]) -> None:
     path = tmp_path / HISTORY_NAME
     for content in (b"{first damage", b"{second damage", b"{third damage"):
         path.write_bytes(content)
-        assert load_history(tmp_path) == []
+        assert load_history(tmp_path / HISTORY_NAME) == []
     kept = sorted(tmp_path.glob(HISTORY_NAME + ".corrupt-*"))
     assert [p.read_bytes() for p in kept] == [b"{first damage", b"{second damage", b"{third damage"]
     assert [line.rsplit("kept it as ", 1)[1] for line in stderr_lines] == [
         f"{p} and starting a new history" for p in kept]
 
 
-def refused_message(kb: Path) -> GrooveError:
+def refused_message(path: Path) -> GrooveError:
     with pytest.raises(GrooveError) as caught:
-        load_history(kb)
+        load_history(path)
     assert caught.value.hint is not None and "--no-history" in caught.value.hint
     return caught.value
 
@@ -176,26 +180,26 @@ def test_unreadable_history_is_an_error(tmp_path: Path) -> None:
     real.write_text('{"runs": []}', encoding="utf-8")
 
     path.symlink_to(real)
-    assert refused_message(tmp_path).message == (
+    assert refused_message(tmp_path / HISTORY_NAME).message == (
         f"refusing to read eval history {path}: it is a symbolic link"
     )
     path.unlink()
 
     os.link(real, path)
-    assert refused_message(tmp_path).message.startswith(
+    assert refused_message(tmp_path / HISTORY_NAME).message.startswith(
         f"refusing to read eval history {path}: it is a hard link"
     )
     path.unlink()
 
     path.mkdir()
-    assert refused_message(tmp_path).message == (
+    assert refused_message(tmp_path / HISTORY_NAME).message == (
         f"refusing to read eval history {path}: it is not a regular file"
     )
     path.rmdir()
 
     with open(path, "wb") as handle:  # sparse: no 64 MiB actually written
         handle.truncate(MAX_HISTORY_BYTES + 1)
-    assert refused_message(tmp_path).message == (
+    assert refused_message(tmp_path / HISTORY_NAME).message == (
         f"refusing to read eval history {path}: it is larger than 64 MiB"
     )
     assert not list(tmp_path.glob(HISTORY_NAME + ".corrupt-*"))  # errors never move the file
@@ -207,7 +211,7 @@ def test_permission_error_is_an_error(tmp_path: Path) -> None:
     path.write_text('{"runs": []}', encoding="utf-8")
     path.chmod(0)
     try:
-        assert refused_message(tmp_path).message == (
+        assert refused_message(tmp_path / HISTORY_NAME).message == (
             f"cannot read eval history {path}: Permission denied"
         )
     finally:
@@ -328,7 +332,7 @@ def test_damaged_metrics_never_look_like_a_regression(
     path = tmp_path / HISTORY_NAME
     path.write_text(json.dumps({"runs": [make_run("2", aggregate=aggregate), make_run("1")]}),
                     encoding="utf-8")
-    assert load_history(tmp_path) == []
+    assert load_history(tmp_path / HISTORY_NAME) == []
     (aside,) = tmp_path.glob(HISTORY_NAME + ".corrupt-*")  # kept, timestamped (issue 14)
     assert len(stderr_lines) == 1 and f"cannot be parsed ({reason}" in stderr_lines[0]
     assert str(aside) in stderr_lines[0]

@@ -997,8 +997,9 @@ def test_missing_kb_path_is_a_usage_error(groove: Groove) -> None:
         assert result.exit_code == 2
         assert result.stdout == ""
         assert result.stderr.splitlines()[-1] == (
-            "groove: error: --kb-path is required (pass it on the command line or set kb_path "
-            "in groove.toml)")
+            "groove: error: --kb-path is required: no knowledge base found from the working "
+            "folder (pass --kb-path or -c NAME, set kb_path in groove.toml, or run inside an "
+            "indexed KB)")
     assert not groove.db.exists()
 
 

@@ -132,4 +132,4 @@ def test_store_selection_precedence_is_flag_env_config_default(
     assert isinstance(found := cfg.index_location(settings, None, kb), PgTarget)
     assert found.url == "postgresql://cfg/db"
     plain = cfg.resolve({}, {})
-    assert cfg.index_location(plain, None, kb) == kb / ".groove.db"
+    assert cfg.index_location(plain, None, kb) == kb / ".groove" / "index.db"

@@ -273,11 +273,10 @@ def test_hits_below_the_top_are_calibrated_on_the_sample_kb(
         golden_private: tuple[Path, Path], real_models_dir: Path) -> None:
     # issue 28: with 1 / vector rank as evidence, relevant hits below the top one scored near 0
     # (ranks 2-10 ECE 0.117 on golden/, never fitted on); the cosine gap calibrates them
-    from groove_cli.evaluate.tune.calibrate import expected_calibration_error
-
     from groove_cli.config import load_settings
     from groove_cli.evaluate.golden import load_golden
     from groove_cli.evaluate.metrics import entry_matches
+    from groove_cli.evaluate.tune.calibrate import expected_calibration_error
     from groove_cli.retrieve.filters import FilterSpec
     from groove_cli.retrieve.params import build_params
     from groove_cli.retrieve.query import compile_query

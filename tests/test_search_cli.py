@@ -714,9 +714,9 @@ def test_no_index(config_file: Path, tmp_path: Path, workdir: Path) -> None:
     by_kb = runner.invoke(app, ["--config", str(config_file), "search", "retry", "--kb-path",
                                 str(kb)])
     assert by_kb.exit_code == 1
-    assert (f"groove: error: no index found at {kb / '.groove.db'}. Run `groove index --kb-path "
-            f"{kb}` first.") in by_kb.stderr.splitlines()
-    assert not (kb / ".groove.db").exists()  # search never creates an index
+    assert (f"groove: error: no index found at {kb / '.groove' / 'index.db'}. Run `groove index "
+            f"--kb-path {kb}` first.") in by_kb.stderr.splitlines()
+    assert not (kb / ".groove").exists()  # search never creates an index or its folder
 
 
 # --------------------------------------------------------------------------- issue 15

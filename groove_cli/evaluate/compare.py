@@ -101,17 +101,17 @@ def compare_runs(a: Mapping[str, Any], b: Mapping[str, Any], *, label_a: str,
     }
 
 
-def compare_refs(a: str, b: str, kb: Callable[[], Path], gate_metric: str | None = None
-                 ) -> dict[str, Any]:
-    """`groove eval compare A B` as one core call: resolve both references (the history of
-    the KB that `kb()` names is read only when a reference is not a file) and compare."""
+def compare_refs(a: str, b: str, history_file: Callable[[], Path],
+                 gate_metric: str | None = None) -> dict[str, Any]:
+    """`groove eval compare A B` as one core call: resolve both references (the history file
+    `history_file()` names is read only when a reference is not a file) and compare."""
     from groove_cli.evaluate import history
 
     loaded: list[list[Run]] = []
 
     def runs() -> list[Run]:
         if not loaded:
-            loaded.append(history.load_history(kb()))
+            loaded.append(history.load_history(history_file()))
         return loaded[0]
 
     label_a, run_a = resolve_run(a, runs)

@@ -1,4 +1,5 @@
-"""Eval run history in `<kb>/.groove-eval-history.json`, and the comparisons made against it.
+"""Eval run history (`eval-history.json` in the KB's state folder, statedir.py), and the
+comparisons made against it.
 
 Reading refuses files that are not plain files of ours (links, devices, huge files) and asks the
 user to pass `--no-history`; content that does not parse is set aside as `.corrupt-<time>` (every
@@ -22,11 +23,12 @@ from groove_cli.dbfile import corrupt_copy_path
 from groove_cli.errors import GrooveError
 from groove_cli.evaluate.golden import RefusedFile, loads_bounded, read_regular_file, size_text
 from groove_cli.evaluate.metrics import BY_NAME, METRICS, MISS_METRIC
+from groove_cli.statedir import HISTORY_NAME, LEGACY_HISTORY, ensure, history_file
 
 ALL_METRICS = " / ".join(f"{m.label}@k" if m.at_k else m.label for m in METRICS)
 """`recall@k / MRR / nDCG@k`: every metric, as the regression message names them."""
 
-HISTORY_NAME = ".groove-eval-history.json"
+__all__ = ["HISTORY_NAME", "LEGACY_HISTORY"]
 MAX_HISTORY_BYTES = 64 * 1024 * 1024
 """Larger history files are refused on read and trimmed (oldest runs first) on write."""
 
@@ -48,19 +50,19 @@ RUN_KEYS = tuple(name for name, _ in RUN_MEMBERS)
 Run = dict[str, Any]
 
 
-def history_path(kb: Path) -> Path:
-    """The history file of a KB (not configurable)."""
-    return kb / HISTORY_NAME
+def history_path(kb: Path, location: str | None = None) -> Path:
+    """The history file of a KB: its state folder's, or `<kb>/.groove-eval-history.json` while
+    that file exists (eval.md §7)."""
+    return history_file(kb, location)
 
 
-def load_history(kb: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> list[Run]:
+def load_history(path: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> list[Run]:
     """The stored runs, newest first; [] when there is no history yet.
 
     Raises:
         GrooveError: the file is a symlink, hard link, not a regular file, over the size cap,
             or cannot be read; the hint suggests `--no-history`.
     """
-    path = history_path(kb)
     try:
         raw = read_regular_file(path, max_bytes)
     except FileNotFoundError:
@@ -90,10 +92,9 @@ def load_history(kb: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> list[Run]:
         return []
 
 
-def history_problem(kb: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> str | None:
-    """Why `eval` would refuse or set aside the KB's history, without moving anything (doctor);
-    None when it is absent or sound."""
-    path = history_path(kb)
+def history_problem(path: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> str | None:
+    """Why `eval` would refuse or set aside the history file `path`, without moving anything
+    (doctor); None when it is absent or sound."""
     try:
         _parse_runs(read_regular_file(path, max_bytes))
     except FileNotFoundError:
@@ -195,7 +196,7 @@ def _serialise(runs: Sequence[Run]) -> bytes:
 
 
 def save_history(
-    kb: Path,
+    path: Path,
     runs: Sequence[Run],
     run: Run,
     history_size: int,
@@ -236,7 +237,9 @@ def save_history(
         )
         kept = kept[:fits]
         data = _serialise(kept)
-    write_atomic(history_path(kb), data)
+    if path.name == HISTORY_NAME:  # in a state folder: made with its .gitignore
+        ensure(path.parent)
+    write_atomic(path, data)
     return kept
 
 

@@ -198,10 +198,11 @@ def run_eval(req: EvalRequest) -> EvalReport:
         save_baseline(req.save_baseline, run, __version__)
         messages.note(f"wrote baseline {req.save_baseline}")
     if not req.no_history:
-        runs = history.load_history(req.kb)
+        where = history.history_path(req.kb, s.str_("store.location"))
+        runs = history.load_history(where)
         compared = history.find_compared(runs, fingerprint)
         incompatibility = history.incompatibility_header(runs, fingerprint)
-        history.save_history(req.kb, runs, run, s.int_("eval.history_size") or 10)
+        history.save_history(where, runs, run, s.int_("eval.history_size") or 10)
     error = None
     comparison = gate_comparison(
         run, baseline=reference, baseline_path=req.baseline,

@@ -64,6 +64,34 @@ def open_writer(db: IndexLocation) -> Store | PgStore:
     return PgStore.open_for_index(db)
 
 
+def copy_database(source: Path, target: Path) -> None:
+    """Copy the SQLite file `source` (its committed `-wal` content included) to a new file
+    `target` with SQLite's online backup, so a reader or a leftover journal never makes the
+    copy inconsistent; the copy keeps `source`'s journal mode."""
+    import apsw
+
+    src = apsw.Connection(str(source), flags=apsw.SQLITE_OPEN_READONLY)
+    dest = apsw.Connection(str(target))
+    try:
+        with dest.backup("main", src, "main") as backup:
+            backup.step(-1)
+    finally:
+        dest.close()
+        src.close()
+
+
+def schema_version(path: Path) -> int:
+    """The groove schema version an SQLite file records (`PRAGMA user_version`; 0: not a groove
+    index)."""
+    import apsw
+
+    con = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return int(str(con.execute("PRAGMA user_version").fetchall()[0][0]))
+    finally:
+        con.close()
+
+
 def put_cache(store: Store | PgStore, rows: Sequence[tuple[str, npt.NDArray[np.float32]]]
               ) -> bool:
     """Store query embeddings without waiting (SQLite: a short separate connection)."""
@@ -84,10 +112,12 @@ __all__ = [
     "Store",
     "cache_put",
     "check_runtime",
+    "copy_database",
     "incomplete_rebuild",
     "open_reader",
     "open_writer",
     "put_cache",
+    "schema_version",
     "utc_now",
     "vec_extension_path",
 ]
