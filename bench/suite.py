@@ -28,6 +28,7 @@ from suite_fusion import (
     Candidate,
     agree_family,
     builtin,
+    lang_family,
     loco,
     pseudo_choice,
     rrf_family,
@@ -43,7 +44,7 @@ from groove_cli.evaluate.paired import randomization_p
 from groove_cli.evaluate.stats import bootstrap_ci
 
 MODES = ("fts", "vector", "hybrid")
-RESULT_VERSION = 1
+RESULT_VERSION = 2
 SUITE_PACKAGES = ("bm25s", "PyStemmer", "fugashi", "unidic-lite", "numpy", "onnxruntime",
                   "apsw", "sqlite-vec", "tokenizers")
 
@@ -87,7 +88,7 @@ def groove_modes(coll: SuiteCollection, golden: Path) -> dict[str, dict[str, flo
 
 def families() -> dict[str, list[Candidate]]:
     return {"builtin": [builtin()], "rrf": rrf_family(), "score": score_family(),
-            "agree": agree_family()}
+            "agree": agree_family(), "lang": lang_family()}
 
 
 def measure(coll: SuiteCollection) -> dict[str, Any]:

@@ -14,6 +14,7 @@ heading). Families:
 - `agree`: weighted RRF whose vector weight follows the legs' agreement on the query:
   `w_vector × (lam + (1 − lam) × overlap@10)`, overlap = share of the vector top 10 found in
   the full-text legs' top 10.
+- `lang`: weighted RRF with its vector weight chosen by the query's script (CJK text or not).
 - `pseudo`: per KB, the `rrf` member with the best nDCG@10 on the KB's own pseudo-queries
   (titles and headings → their document; no golden set), ties to the built-in setting.
 
@@ -144,6 +145,18 @@ def agree_family() -> list[Candidate]:
                          lambda q: agree(q, v, lam, c, k))
     return [make(v, lam, c, k) for v, lam, c, k in product((0.5, 1.0, 1.5), LAMS, CJK_W,
                                                            (30.0, 60.0))]
+
+
+def lang_family() -> list[Candidate]:
+    """Weighted RRF with one vector weight for queries with CJK text and one for the others
+    (the query's language is a signal every search has)."""
+    def make(v_latin: float, v_cjk: float, c: float, k: float) -> Candidate:
+        def rank(q: Query) -> list[int]:
+            v = v_cjk if q["cjk_terms"] else v_latin
+            return rrf(q, rrf_weights(v, 1.0, c), k)
+        return Candidate("lang", f"lang v{v_latin:g}/ja v{v_cjk:g} cjk{c:g} k{k:g}",
+                         {"vector": v_latin, "vector_cjk": v_cjk, "cjk": c, "k": k}, rank)
+    return [make(a, b, c, k) for a, b, c, k in product(VECTOR_W, VECTOR_W, CJK_W, (30.0, 60.0))]
 
 
 def ndcg10(ranking: Sequence[int], meta: Mapping[int, tuple[str, str | None]],

@@ -75,20 +75,18 @@ class SuiteCollection(Collection):
         stamp_file = self.work / "stamp.json"
         current = self.stamp()
         old = json.loads(stamp_file.read_text()) if stamp_file.is_file() else None
-        if old != current:
+        if old != current:  # the stamp names what is being built: an interrupted run resumes
             self.remove_index()
-            stamp_file.unlink(missing_ok=True)
-        run = self.ensure_index()
-        self.work.mkdir(parents=True, exist_ok=True)
-        stamp_file.write_text(json.dumps(current) + "\n")
-        return run
+            self.work.mkdir(parents=True, exist_ok=True)
+            stamp_file.write_text(json.dumps(current) + "\n")
+        return self.ensure_index()
 
 
 def suite_collections(names: str | None = None) -> list[SuiteCollection]:
-    """The manifest's collections, in manifest order (or those named, comma-separated)."""
-    wanted = names.split(",") if names else None
-    found = [SuiteCollection(e["name"], e) for e in load_manifest()]
-    return [c for c in found if wanted is None or c.name in wanted]
+    """The manifest's collections in manifest order, or those named (comma-separated) in the
+    order named."""
+    found = {e["name"]: SuiteCollection(e["name"], e) for e in load_manifest()}
+    return [found[n] for n in names.split(",")] if names else list(found.values())
 
 
 def main() -> None:
