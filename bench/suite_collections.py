@@ -193,6 +193,12 @@ def build_beir(src: Source, p: dict[str, Any]) -> Built:
             if any(v > 0 for v in g.values()):
                 out.queries.append({"id": row["_id"], "query": row["text"],
                                     "relevant": [d for d, v in g.items() if v > 0], "grades": g})
+    if "docs_sample" in p:  # every relevant document stays; the others are a seeded sample
+        judged = {d for q in out.queries for d, g in q["grades"].items() if g > 0}
+        others = sorted(set(out.docs) - judged)
+        keep = judged | set(random.Random(p["seed"]).sample(
+            others, max(0, min(len(others), p["docs_sample"] - len(judged)))))
+        out.docs = {d: v for d, v in out.docs.items() if d in keep}
     return out
 
 
