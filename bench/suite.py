@@ -155,9 +155,14 @@ def summarise(per: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "best_peer": best_peer, "paired_vs_best_peer": paired, "pseudo": data["pseudo"]}
         for family, values in data["candidates"].items():
             means.setdefault(family, {})[name] = {lab: sum(v) / len(v) for lab, v in values.items()}
+    out["refit"] = {}
     for family, table in means.items():
         labels = list(next(iter(table.values())))
         out["loco"][family] = loco(table, labels)
+        refit = max(labels, key=lambda lab: (sum(t[lab] for t in table.values()),
+                                             -labels.index(lab)))
+        out["refit"][family] = {"chosen": refit, "per_collection": {
+            c: t[refit] for c, t in table.items()}}
         for name, row in out["loco"][family].items():
             values = per[name]["candidates"][family][row["chosen"]]
             row["ci95"] = bootstrap_ci({"v": values})["v"]

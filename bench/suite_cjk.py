@@ -10,8 +10,12 @@ factor at a time between the two rankers:
   k1); the query's hiragana-only tokens kept vs dropped (groove's rule); documents vs groove's
   chunks as the unit (a document ranked by its best chunk).
 - FTS5 side (the index's `fts_cjk` table, groove's chunks): the built-in column weights
-  (heading 2, context 1, content 1) vs all 1 vs heading 0; hiragana-only tokens dropped (the
-  CJK leg as shipped) vs kept. Read with bench-only SQL of the same shape the store ranks by.
+  (heading 2, context 1, content 1) vs all 1, heading 0 or 4, content only; hiragana-only
+  tokens dropped (the CJK leg as shipped) vs kept.
+- idf: bm25s's Lucene idf, log(1 + (N − n + 0.5) / (n + 0.5)), vs FTS5's, which is near 0
+  (floored) for a token in half the chunks or more: common CJK unigrams then score nothing.
+
+The FTS5 side is read with bench-only SQL of the same shape the store ranks by.
 
 nDCG@10 per variant, scored by groove's metric code (suite_fusion.ndcg10 = eval.md §4).
 Writes bench/results/suite_cjk.json and suite_cjk.md.
@@ -49,12 +53,12 @@ def groove_terms(text: str) -> list[str]:
 
 
 def bm25s_run(units: Sequence[str], unit_doc: Sequence[str], queries: Sequence[dict[str, Any]],
-              query_tokens: Tokens, k1: float) -> list[float]:
+              query_tokens: Tokens, k1: float, method: str = "lucene") -> list[float]:
     """nDCG@10 per query of bm25s over `units` (documents or chunks; a document ranks at its
-    best unit)."""
+    best unit); `method` "robertson" has FTS5's idf, log((N − n + 0.5) / (n + 0.5))."""
     import bm25s
 
-    retriever = bm25s.BM25(k1=k1, b=0.75)
+    retriever = bm25s.BM25(k1=k1, b=0.75, method=method)
     retriever.index([cjk.tokens(u) for u in units], show_progress=False)
     meta = {i: (unit_doc[i], None) for i in range(len(units))}
     out = []
@@ -126,11 +130,15 @@ def measure(coll: SuiteCollection) -> dict[str, Any]:
                 docs, names, queries, dropped, 1.2)
             variants["bm25s chunks, k1 1.2, hiragana-only dropped"] = bm25s_run(
                 [c for _, c in chunks], [p for p, _ in chunks], queries, dropped, 1.2)
+            variants["bm25s chunks, k1 1.2, hiragana-only dropped, FTS5's idf (robertson)"] = (
+                bm25s_run([c for _, c in chunks], [p for p, _ in chunks], queries, dropped, 1.2,
+                          "robertson"))
             for label, weights in (("heading 2, context 1, content 1 (built-in)",
                                     (2.0, 1.0, 1.0)),
                                    ("all columns 1", (1.0, 1.0, 1.0)),
                                    ("heading 0", (0.0, 1.0, 1.0)),
-                                   ("heading 4", (4.0, 1.0, 1.0))):
+                                   ("heading 4", (4.0, 1.0, 1.0)),
+                                   ("content only", (0.0, 0.0, 1.0))):
                 variants[f"FTS5 CJK leg, {label}"] = fts_run(searcher, queries, groove_terms,
                                                              weights, meta)
             variants["FTS5 CJK leg, built-in weights, hiragana-only kept"] = fts_run(

@@ -82,6 +82,21 @@ def _loco_table(data: dict[str, Any], family: str) -> list[str]:
     return lines
 
 
+def _refit_table(data: dict[str, Any]) -> list[str]:
+    """Each family's member chosen on all collections at once: the setting a default would
+    take (in-sample figures, for reference; the held-out evidence is the LOCO tables)."""
+    refit = data.get("refit", {})
+    names = list(data["collections"])
+    lines = ["### Refit on every collection (the setting a default would take; in-sample)", "",
+             "| family | setting | " + " | ".join(names) + " | mean |",
+             "|---|---|" + "---:|" * (len(names) + 1)]
+    for family, r in refit.items():
+        values = [r["per_collection"][n] for n in names]
+        lines.append(f"| {family} | {r['chosen']} | " + " | ".join(f"{v:.3f}" for v in values)
+                     + f" | {sum(values) / len(values):.3f} |")
+    return [*lines, ""]
+
+
 def markdown(data: dict[str, Any]) -> str:
     lines = [
         "# Benchmark suite: public collections nobody tuned on (issue 25)",
@@ -111,6 +126,7 @@ def markdown(data: dict[str, Any]) -> str:
     ]
     for family in data["loco"]:
         lines += _loco_table(data, family)
+    lines += _refit_table(data)
     lines += [machine_line(data["machine"]), "",
               "Packages: " + ", ".join(f"{k} {v}" for k, v in data["suite_packages"].items()),
               "", "Command: `make suite` (`bench/suite_collections.py`, then `bench/suite.py`)."]
