@@ -28,6 +28,7 @@ from suite_fusion import (
     Candidate,
     agree_family,
     builtin,
+    gap_family,
     lang_family,
     loco,
     pseudo_choice,
@@ -44,7 +45,7 @@ from groove_cli.evaluate.paired import randomization_p
 from groove_cli.evaluate.stats import bootstrap_ci
 
 MODES = ("fts", "vector", "hybrid")
-RESULT_VERSION = 2
+RESULT_VERSION = 1
 SUITE_PACKAGES = ("bm25s", "PyStemmer", "fugashi", "unidic-lite", "numpy", "onnxruntime",
                   "apsw", "sqlite-vec", "tokenizers")
 
@@ -88,45 +89,50 @@ def groove_modes(coll: SuiteCollection, golden: Path) -> dict[str, dict[str, flo
 
 def families() -> dict[str, list[Candidate]]:
     return {"builtin": [builtin()], "rrf": rrf_family(), "score": score_family(),
-            "agree": agree_family(), "lang": lang_family()}
+            "agree": agree_family(), "gap": gap_family(), "lang": lang_family()}
 
 
-def measure(coll: SuiteCollection) -> dict[str, Any]:
-    """One collection's per-query nDCG@10 of every system and candidate (cached on disk)."""
-    cached = coll.work / "results.json"
-    stamp = {**coll.stamp(), "version": RESULT_VERSION}
+def measure_systems(coll: SuiteCollection, queries: list[dict[str, Any]]
+                    ) -> dict[str, dict[str, float]]:
+    """groove's three modes and the peers, nDCG@10 per query id (cached beside the index:
+    they change only with the index, i.e. the collection or groove's code)."""
+    cached = coll.work / "systems.json"
+    stamp = {**coll.stamp(), "version": RESULT_VERSION, "queries": len(queries)}
     if cached.is_file():
         data: dict[str, Any] = json.loads(cached.read_text(encoding="utf-8"))
         if data.get("stamp") == stamp:
-            return data
-    index_run = coll.ensure_suite_index()
-    queries = with_grades(load_queries(coll))
+            return dict(data["systems"])
     golden = write_golden(coll, queries)
     systems = {f"groove {m}": v for m, v in groove_modes(coll, golden).items()}
     for name, tokeniser in peers_for(coll.language).items():
         systems[name] = run_peer(coll.docs, queries, tokeniser)
+    cached.write_text(json.dumps({"stamp": stamp, "systems": systems}), encoding="utf-8")
+    return systems
+
+
+def measure(coll: SuiteCollection) -> dict[str, Any]:
+    """One collection's per-query nDCG@10 of every system and fusion candidate."""
+    index_run = coll.ensure_suite_index()
+    queries = with_grades(load_queries(coll))
+    systems = measure_systems(coll, queries)
     lists = load_or_fetch(coll, queries)
     meta = {int(k): (v[0], v[1]) for k, v in lists["meta"].items()}
     grades = [{f"{d}.md": int(g) for d, g in q["grades"].items()} for q in queries]
     ids = [q["id"] for q in lists["queries"]]
     candidates: dict[str, dict[str, list[float]]] = {}
-    pseudo: dict[str, Any] = {}
     for family, members in families().items():
-        scored = score_all(members, lists["queries"], meta, grades)
-        candidates[family] = scored.values
+        candidates[family] = score_all(members, lists["queries"], meta, grades).values
     label, pseudo_ndcg = pseudo_choice(rrf_family(), lists["pseudo"], meta,
                                        default="rrf v1 cjk6 k60")
     pseudo = {"chosen": label, "pseudo_ndcg": pseudo_ndcg, "pseudo_queries": len(lists["pseudo"])}
     candidates["pseudo"] = {"pseudo-query choice": candidates["rrf"][label]}
     status = coll.status()
-    data = {"stamp": stamp, "name": coll.name, "language": coll.language,
+    return {"name": coll.name, "language": coll.language,
             "kind": (coll.entry or {}).get("kind"), "query_ids": ids,
             "documents": status.get("documents"), "chunks": status.get("chunks"),
             "indexed_now_s": index_run.wall_s if index_run else None,
             "systems": {name: [per[i] for i in ids] for name, per in systems.items()},
             "candidates": candidates, "pseudo": pseudo}
-    cached.write_text(json.dumps(data), encoding="utf-8")
-    return data
 
 
 def ci_row(values: list[float]) -> dict[str, Any]:
@@ -179,6 +185,17 @@ def _checks(coll: dict[str, Any], value: float) -> dict[str, Any]:
             "not_below_peer_0005": value >= peer - 0.005}
 
 
+NOTES = "<!-- findings written by hand from here on: suite.py keeps this part -->"
+
+
+def with_notes(text: str) -> str:
+    """`text` followed by the hand-written part of the current suite.md (from NOTES on)."""
+    current = RESULTS / "suite.md"
+    old = current.read_text(encoding="utf-8") if current.is_file() else ""
+    kept = old[old.index(NOTES):] if NOTES in old else ""
+    return text.rstrip("\n") + ("\n\n" + kept.rstrip("\n") if kept else "")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--collections", help="comma-separated names (default: all)")
@@ -187,7 +204,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.render_only:
         data = json.loads((RESULTS / "suite.json").read_text(encoding="utf-8"))
-        (RESULTS / "suite.md").write_text(markdown(data) + "\n", encoding="utf-8")
+        (RESULTS / "suite.md").write_text(with_notes(markdown(data)) + "\n", encoding="utf-8")
         return
     per = {}
     for coll in suite_collections(args.collections):
@@ -195,7 +212,7 @@ def main() -> None:
         per[coll.name] = measure(coll)
     data = {"benchmark": "suite", "machine": machine(),
             "suite_packages": package_versions(SUITE_PACKAGES), **summarise(per)}
-    write_results("suite", data, markdown(data))
+    write_results("suite", data, with_notes(markdown(data)))
     print(markdown(data))
 
 

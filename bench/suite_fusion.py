@@ -14,6 +14,8 @@ heading). Families:
 - `agree`: weighted RRF whose vector weight follows the legs' agreement on the query:
   `w_vector × (lam + (1 − lam) × overlap@10)`, overlap = share of the vector top 10 found in
   the full-text legs' top 10.
+- `gap`: weighted RRF whose leg weights follow each leg's score gap on the query (how far its
+  best score stands above its 10th; bm25 and cosine each on their own scale).
 - `lang`: weighted RRF with its vector weight chosen by the query's script (CJK text or not).
 - `pseudo`: per KB, the `rrf` member with the best nDCG@10 on the KB's own pseudo-queries
   (titles and headings → their document; no golden set), ties to the built-in setting.
@@ -145,6 +147,35 @@ def agree_family() -> list[Candidate]:
                          lambda q: agree(q, v, lam, c, k))
     return [make(v, lam, c, k) for v, lam, c, k in product((0.5, 1.0, 1.5), LAMS, CJK_W,
                                                            (30.0, 60.0))]
+
+
+def gap(scores: Sequence[float]) -> float:
+    """How far a leg's best score stands above its 10th: (s1 − s10) / |s1| (0 for < 2 scores)."""
+    if len(scores) < 2 or scores[0] == 0:
+        return 0.0
+    return max(0.0, (scores[0] - scores[min(len(scores), LIMIT) - 1]) / abs(scores[0]))
+
+
+def gap_rrf(q: Query, vector: float, gamma: float, cjk: float, k: float) -> list[int]:
+    """Weighted RRF whose leg weights follow each leg's score gap on this query: the vector
+    leg × 2·gv^γ / (gv^γ + gf^γ), the full-text legs × 2·gf^γ / (…), gf the largest gap of
+    the full-text legs; equal gaps give the fixed weights."""
+    gv = gap(q["scores"]["vector"]) ** gamma
+    gf = max((gap(q["scores"][leg]) for leg in FTS_LEGS), default=0.0) ** gamma
+    if gv + gf == 0:
+        return rrf(q, rrf_weights(vector, 1.0, cjk), k)
+    share_v, share_f = 2 * gv / (gv + gf), 2 * gf / (gv + gf)
+    w = rrf_weights(vector * share_v, share_f, cjk * share_f)
+    return rrf(q, {leg: max(weight, 1e-9) for leg, weight in w.items()}, k)
+
+
+def gap_family() -> list[Candidate]:
+    def make(v: float, gamma: float, c: float, k: float) -> Candidate:
+        return Candidate("gap", f"gap v{v:g} g{gamma:g} cjk{c:g} k{k:g}",
+                         {"vector": v, "gamma": gamma, "cjk": c, "k": k},
+                         lambda q: gap_rrf(q, v, gamma, c, k))
+    return [make(v, g, c, k) for v, g, c, k in product((0.5, 1.0, 1.5), (0.5, 1.0, 2.0), CJK_W,
+                                                       (30.0, 60.0))]
 
 
 def lang_family() -> list[Candidate]:

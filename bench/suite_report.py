@@ -11,6 +11,7 @@ FAMILY_TITLES = {
     "rrf": "weighted RRF: vector weight × CJK weight × rrf_k (fts weight 1)",
     "score": "score fusion: min-max / z-score normalised leg scores, convex combination",
     "agree": "query-adaptive RRF: vector weight × (lam + (1 − lam) × leg overlap@10)",
+    "gap": "query-adaptive RRF: leg weights follow each leg's score gap (s1 − s10) / s1",
     "lang": "weighted RRF with one vector weight for queries with CJK text, one for the rest",
     "pseudo": "per-KB choice of the RRF member on the KB's own pseudo-queries (no golden set)",
 }
