@@ -7,10 +7,10 @@ heading). Families:
 
 - `rrf`: weighted RRF as search.md §5 (vector, trigram + word-level at `fts`, CJK at `cjk`,
   constant `k`); the built-in setting is one of its members.
-- `score`: convex combination of per-leg normalised scores (min-max or z-score of each leg's
-  list; a candidate a leg did not return gets that leg's floor: 0 after min-max, the list's
-  lowest z after z-score), `alpha` on the vector leg and `1 − alpha` on the full-text legs
-  (the CJK leg × `cjk`).
+- `score`: convex combination of per-leg normalised scores (`max`: bm25 / the leg's best
+  bm25 and min-max cosines; `minmax`; `zscore`; a candidate a leg did not return gets that
+  leg's floor: 0, or the list's lowest z), `alpha` on the vector leg and `1 − alpha` on the
+  full-text legs (the CJK leg × `cjk`).
 - `agree`: weighted RRF whose vector weight follows the legs' agreement on the query:
   `w_vector × (lam + (1 − lam) × overlap@10)`, overlap = share of the vector top 10 found in
   the full-text legs' top 10.
@@ -69,11 +69,19 @@ def rrf(q: Query, weights: Mapping[str, float], k: float) -> list[int]:
     return _top(raw)
 
 
-def _normalised(scores: Sequence[float], how: str) -> tuple[list[float], float]:
-    """Each score normalised, and the floor given to candidates the leg did not return."""
+def _normalised(scores: Sequence[float], how: str, leg: str = "vector"
+                ) -> tuple[list[float], float]:
+    """Each score normalised, and the floor given to candidates the leg did not return.
+
+    `max` divides a full-text leg's bm25 by its best (bm25 has a natural 0: a chunk that
+    matches nothing) and min-max scales the vector leg (cosines of one model crowd into a
+    narrow band, so only their spread within the list carries information)."""
     if not scores:
         return [], 0.0
-    if how == "minmax":
+    if how == "max" and leg != "vector":
+        top = max(scores)
+        return ([s / top if top > 0 else 0.0 for s in scores], 0.0)
+    if how in ("minmax", "max"):
         lo, hi = min(scores), max(scores)
         return ([(s - lo) / (hi - lo) if hi > lo else 1.0 for s in scores], 0.0)
     mean = sum(scores) / len(scores)
@@ -90,7 +98,7 @@ def score_fusion(q: Query, how: str, alpha: float, cjk: float) -> list[int]:
     values: dict[str, dict[int, float]] = {}
     floors: dict[str, float] = {}
     for leg in legs:
-        norm, floors[leg] = _normalised(q["scores"][leg], how)
+        norm, floors[leg] = _normalised(q["scores"][leg], how, leg)
         values[leg] = dict(zip(q["ids"][leg], norm, strict=True))
     universe = {cid for leg in legs for cid in values[leg]}
     raw = {cid: sum(weights[leg] * values[leg].get(cid, floors[leg]) for leg in legs)
@@ -137,7 +145,8 @@ def score_family() -> list[Candidate]:
     def make(how: str, a: float, c: float) -> Candidate:
         return Candidate("score", f"{how} a{a:g} cjk{c:g}", {"norm": how, "alpha": a, "cjk": c},
                          lambda q: score_fusion(q, how, a, c))
-    return [make(h, a, c) for h, a, c in product(("minmax", "zscore"), ALPHAS, (1.0, 2.0))]
+    return [make(h, a, c) for h, a, c in product(("max", "minmax", "zscore"), ALPHAS,
+                                                 (1.0, 2.0))]
 
 
 def agree_family() -> list[Candidate]:

@@ -9,7 +9,8 @@ from _common import machine_line
 FAMILY_TITLES = {
     "builtin": "built-in weighted RRF (no choice: today's defaults)",
     "rrf": "weighted RRF: vector weight × CJK weight × rrf_k (fts weight 1)",
-    "score": "score fusion: min-max / z-score normalised leg scores, convex combination",
+    "score": "score fusion: bm25 / best bm25 + min-max cosine (max), min-max or z-score "
+             "normalised leg scores, convex combination",
     "agree": "query-adaptive RRF: vector weight × (lam + (1 − lam) × leg overlap@10)",
     "gap": "query-adaptive RRF: leg weights follow each leg's score gap (s1 − s10) / s1",
     "lang": "weighted RRF with one vector weight for queries with CJK text, one for the rest",

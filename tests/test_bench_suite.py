@@ -91,3 +91,12 @@ def test_page_sections_skip_headings_in_code(collections: ModuleType) -> None:
     title, sections = collections.page_sections(page)
     assert title == "Page"
     assert sections == [("A", "body a\n```\n## not one\n```"), ("B", "body b")]
+
+
+def test_max_normalisation_divides_bm25_by_the_best(fusion: ModuleType) -> None:
+    q = _query([1, 2, 3], [0.9, 0.8, 0.5], [3, 1], [10.0, 4.0])
+    # vector min-max → 1, .75, 0; bm25 / 10 → 3: 1, 1: .4
+    # alpha .6: 1 → .6 + .4 × .4 = .76, 2 → .45, 3 → .4
+    assert fusion.score_fusion(q, "max", 0.6, 1.0) == [1, 2, 3]
+    # alpha .3: 1 → .3 + .28 = .58, 2 → .225, 3 → .7
+    assert fusion.score_fusion(q, "max", 0.3, 1.0) == [3, 1, 2]
