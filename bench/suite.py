@@ -168,12 +168,21 @@ def summarise(per: dict[str, dict[str, Any]]) -> dict[str, Any]:
         refit = max(labels, key=lambda lab: (sum(t[lab] for t in table.values()),
                                              -labels.index(lab)))
         out["refit"][family] = {"chosen": refit, "per_collection": {
-            c: t[refit] for c, t in table.items()}}
+            c: t[refit] for c, t in table.items()}, "vs_builtin": {
+            c: _paired(per[c]["candidates"][family][refit],
+                       per[c]["candidates"]["builtin"]["built-in RRF"]) for c in table}}
         for name, row in out["loco"][family].items():
             values = per[name]["candidates"][family][row["chosen"]]
             row["ci95"] = bootstrap_ci({"v": values})["v"]
             row.update(_checks(out["collections"][name], row["held_out"]))
     return out
+
+
+def _paired(after: list[float], before: list[float]) -> dict[str, Any]:
+    """Mean per-query delta with its paired bootstrap CI and randomization p."""
+    deltas = [a - b for a, b in zip(after, before, strict=True)]
+    return {"delta": sum(deltas) / len(deltas), "ci95": bootstrap_ci({"d": deltas})["d"],
+            "p": randomization_p(deltas)}
 
 
 def _checks(coll: dict[str, Any], value: float) -> dict[str, Any]:

@@ -96,6 +96,18 @@ def _refit_table(data: dict[str, Any]) -> list[str]:
         values = [r["per_collection"][n] for n in names]
         lines.append(f"| {family} | {r['chosen']} | " + " | ".join(f"{v:.3f}" for v in values)
                      + f" | {sum(values) / len(values):.3f} |")
+    lines += ["", "Each refit setting against the built-in RRF, paired per query: mean delta "
+              "[95 % CI], * = randomization p < 0.05.", "",
+              "| family | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for family, r in refit.items():
+        if family == "builtin" or "vs_builtin" not in r:
+            continue
+        cells = []
+        for n in names:
+            p = r["vs_builtin"][n]
+            lo, hi = p["ci95"]
+            cells.append(f"{p['delta']:+.3f} [{lo:+.3f}, {hi:+.3f}]{' *' if p['p'] < 0.05 else ''}")
+        lines.append(f"| {family} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
 
