@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed
 GROOVE  := $(BIN)/groove
 DEMO_KB := golden
 
-.PHONY: install test lint demo eval eval-datasets bench bench-backends clean lock
+.PHONY: install test lint demo eval eval-datasets suite bench bench-backends clean lock
 
 # editable_mode=compat puts the checkout on sys.path with a plain .pth line: the default mode's
 # import hook costs ~20 ms at every interpreter start, 7 % of a cold `groove search` (and an
@@ -46,6 +46,15 @@ eval-datasets: $(STAMP)  ## quality on the CISI and JSQuAD collections -> bench/
 	$(BIN)/python bench/eval_datasets.py
 	$(BIN)/python bench/baseline_commit.py  # CISI before issue 13, on this machine
 	$(BIN)/python bench/eval_datasets.py --render-only
+
+# MIRRORS holds the public repositories the collections come from, as <owner>+<name>/repo git
+# snapshots (bench/collections.json names each repository and commit).
+MIRRORS ?= /work/.mirror
+
+suite: $(STAMP)  ## 8 public collections: peers, groove legs, LOCO fusion -> bench/results/suite.*
+	$(BIN)/pip install --quiet -c constraints.txt $(EDITABLE) '.[bench]'
+	$(BIN)/python bench/suite_collections.py --mirrors $(MIRRORS)
+	$(BIN)/python bench/suite.py
 
 bench: $(STAMP)  ## speed benchmarks -> bench/results/*.json + .md
 	$(BIN)/python bench/bench_models.py

@@ -27,7 +27,8 @@ BENCH = ROOT / "bench"
 WORK = BENCH / "work"
 RESULTS = BENCH / "results"
 DATASETS = Path("/work/shared/datasets")
-GROOVE = ROOT / ".venv" / "bin" / "groove"
+GROOVE = Path(os.environ.get("GROOVE_BIN", str(ROOT / ".venv" / "bin" / "groove")))
+"""The groove command the benchmarks run; GROOVE_BIN overrides it (e.g. a shared venv)."""
 DEFAULT_MODEL = "multilingual-e5-small"
 
 if str(ROOT) not in sys.path:

@@ -1,0 +1,102 @@
+"""bench/suite_*.py: the suite's source parsers, fusion candidates, nDCG and LOCO selection,
+on hand-computed cases."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from groove_cli.evaluate.golden import Expected
+from groove_cli.evaluate.metrics import HitRecord, ndcg_at_k
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+@pytest.fixture
+def fusion(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCH))
+    sys.modules.pop("suite_fusion", None)
+    import suite_fusion
+
+    return suite_fusion
+
+
+@pytest.fixture
+def collections(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCH))
+    sys.modules.pop("suite_collections", None)
+    import suite_collections
+
+    return suite_collections
+
+
+def _query(vector: list[int], vector_scores: list[float], fts: list[int],
+           fts_scores: list[float]) -> dict[str, object]:
+    return {"ids": {"vector": vector, "fts_chunks": fts, "fts_words": [], "fts_cjk": []},
+            "scores": {"vector": vector_scores, "fts_chunks": fts_scores, "fts_words": [],
+                       "fts_cjk": []},
+            "cjk_terms": 0}
+
+
+def test_weighted_rrf_follows_the_vector_weight(fusion: ModuleType) -> None:
+    q = _query([1, 2, 3], [0.9, 0.8, 0.5], [3, 1], [10.0, 4.0])
+    # v 1: 1 → 1/61 + 1/62 = .03252, 3 → 1/63 + 1/61 = .03227, 2 → 1/62
+    assert fusion.rrf(q, fusion.rrf_weights(1.0, 1.0, 6.0), 60.0) == [1, 3, 2]
+    # v .25: 1 → .25/61 + 1/62 = .02023, 3 → .25/63 + 1/61 = .02036
+    assert fusion.rrf(q, fusion.rrf_weights(0.25, 1.0, 6.0), 60.0) == [3, 1, 2]
+
+
+def test_minmax_score_fusion_is_a_convex_combination(fusion: ModuleType) -> None:
+    q = _query([1, 2, 3], [0.9, 0.8, 0.5], [3, 1], [10.0, 4.0])
+    # vector → 1, .75, 0; fts → 3: 1, 1: 0; 2 is absent from fts (floor 0)
+    # alpha .5: 1 → .5, 3 → .5 (tie: lower id first), 2 → .375
+    assert fusion.score_fusion(q, "minmax", 0.5, 1.0) == [1, 3, 2]
+    # alpha .4: 1 → .4, 3 → .6, 2 → .3
+    assert fusion.score_fusion(q, "minmax", 0.4, 1.0) == [3, 1, 2]
+
+
+def test_overlap_is_the_share_of_the_vector_top_found_by_full_text(fusion: ModuleType) -> None:
+    assert fusion.overlap(_query([1, 2, 3, 4], [1.0] * 4, [4, 9], [1.0, 1.0])) == 0.25
+
+
+def test_ndcg10_matches_eval_with_a_document_counted_once(fusion: ModuleType) -> None:
+    meta = {1: ("a.md", None), 2: ("a.md", "Setup"), 3: ("b.md", None)}
+    grades = {"a.md": 1, "b.md": 2}
+    # dcg = 1/log2(2) + 2/log2(4) = 2; idcg = 2 + 1/log2(3)
+    value = fusion.ndcg10([1, 2, 3], meta, grades)
+    assert value == pytest.approx(2 / (2 + 1 / 1.5849625007211562))
+    hits = [HitRecord(i + 1, meta[c][0], meta[c][1], 0.0) for i, c in enumerate([1, 2, 3])]
+    expected = [Expected("a.md", None, 1), Expected("b.md", None, 2)]
+    assert value == pytest.approx(ndcg_at_k(expected, hits, 10))
+
+
+def test_loco_scores_the_setting_chosen_on_the_other_collections(fusion: ModuleType) -> None:
+    means = {"A": {"x": 0.5, "y": 0.6}, "B": {"x": 0.7, "y": 0.4}, "C": {"x": 0.3, "y": 0.5}}
+    out = fusion.loco(means, ["x", "y"])
+    assert {k: (v["chosen"], v["held_out"]) for k, v in out.items()} == {
+        "A": ("x", 0.5), "B": ("y", 0.4), "C": ("x", 0.3)}
+
+
+def test_smart_records_parse_fields(collections: ModuleType) -> None:
+    text = ".I 1\n.T\nTitle here\n.W\nsome\n text\n.I 2\n.W\nmore\n"
+    assert collections.smart_records(text) == {"1": {"T": "Title here", "W": "some text"},
+                                              "2": {"W": "more"}}
+
+
+def test_page_sections_skip_headings_in_code(collections: ModuleType) -> None:
+    page = "# Page {#p}\n\nintro\n## A {#a}\nbody a\n```\n## not one\n```\n## B\nbody b\n"
+    title, sections = collections.page_sections(page)
+    assert title == "Page"
+    assert sections == [("A", "body a\n```\n## not one\n```"), ("B", "body b")]
+
+
+def test_max_normalisation_divides_bm25_by_the_best(fusion: ModuleType) -> None:
+    q = _query([1, 2, 3], [0.9, 0.8, 0.5], [3, 1], [10.0, 4.0])
+    # vector min-max → 1, .75, 0; bm25 / 10 → 3: 1, 1: .4
+    # alpha .6: 1 → .6 + .4 × .4 = .76, 2 → .45, 3 → .4
+    assert fusion.score_fusion(q, "max", 0.6, 1.0) == [1, 2, 3]
+    # alpha .3: 1 → .3 + .28 = .58, 2 → .225, 3 → .7
+    assert fusion.score_fusion(q, "max", 0.3, 1.0) == [3, 1, 2]
