@@ -35,10 +35,10 @@ from suite_peers import DEPTH
 
 from groove_cli import config
 from groove_cli.evaluate.stats import bootstrap_ci
-from groove_cli.retrieve import cjk
 from groove_cli.retrieve.query import compile_query
 from groove_cli.retrieve.searcher import Searcher
-from groove_cli.retrieve.words import or_expr
+from groove_cli.text import cjk
+from groove_cli.text.words import or_expr
 
 Tokens = Callable[[str], list[str]]
 

@@ -24,7 +24,7 @@ from suite_index import SuiteCollection
 from groove_cli import config
 from groove_cli.config import DEFAULT_BM25_WEIGHTS
 from groove_cli.evaluate.tune.lists import ListFetcher
-from groove_cli.retrieve.legs import NO_FILTER, candidate_pool, excluded_ids, keep
+from groove_cli.retrieve.legs import NO_FILTER, candidate_pool, excluded_ids, keep, registered
 from groove_cli.retrieve.query import compile_query
 from groove_cli.retrieve.searcher import Searcher
 
@@ -72,9 +72,9 @@ def fetch_lists(searcher: Searcher, texts: list[tuple[str, str]], pool: int) -> 
             fetcher = ListFetcher(store, query, pool)
             ids: dict[str, list[int]] = {"vector": vec_ids}
             scores: dict[str, list[float]] = {"vector": [1.0 - distance[c] for c in vec_ids]}
-            for table in LEGS[1:]:
-                expr = fetcher.exprs[table]
-                ids[table] = list(fetcher.fetch(table, DEFAULT_BM25_WEIGHTS)) if expr else []
+            for leg in registered():
+                table, expr = leg.table, leg.expr(query)
+                ids[table] = list(fetcher.fetch(leg, DEFAULT_BM25_WEIGHTS)) if expr else []
                 scores[table] = _bm25_scores(store, table, expr, ids[table]) if expr else []
             out.append(LegLists(qid, text, ids, scores, len(query.cjk_terms)))
     return out

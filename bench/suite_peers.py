@@ -18,7 +18,7 @@ from fts_variants import char_bigrams
 
 from groove_cli.evaluate.golden import Expected
 from groove_cli.evaluate.metrics import HitRecord, score_query
-from groove_cli.retrieve import cjk
+from groove_cli.text import cjk
 
 Tokeniser = Callable[[str], list[str]]
 DEPTH = 10
