@@ -58,7 +58,7 @@ def test_a_history_metric_outside_0_to_1_makes_the_history_damaged(tmp_path: Pat
     document = {"runs": [make_run([1.0, 0.5])]}
     _set(document["runs"][0], where, 1e308)
     (tmp_path / HISTORY_NAME).write_text(json.dumps(document), encoding="utf-8")
-    problem = history_problem(tmp_path)
+    problem = history_problem(tmp_path / HISTORY_NAME)
     assert problem is not None and "not a number from 0 to 1" in problem
 
 
