@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from groove_cli.cli import app
 from groove_cli.evaluate.golden import MAX_JSON_DEPTH, loads_bounded
-from groove_cli.evaluate.history import HISTORY_NAME
+from groove_cli.evaluate.history import LEGACY_HISTORY
 
 runner = CliRunner()
 
@@ -61,7 +61,7 @@ def test_deep_baseline_and_compare_input(tmp_path: Path) -> None:
 def test_deep_history_is_set_aside_not_a_traceback(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     kb.mkdir()
-    (kb / HISTORY_NAME).write_text('{"runs": ' + nested(100_000) + "}", encoding="utf-8")
+    (kb / LEGACY_HISTORY).write_text('{"runs": ' + nested(100_000) + "}", encoding="utf-8")
     err = _one_line_error(["eval", "compare", "0", "1", "--kb-path", str(kb)], 2)
     assert "cannot be parsed (arrays or objects are nested more than" in err
 

@@ -30,7 +30,10 @@ GATE_NOTE = ("The CI gate (`eval --fail-on-regression`) applies the same test to
 
 
 def _gate_note(report: Mapping[str, Any]) -> str:
-    row = next(m for m in report["metrics"] if "significantly_worse" in m)
+    """The gate's verdict on its metric; empty when the runs share no metric to judge."""
+    row = next((m for m in report["metrics"] if "significantly_worse" in m), None)
+    if row is None:
+        return ""
     return GATE_NOTE.format(metric=metric_label(row["metric"]), alpha=report["alpha"],
                             verdict="worse" if row["significantly_worse"] else "not worse",
                             p=row["p"])
