@@ -844,8 +844,8 @@ def test_a_chunk_longer_than_the_window_is_embedded_in_pieces(groove: Groove) ->
             "embedded in 2 window-sized pieces") in result.stderr.splitlines()
     (cid,) = chunk_ids(groove.db, "long.md")
     assert rows(groove.db, "SELECT token_count FROM chunks WHERE id = ?", (cid,)) == [(72,)]
-    # 64 - [CLS], [SEP] - 4 spare = 58 words a piece: words 0-57 and 51-71, weighted 58 : 21.
-    expected = pieces_vector(words, (), MAX_LENGTH - 2 - 4)
+    # 64 - [CLS], [SEP] = 62 words a piece: words 0-61 and 55-71, weighted 62 : 17.
+    expected = pieces_vector(words, (), MAX_LENGTH - 2)
     assert np.allclose(vector(groove.db, cid), expected, atol=1e-5)
 
 
@@ -855,11 +855,11 @@ def test_no_text_of_a_3000_token_section_is_left_out_of_its_vector(groove: Groov
     write(groove.kb, "big.md", "## Long part\n\n" + " ".join(body) + "\n")
     groove.index_ok()
     (cid,) = chunk_ids(groove.db, "big.md")
-    # every piece starts with the heading: 2 more tokens, 56 words a piece
+    # every piece starts with the heading: 2 more tokens, 60 words a piece
     stored = vector(groove.db, cid)
-    assert np.allclose(stored, pieces_vector(body, ("Long", "part"), MAX_LENGTH - 2 - 2 - 4),
+    assert np.allclose(stored, pieces_vector(body, ("Long", "part"), MAX_LENGTH - 2 - 2),
                        atol=1e-5)
-    without_end = pieces_vector([*body[:-1], "mat"], ("Long", "part"), MAX_LENGTH - 2 - 2 - 4)
+    without_end = pieces_vector([*body[:-1], "mat"], ("Long", "part"), MAX_LENGTH - 2 - 2)
     assert not np.allclose(stored, without_end, atol=1e-5)  # the last word reached the vector
 
 
