@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groove_cli.dburl import IndexLocation
+from groove_cli.store.cache import QUERY_CACHE_MAX_ROWS, cache_put
 from groove_cli.store.reader import IndexReader
 from groove_cli.store.rows import FTS_TABLES
 from groove_cli.store.runtime import (
@@ -23,12 +24,7 @@ from groove_cli.store.runtime import (
     utc_now,
     vec_extension_path,
 )
-from groove_cli.store.sqlite import (
-    QUERY_CACHE_MAX_ROWS,
-    IntegrityReport,
-    Store,
-    cache_put,
-)
+from groove_cli.store.sqlite import IntegrityReport, Store
 
 if TYPE_CHECKING:
     import numpy as np
