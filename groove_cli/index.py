@@ -43,7 +43,7 @@ from groove_cli.types import (
     ProgressSink,
     StoredDocument,
 )
-from groove_cli.vector_fill import BatchResult, embed_batch, embedding_text
+from groove_cli.vector_fill import BatchResult, count_pending, embed_batch, embedding_text
 from groove_cli.vectors import refresh_snapshot
 
 if TYPE_CHECKING:
@@ -535,27 +535,33 @@ class Indexer:
                 self.updated -= 1
             self._line(f"Skipping {path}: degenerate embedding")
 
-    def _embed_pending(self, store: Store | PgStore, pending: list[tuple[int, int]],
+    def _embed_pending(self, store: Store | PgStore, pending: list[int],
                        static: bool) -> None:
         """Phase 2: embed every chunk that has no vector yet, shortest first, one model batch
         per transaction, so an interrupt or a kill keeps every batch already written."""
         embedder = self._load_embedder()
-        order = [cid for cid, _ in sorted(pending, key=lambda p: (p[1], p[0]))]
-        self.to_embed = len(order)
-        self._line(f"Embedding {len(order):,} chunks...")
-        self.progress.start(len(order), "Embedding", "chunks")
-        step = max(1, embedder.settings.batch_size)
+        self.to_embed = len(pending)
+        self._line(f"Embedding {len(pending):,} chunks...")
+        self.progress.start(len(pending), "Embedding", "chunks")
         try:
+            counts = count_pending(store, embedder, pending, self.should_stop)
+            if counts is None:
+                self.interrupted = True
+                return
+            order = sorted(counts, key=lambda cid: (counts[cid], cid))
+            step = max(1, embedder.settings.batch_size)
             for first in range(0, len(order), step):
                 if self.should_stop():
                     self.interrupted = True
                     return
                 batch = store.embedding_rows(order[first : first + step])
                 if batch:
-                    self._count(embed_batch(store, embedder, batch, static))
+                    self._count(embed_batch(store, embedder, batch,
+                                            [counts[row.chunk_id] for row in batch], static))
                 self.progress.advance(min(first + step, len(order)), len(batch))
         finally:
             self.progress.finish()
+
 
 def index_kb(options: IndexOptions, progress: ProgressSink | None = None,
              should_stop: Callable[[], bool] | None = None) -> IndexReport:

@@ -7,6 +7,7 @@ model's window is embedded in overlapping window-sized pieces whose vectors are 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -48,11 +49,29 @@ def embedding_header(heading: str | None, context: str | None, static: bool) -> 
     return heading or ""
 
 
+COUNT_PAGE = 2_048
+"""Chunks read and tokenised at a time while phase 2 counts tokens: memory stays bounded."""
+
+
+def count_pending(store: Store | PgStore, embedder: Embedder, ids: list[int],
+                  should_stop: Callable[[], bool]) -> dict[int, int] | None:
+    """`token_count` of each pending chunk (index.md §4), before any is embedded: the exact
+    counts order the batches (similar lengths, little padding) and are stored with the
+    vectors, so each chunk is tokenised for counting once. None when a stop was requested."""
+    counts: dict[int, int] = {}
+    for first in range(0, len(ids), COUNT_PAGE):
+        if should_stop():
+            return None
+        rows = store.embedding_rows(ids[first : first + COUNT_PAGE])
+        found = embedder.count_tokens([row.content for row in rows])
+        counts.update((row.chunk_id, n) for row, n in zip(rows, found, strict=True))
+    return counts
+
+
 def embed_batch(store: Store | PgStore, embedder: Embedder, batch: list[EmbeddingRow],
-                static: bool) -> BatchResult:
-    """Embed one batch and commit its vectors; a chunk longer than the model's window is
-    embedded in pieces; a degenerate vector drops its document (index.md §4)."""
-    counts = embedder.count_tokens([row.content for row in batch])
+                counts: list[int], static: bool) -> BatchResult:
+    """Embed one batch and commit its vectors and token counts; a chunk longer than the
+    model's window is embedded in pieces; a degenerate vector drops its document (§4)."""
     inputs = [embedding_text(row.heading, row.context_text, row.content, static)
               for row in batch]
     room = embedder.max_length

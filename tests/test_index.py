@@ -888,9 +888,10 @@ def test_each_file_is_committed_in_its_own_transaction(groove: Groove) -> None:
     report = index_kb(groove.options(), should_stop=probe)
     assert (report.documents, report.updated, report.interrupted) == (10, 10, False)
     # Phase 1, between files: whole files only (one chunk per note), no vectors yet. Phase 2,
-    # between model batches (batch_size 4): every note, vectors committed a batch at a time.
+    # before counting tokens, then between model batches (batch_size 4): every note, vectors
+    # committed a batch at a time.
     assert observed == [(i, i, i, i, 0) for i in range(10)] + [
-        (10, 10, 10, 10, vectors) for vectors in (0, 4, 8)]
+        (10, 10, 10, 10, vectors) for vectors in (0, 0, 4, 8)]
 
 
 def test_interrupted_run_keeps_old_rows_skips_deletions_and_the_next_run_finishes(

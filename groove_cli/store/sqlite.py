@@ -415,14 +415,11 @@ class Store(SearchReads):
         self.bump_vectors_version()
         return doc_id
 
-    def pending_vectors(self) -> list[tuple[int, int]]:
-        """(chunk id, token count) of every chunk that has no vector yet (index.md §6.1 phase
-        2); the count falls back to UTF-8 bytes / 4 where it is missing."""
+    def pending_vectors(self) -> list[int]:
+        """Ids of the chunks that have no vector yet (index.md §6.1 phase 2)."""
         have = self._vec_ids()
-        return [(int(cid), int(tokens)) for cid, tokens in self.con.execute(
-            "SELECT id, CASE WHEN token_count > 0 THEN token_count "
-            "ELSE length(CAST(content AS BLOB)) / 4 END FROM chunks ORDER BY id")
-            if int(cid) not in have]
+        return [int(r[0]) for r in self.con.execute("SELECT id FROM chunks ORDER BY id")
+                if int(r[0]) not in have]
 
     def vector_count(self) -> int:
         """How many chunks have a vector (status, search and eval compare it with chunk_count)."""
