@@ -198,7 +198,7 @@ class Indexer:
         self.model: ResolvedModel | None = None
         self.runtime: RuntimeModel | None = None
         self.updated = self.renamed = self.deleted = self.skipped = 0
-        self.long_chunks = self.pieces = 0
+        self.truncated = 0
         self.done = 0
         self.total = 0
         self.interrupted = False
@@ -360,10 +360,10 @@ class Indexer:
         if self.pending_left and not self.interrupted:
             self._note(f"{self.pending_left:,} of {store.chunk_count():,} chunks have no vector "
                        "yet; run `groove index` without --text-only to embed them")
-        if self.long_chunks:
+        if self.truncated:
             assert self.runtime is not None
-            self._note(f"{self.long_chunks} chunk(s) exceed max_length {self.runtime.max_length} "
-                       f"tokens and were embedded in {self.pieces} window-sized pieces")
+            self._note(f"{self.truncated} chunk(s) exceed max_length {self.runtime.max_length} "
+                       "tokens and were truncated for embedding")
         if not self.interrupted:
             with store.transaction():
                 store.set_meta({"last_indexed": utc_now(), "groove_version": __version__})
@@ -527,8 +527,7 @@ class Indexer:
 
     def _count(self, done: BatchResult) -> None:
         self.embedded += done.embedded
-        self.long_chunks += done.long_chunks
-        self.pieces += done.pieces
+        self.truncated += done.truncated
         for path in done.dropped:
             self.skipped += 1
             if path in self.written:

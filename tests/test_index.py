@@ -818,49 +818,17 @@ def test_degenerate_embedding_skips_the_file_and_drops_its_rows(indexed: Groove)
     assert_consistent(indexed.db)
 
 
-def pieces_vector(words: Sequence[str], lead: Sequence[str], span: int) -> npt.NDArray[np.float32]:
-    """Hand computation of index.md §4's long-chunk vector: pieces of `span` words, each next
-    overlapping the last by span // 8, embedded with `lead` in front, averaged by length."""
-    step, n = span - span // 8, len(words)
-    total = np.zeros(DIM, dtype=np.float64)
-    covered: set[int] = set()
-    start = 0
-    while True:
-        stop = min(start + span, n)
-        total += (stop - start) * expected_vector(" ".join([*lead, *words[start:stop]]))
-        covered.update(range(start, stop))
-        if stop == n:
-            break
-        start += step
-    assert covered == set(range(n))  # every word is in some piece
-    return np.asarray(total / np.linalg.norm(total), dtype=np.float32)
-
-
-def test_a_chunk_longer_than_the_window_is_embedded_in_pieces(groove: Groove) -> None:
+def test_truncation_note_and_untruncated_token_count(groove: Groove) -> None:
     words = ("the cat sat on the mat " * 12).split()  # 72 words: 74 tokens with [CLS], [SEP]
     write(groove.kb, "long.md", " ".join(words) + "\n")
     result = groove.index_ok()
     assert (f"groove: note: 1 chunk(s) exceed max_length {MAX_LENGTH} tokens and were "
-            "embedded in 2 window-sized pieces") in result.stderr.splitlines()
+            "truncated for embedding") in result.stderr.splitlines()
     (cid,) = chunk_ids(groove.db, "long.md")
     assert rows(groove.db, "SELECT token_count FROM chunks WHERE id = ?", (cid,)) == [(72,)]
-    # 64 - [CLS], [SEP] = 62 words a piece: words 0-61 and 55-71, weighted 62 : 17.
-    expected = pieces_vector(words, (), MAX_LENGTH - 2)
-    assert np.allclose(vector(groove.db, cid), expected, atol=1e-5)
-
-
-def test_no_text_of_a_3000_token_section_is_left_out_of_its_vector(groove: Groove) -> None:
-    body = ("the cat sat on the mat " * 500).split()  # 3,000 words
-    body[-1] = "tree"  # the section's last word, far past the window
-    write(groove.kb, "big.md", "## Long part\n\n" + " ".join(body) + "\n")
-    groove.index_ok()
-    (cid,) = chunk_ids(groove.db, "big.md")
-    # every piece starts with the heading: 2 more tokens, 60 words a piece
-    stored = vector(groove.db, cid)
-    assert np.allclose(stored, pieces_vector(body, ("Long", "part"), MAX_LENGTH - 2 - 2),
-                       atol=1e-5)
-    without_end = pieces_vector([*body[:-1], "mat"], ("Long", "part"), MAX_LENGTH - 2 - 2)
-    assert not np.allclose(stored, without_end, atol=1e-5)  # the last word reached the vector
+    # Embedded: [CLS] + the first 64 - 2 words + [SEP].
+    assert np.allclose(vector(groove.db, cid),
+                       expected_vector(" ".join(words[: MAX_LENGTH - 2])), atol=1e-5)
 
 
 # =========================================================================== transactions

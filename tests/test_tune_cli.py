@@ -123,28 +123,6 @@ def _build_notes(kb: Path) -> None:
                 f"## Memo {i}{j}\n\n{body} Also noted: {words}.\n", encoding="utf-8")
 
 
-def _share_topic_vectors(db: Path) -> None:
-    """Give every note of a topic its entry's vector. The design needs the vector leg to tie
-    within a topic; `index` embeds each memo whole, its distinct tail included (index.md §4:
-    text past the window is embedded in pieces), so the ties are set here."""
-    from groove_cli.vectors import refresh_snapshot
-
-    store = Store.open_for_index(db)
-    try:
-        vectors = dict(store.all_vectors())
-        chunks = store.chunks_by_id(vectors)
-        entry = {_topic(c.path): vectors[cid] for cid, c in chunks.items()
-                 if c.path.startswith("entries/")}
-        with store.transaction():
-            for cid, chunk in chunks.items():
-                store.con.execute("UPDATE vec_chunks SET embedding = ? WHERE chunk_id = ?",
-                                  (entry[_topic(chunk.path)], cid))
-            store.bump_vectors_version()
-        refresh_snapshot(store, db)
-    finally:
-        store.close()
-
-
 def _topic(path: str) -> str:
     """The topic word of a note path (`entries/ant.md`, `memos/memo-00-2.md`)."""
     words = list(TOPICS)
@@ -173,7 +151,6 @@ def tune_kb(real_models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         assert len(holders) == DISTRACTORS + 1 and {_topic(h) for h in holders} == {word}
     index_kb(IndexOptions(kb=kb, db=db, model=None, max_length=16,
                           models_dir=real_models_dir, quiet=True, offline=True))
-    _share_topic_vectors(db)
 
     store = Store.open_readonly(db)
     chunks = store.chunks_by_id(cid for cid, _ in store.all_vectors())

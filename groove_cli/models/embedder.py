@@ -52,27 +52,6 @@ def windows(text: str, size: int = WINDOW_CHARS) -> Iterator[str]:
         start = end
 
 
-PIECE_OVERLAP = 8
-"""Consecutive pieces share 1/PIECE_OVERLAP of a piece, so no sentence is only ever cut."""
-PIECE_GROUP = 1_024
-"""Pieces embedded per group when one text is split: memory stays bounded for a huge note."""
-
-
-def piece_bounds(n_tokens: int, span: int) -> list[tuple[int, int]]:
-    """(first token, end token) of each piece of a text of `n_tokens`: `span` tokens each,
-    consecutive pieces overlapping by span // PIECE_OVERLAP, the last one ending the text."""
-    step = max(1, span - span // PIECE_OVERLAP)
-    out: list[tuple[int, int]] = []
-    start = 0
-    while start < n_tokens:
-        stop = min(start + span, n_tokens)
-        out.append((start, stop))
-        if stop == n_tokens:
-            break
-        start += step
-    return out
-
-
 def check_max_length(max_length: int, own: int) -> None:
     """`max_length` must lie in [16, the model's own]; ConfigError naming the key otherwise."""
     if not MIN_MAX_LENGTH <= max_length <= own:
@@ -186,43 +165,6 @@ class Embedder:
             if total >= cap:
                 break
         return parts[0] if len(parts) == 1 else Encoding.merge(parts, growing_offsets=True)
-
-    def _frame(self) -> tuple[list[int], list[int]]:
-        """The special tokens the post-processor puts before and after one text."""
-        tok = self._full_tokenizer()
-        enc = tok.encode("a", add_special_tokens=False)
-        full = list(tok.post_process(enc).ids)
-        inner = list(enc.ids)
-        for at in range(len(full) - len(inner) + 1):
-            if full[at : at + len(inner)] == inner:
-                return full[:at], full[at + len(inner) :]
-        raise ModelError(f"{self.model.name}: cannot tell the tokenizer's special tokens apart")
-
-    def embed_in_pieces(self, text: str, header: str) -> tuple[npt.NDArray[np.float32], int]:
-        """One passage vector for a text longer than the model's window (index.md §4): the
-        text's tokens are cut into window-sized, overlapping pieces, each run as special tokens
-        + the tokens of prefix and `header` (the chunk's heading or breadcrumb) + the piece, and
-        the pieces' vectors are averaged, weighted by their token counts. Returns the vector
-        and the number of pieces."""
-        tok = self._full_tokenizer()
-        head, tail = self._frame()
-        lead_text = self.settings.passage_prefix + (f"{header}\n\n" if header else "")
-        lead = list(tok.encode(lead_text, add_special_tokens=False).ids) if lead_text else []
-        span = max(self.max_length - len(head) - len(tail) - len(lead), MIN_MAX_LENGTH // 2)
-        ids = np.concatenate([np.zeros(0, dtype=np.int64), *(
-            np.asarray(tok.encode(window, add_special_tokens=False).ids, dtype=np.int64)
-            for window in windows(text))])
-        pieces = piece_bounds(len(ids), span)
-        total = np.zeros(self.dim, dtype=np.float64)
-        for first in range(0, len(pieces), PIECE_GROUP):
-            group = pieces[first : first + PIECE_GROUP]
-            rows = [head + lead + ids[a:b].tolist() + tail for a, b in group]
-            weights = np.asarray([b - a for a, b in group], dtype=np.float64)
-            for batch in length_batches([len(r) for r in rows], self.settings.batch_size):
-                total += weights[batch] @ self._run([rows[i] for i in batch]).astype(np.float64)
-        mean = (total / max(sum(b - a for a, b in pieces), 1)).astype(np.float32)[None, :]
-        vector = l2_normalise(mean) if self.settings.normalise else mean
-        return vector[0], len(pieces)
 
     def _prefix(self, kind: str) -> str:
         if kind == "query":

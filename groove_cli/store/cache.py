@@ -1,4 +1,5 @@
-"""The query-embedding cache of an SQLite index, written beside a running `index` (index.md §8)."""
+"""The query-embedding cache's writer (index.md §8): a short connection of its own, so a search
+stores its query vectors without ever waiting on a running `index`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 QUERY_CACHE_MAX_ROWS = 10_000
+"""The cache keeps the newest this many query vectors."""
 
 
 def cache_put(db: Path, rows: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> bool:
