@@ -1,8 +1,11 @@
-"""`groove index`: scan → diff by hash → chunk → embed what changed → per-file transactions.
+"""`groove index`: scan → diff by hash → chunk → full text per file → vectors for what has none.
 
-index.md §6. Every file's rows are written in one transaction, so an interrupted run leaves each
-document with either its old or its new rows. The embedding model is loaded only when some chunk
-needs embedding: a re-run over an unchanged knowledge base never loads it.
+index.md §6. Phase 1 writes every changed file's chunks and full-text rows in one transaction per
+file, without vectors, so `--mode fts` sees every note as soon as it ends and an interrupted run
+leaves each document with either its old or its new rows. Phase 2 embeds the chunks that have no
+vector, one transaction per model batch, and resumes where a stopped run left off. The embedding
+model is loaded only when some chunk needs a vector: a re-run over an unchanged knowledge base
+never loads it.
 """
 
 from __future__ import annotations
@@ -50,8 +53,8 @@ if TYPE_CHECKING:
     from groove_cli.models import Embedder
     from groove_cli.store.postgres import PgStore
 
-# Phase 2 commits after every model batch; a stop (Ctrl-C) is noticed between batches.
-# Long chunks (more tokens than the model's window) are embedded in pieces (index.md §4).
+# Phase 2 (vector_fill.py) commits after every model batch; a stop (Ctrl-C) is noticed
+# between batches, as between files in phase 1.
 
 # Each write transaction adds a segment to both full-text indexes and FTS5's automerge leaves
 # several per level, each one probed by every query term. Merging them (FTS5 'optimize')
