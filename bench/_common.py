@@ -237,7 +237,8 @@ class Collection:
         return data
 
     def index_is_current(self, db: Path | str | None = None) -> bool:
-        """True when the work index (or `db`) holds every document and nothing is pending."""
+        """True when the work index (or `db`) holds every document and nothing is pending
+        (no changed file, no chunk waiting for its vector)."""
         if db is None and not self.db.is_file():
             return False
         try:
@@ -245,7 +246,7 @@ class Collection:
         except (RuntimeError, json.JSONDecodeError):
             return False
         pending = data.get("pending") or {}
-        return (data.get("documents") == self.doc_count()
+        return (data.get("documents") == self.doc_count() and not data.get("pending_vectors")
                 and not any(pending.get(key) for key in ("new", "changed", "deleted", "renamed")))
 
     def ensure_index(self, db: Path | str | None = None) -> GrooveRun | None:

@@ -139,6 +139,13 @@ def _kind(value: object) -> str:
     return "a scalar"
 
 
+# libyaml's parser with the same BaseConstructor: the same values, several times less CPU
+# than the pure-Python parser (bench/results/index.md, phase 1); PyYAML without libyaml
+# falls back to the latter.
+_BASE_LOADER: type[yaml.BaseLoader] | type[yaml.CBaseLoader] = getattr(
+    yaml, "CBaseLoader", yaml.BaseLoader)
+
+
 def parse_frontmatter(yaml_text: str, rel_path: str) -> Frontmatter:
     """Read the fields of index.md §2.3 from frontmatter YAML with `yaml.BaseLoader` semantics.
 
@@ -152,7 +159,7 @@ def parse_frontmatter(yaml_text: str, rel_path: str) -> Frontmatter:
         return f"failed to parse YAML frontmatter in {rel_path}: {error}"
 
     try:
-        data: object = yaml.load(yaml_text.replace("\r\n", "\n"), Loader=yaml.BaseLoader)
+        data: object = yaml.load(yaml_text.replace("\r\n", "\n"), Loader=_BASE_LOADER)
     except (yaml.YAMLError, RecursionError) as exc:
         return Frontmatter(warnings=(warn(str(exc)),))
     if data is None:

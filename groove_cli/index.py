@@ -1,8 +1,11 @@
-"""`groove index`: scan → diff by hash → chunk → embed what changed → per-file transactions.
+"""`groove index`: scan → diff by hash → chunk → full text per file → vectors for what has none.
 
-index.md §6. Every file's rows are written in one transaction, so an interrupted run leaves each
-document with either its old or its new rows. The embedding model is loaded only when some chunk
-needs embedding: a re-run over an unchanged knowledge base never loads it.
+index.md §6. Phase 1 writes every changed file's chunks and full-text rows in one transaction per
+file, without vectors, so `--mode fts` sees every note as soon as it ends and an interrupted run
+leaves each document with either its old or its new rows. Phase 2 embeds the chunks that have no
+vector, one transaction per model batch, and resumes where a stopped run left off. The embedding
+model is loaded only when some chunk needs a vector: a re-run over an unchanged knowledge base
+never loads it.
 """
 
 from __future__ import annotations
@@ -43,15 +46,15 @@ from groove_cli.types import (
     ProgressSink,
     StoredDocument,
 )
-from groove_cli.vector_fill import BatchResult, embed_batch, embedding_text
+from groove_cli.vector_fill import BatchResult, count_pending, embed_batch, embedding_text
 from groove_cli.vectors import refresh_snapshot
 
 if TYPE_CHECKING:
     from groove_cli.models import Embedder
     from groove_cli.store.postgres import PgStore
 
-# Phase 2 commits after every model batch; a stop (Ctrl-C) is noticed between batches.
-# Long chunks (more tokens than the model's window) are embedded in pieces (index.md §4).
+# Phase 2 (vector_fill.py) commits after every model batch; a stop (Ctrl-C) is noticed
+# between batches, as between files in phase 1.
 
 # Each write transaction adds a segment to both full-text indexes and FTS5's automerge leaves
 # several per level, each one probed by every query term. Merging them (FTS5 'optimize')
@@ -202,7 +205,7 @@ class Indexer:
         self.model: ResolvedModel | None = None
         self.runtime: RuntimeModel | None = None
         self.updated = self.renamed = self.deleted = self.skipped = 0
-        self.long_chunks = self.pieces = 0
+        self.truncated = 0
         self.done = 0
         self.total = 0
         self.interrupted = False
@@ -368,10 +371,10 @@ class Indexer:
         if self.pending_left and not self.interrupted:
             self._note(f"{self.pending_left:,} of {store.chunk_count():,} chunks have no vector "
                        "yet; run `groove index` without --text-only to embed them")
-        if self.long_chunks:
+        if self.truncated:
             assert self.runtime is not None
-            self._note(f"{self.long_chunks} chunk(s) exceed max_length {self.runtime.max_length} "
-                       f"tokens and were embedded in {self.pieces} window-sized pieces")
+            self._note(f"{self.truncated} chunk(s) exceed max_length {self.runtime.max_length} "
+                       "tokens and were truncated for embedding")
         if not self.interrupted:
             with store.transaction():
                 store.set_meta({"last_indexed": utc_now(), "groove_version": __version__})
@@ -535,35 +538,40 @@ class Indexer:
 
     def _count(self, done: BatchResult) -> None:
         self.embedded += done.embedded
-        self.long_chunks += done.long_chunks
-        self.pieces += done.pieces
+        self.truncated += done.truncated
         for path in done.dropped:
             self.skipped += 1
             if path in self.written:
                 self.updated -= 1
             self._line(f"Skipping {path}: degenerate embedding")
 
-    def _embed_pending(self, store: Store | PgStore, pending: list[tuple[int, int]],
+    def _embed_pending(self, store: Store | PgStore, pending: list[int],
                        static: bool) -> None:
         """Phase 2: embed every chunk that has no vector yet, shortest first, one model batch
         per transaction, so an interrupt or a kill keeps every batch already written."""
         embedder = self._load_embedder()
-        order = [cid for cid, _ in sorted(pending, key=lambda p: (p[1], p[0]))]
-        self.to_embed = len(order)
-        self._line(f"Embedding {len(order):,} chunks...")
-        self.progress.start(len(order), "Embedding", "chunks")
-        step = max(1, embedder.settings.batch_size)
+        self.to_embed = len(pending)
+        self._line(f"Embedding {len(pending):,} chunks...")
+        self.progress.start(len(pending), "Embedding", "chunks")
         try:
+            counts = count_pending(store, embedder, pending, self.should_stop)
+            if counts is None:
+                self.interrupted = True
+                return
+            order = sorted(counts, key=lambda cid: (counts[cid], cid))
+            step = max(1, embedder.settings.batch_size)
             for first in range(0, len(order), step):
                 if self.should_stop():
                     self.interrupted = True
                     return
                 batch = store.embedding_rows(order[first : first + step])
                 if batch:
-                    self._count(embed_batch(store, embedder, batch, static))
+                    self._count(embed_batch(store, embedder, batch,
+                                            [counts[row.chunk_id] for row in batch], static))
                 self.progress.advance(min(first + step, len(order)), len(batch))
         finally:
             self.progress.finish()
+
 
 def index_kb(options: IndexOptions, progress: ProgressSink | None = None,
              should_stop: Callable[[], bool] | None = None) -> IndexReport:

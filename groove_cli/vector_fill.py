@@ -1,12 +1,12 @@
 """Phase 2 of `groove index` (index.md §6.1): embed stored chunks that have no vector yet.
 
-A batch is embedded and its vectors committed in one transaction. A chunk longer than the
-model's window is embedded in overlapping window-sized pieces whose vectors are averaged
-(`Embedder.embed_in_pieces`), so no text is left out of its vector.
+The pending chunks' tokens are counted first (the counts order the batches and are stored);
+then each batch is embedded and its vectors committed in one transaction.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,8 +25,8 @@ class BatchResult:
     """What one committed batch did."""
 
     embedded: int
-    long_chunks: int
-    pieces: int
+    truncated: int
+    """Chunks whose input was longer than `max_length` (cut for embedding, index.md §4)."""
     dropped: tuple[str, ...]
     """Paths of documents dropped for a degenerate embedding (index.md §4)."""
 
@@ -40,19 +40,29 @@ def embedding_text(heading: str | None, context: str | None, content: str, stati
     return content
 
 
-def embedding_header(heading: str | None, context: str | None, static: bool) -> str:
-    """What every piece of a long chunk starts with (index.md §4): the breadcrumb in static
-    mode, else the heading."""
-    if static and context and context.strip():
-        return context
-    return heading or ""
+COUNT_PAGE = 2_048
+"""Chunks read and tokenised at a time while phase 2 counts tokens: memory stays bounded."""
+
+
+def count_pending(store: Store | PgStore, embedder: Embedder, ids: list[int],
+                  should_stop: Callable[[], bool]) -> dict[int, int] | None:
+    """`token_count` of each pending chunk (index.md §4), before any is embedded: the exact
+    counts order the batches (similar lengths, little padding) and are stored with the
+    vectors, so each chunk is tokenised for counting once. None when a stop was requested."""
+    counts: dict[int, int] = {}
+    for first in range(0, len(ids), COUNT_PAGE):
+        if should_stop():
+            return None
+        rows = store.embedding_rows(ids[first : first + COUNT_PAGE])
+        found = embedder.count_tokens([row.content for row in rows])
+        counts.update((row.chunk_id, n) for row, n in zip(rows, found, strict=True))
+    return counts
 
 
 def embed_batch(store: Store | PgStore, embedder: Embedder, batch: list[EmbeddingRow],
-                static: bool) -> BatchResult:
-    """Embed one batch and commit its vectors; a chunk longer than the model's window is
-    embedded in pieces; a degenerate vector drops its document (index.md §4)."""
-    counts = embedder.count_tokens([row.content for row in batch])
+                counts: list[int], static: bool) -> BatchResult:
+    """Embed one batch and commit its vectors and token counts; a degenerate vector drops
+    its document (index.md §4)."""
     inputs = [embedding_text(row.heading, row.context_text, row.content, static)
               for row in batch]
     room = embedder.max_length
@@ -61,20 +71,11 @@ def embed_batch(store: Store | PgStore, embedder: Embedder, batch: list[Embeddin
     extra = 2 * len(embedder.settings.passage_prefix) + 8
     maybe_long = [i for i, row in enumerate(batch)
                   if counts[i] + 2 * (len(inputs[i]) - len(row.content)) + extra > room]
-    long: set[int] = set()
-    long_chunks = total_pieces = 0
+    truncated = 0
     if maybe_long:
         lengths = embedder.input_lengths([inputs[i] for i in maybe_long], "passage")
-        long = {i for i, n in zip(maybe_long, lengths, strict=True) if n > room}
-    short = [i for i in range(len(batch)) if i not in long]
-    vectors = np.empty((len(batch), embedder.dim), dtype=np.float32)
-    vectors[short] = embedder.embed_passages([inputs[i] for i in short])
-    for i in sorted(long):
-        row = batch[i]
-        header = embedding_header(row.heading, row.context_text, static)
-        vectors[i], pieces = embedder.embed_in_pieces(row.content, header)
-        long_chunks += 1
-        total_pieces += pieces
+        truncated = sum(1 for n in lengths if n > room)
+    vectors = embedder.embed_passages(inputs)
     norms = np.linalg.norm(vectors, axis=1)
     bad = ~np.isfinite(vectors).all(axis=1) | (norms < 1e-6)
     dropped = {batch[i].document_id: batch[i].path for i in np.flatnonzero(bad)}
@@ -84,4 +85,4 @@ def embed_batch(store: Store | PgStore, embedder: Embedder, batch: list[Embeddin
                             [counts[i] for i in good])
         for document_id in dropped:
             store.delete_document(document_id)
-    return BatchResult(len(good), long_chunks, total_pieces, tuple(sorted(dropped.values())))
+    return BatchResult(len(good), truncated, tuple(sorted(dropped.values())))

@@ -830,49 +830,17 @@ def test_degenerate_embedding_skips_the_file_and_drops_its_rows(indexed: Groove)
     assert_consistent(indexed.db)
 
 
-def pieces_vector(words: Sequence[str], lead: Sequence[str], span: int) -> npt.NDArray[np.float32]:
-    """Hand computation of index.md §4's long-chunk vector: pieces of `span` words, each next
-    overlapping the last by span // 8, embedded with `lead` in front, averaged by length."""
-    step, n = span - span // 8, len(words)
-    total = np.zeros(DIM, dtype=np.float64)
-    covered: set[int] = set()
-    start = 0
-    while True:
-        stop = min(start + span, n)
-        total += (stop - start) * expected_vector(" ".join([*lead, *words[start:stop]]))
-        covered.update(range(start, stop))
-        if stop == n:
-            break
-        start += step
-    assert covered == set(range(n))  # every word is in some piece
-    return np.asarray(total / np.linalg.norm(total), dtype=np.float32)
-
-
-def test_a_chunk_longer_than_the_window_is_embedded_in_pieces(groove: Groove) -> None:
+def test_truncation_note_and_untruncated_token_count(groove: Groove) -> None:
     words = ("the cat sat on the mat " * 12).split()  # 72 words: 74 tokens with [CLS], [SEP]
     write(groove.kb, "long.md", " ".join(words) + "\n")
     result = groove.index_ok()
     assert (f"groove: note: 1 chunk(s) exceed max_length {MAX_LENGTH} tokens and were "
-            "embedded in 2 window-sized pieces") in result.stderr.splitlines()
+            "truncated for embedding") in result.stderr.splitlines()
     (cid,) = chunk_ids(groove.db, "long.md")
     assert rows(groove.db, "SELECT token_count FROM chunks WHERE id = ?", (cid,)) == [(72,)]
-    # 64 - [CLS], [SEP] - 4 spare = 58 words a piece: words 0-57 and 51-71, weighted 58 : 21.
-    expected = pieces_vector(words, (), MAX_LENGTH - 2 - 4)
-    assert np.allclose(vector(groove.db, cid), expected, atol=1e-5)
-
-
-def test_no_text_of_a_3000_token_section_is_left_out_of_its_vector(groove: Groove) -> None:
-    body = ("the cat sat on the mat " * 500).split()  # 3,000 words
-    body[-1] = "tree"  # the section's last word, far past the window
-    write(groove.kb, "big.md", "## Long part\n\n" + " ".join(body) + "\n")
-    groove.index_ok()
-    (cid,) = chunk_ids(groove.db, "big.md")
-    # every piece starts with the heading: 2 more tokens, 56 words a piece
-    stored = vector(groove.db, cid)
-    assert np.allclose(stored, pieces_vector(body, ("Long", "part"), MAX_LENGTH - 2 - 2 - 4),
-                       atol=1e-5)
-    without_end = pieces_vector([*body[:-1], "mat"], ("Long", "part"), MAX_LENGTH - 2 - 2 - 4)
-    assert not np.allclose(stored, without_end, atol=1e-5)  # the last word reached the vector
+    # Embedded: [CLS] + the first 64 - 2 words + [SEP].
+    assert np.allclose(vector(groove.db, cid),
+                       expected_vector(" ".join(words[: MAX_LENGTH - 2])), atol=1e-5)
 
 
 # =========================================================================== transactions
@@ -900,9 +868,10 @@ def test_each_file_is_committed_in_its_own_transaction(groove: Groove) -> None:
     report = index_kb(groove.options(), should_stop=probe)
     assert (report.documents, report.updated, report.interrupted) == (10, 10, False)
     # Phase 1, between files: whole files only (one chunk per note), no vectors yet. Phase 2,
-    # between model batches (batch_size 4): every note, vectors committed a batch at a time.
+    # before counting tokens, then between model batches (batch_size 4): every note, vectors
+    # committed a batch at a time.
     assert observed == [(i, i, i, i, 0) for i in range(10)] + [
-        (10, 10, 10, 10, vectors) for vectors in (0, 4, 8)]
+        (10, 10, 10, 10, vectors) for vectors in (0, 0, 4, 8)]
 
 
 def test_interrupted_run_keeps_old_rows_skips_deletions_and_the_next_run_finishes(

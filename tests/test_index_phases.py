@@ -93,9 +93,9 @@ def test_status_reports_pending_vectors_while_phase_2_runs(groove: Groove) -> No
 
     report = index_kb(groove.options(), should_stop=probe)
     assert (report.embedded, report.to_embed, report.pending_vectors) == (14, 14, 0)
-    # before each of phase 2's four batches of 4, 4, 4 and 2 chunks (phase 1's last check
-    # comes before its last file)
-    assert seen == [(14, 14), (14, 10), (14, 6), (14, 2)]
+    # before phase 2 counts the tokens (one page), then before each of its four batches of
+    # 4, 4, 4 and 2 chunks (phase 1's last check comes before its last file)
+    assert seen == [(14, 14), (14, 14), (14, 10), (14, 6), (14, 2)]
 
 
 def test_progress_lines_keep_coming_during_a_slow_model_batch(

@@ -477,8 +477,8 @@ def test_an_interrupted_index_run_leaves_whole_files_and_the_next_run_finishes(
     finally:
         reader.close()
     calls = iter(range(10_000))
-    # 40 files (20 unchanged), then phase 2 stops before its fourth batch of 4
-    second = index_kb(options, should_stop=lambda: next(calls) >= 43)
+    # 40 files (20 unchanged), phase 2's token count, then a stop before its fourth batch
+    second = index_kb(options, should_stop=lambda: next(calls) >= 44)
     assert second.interrupted and (second.documents, second.embedded) == (40, 12)
     reader = PgStore.open_readonly(target)
     try:

@@ -52,31 +52,6 @@ def windows(text: str, size: int = WINDOW_CHARS) -> Iterator[str]:
         start = end
 
 
-PIECE_MARGIN = 4
-"""Tokens a piece leaves free: a slice cut at token boundaries, tokenised on its own, can
-differ by a token or two at its edges."""
-PIECE_OVERLAP = 8
-"""Consecutive pieces share 1/PIECE_OVERLAP of a piece, so no sentence is only ever cut."""
-PIECE_GROUP = 1_024
-"""Pieces embedded per call when one text is split: memory stays bounded for a huge note."""
-
-
-def piece_spans(ends: Sequence[tuple[int, int]], span: int) -> list[tuple[int, int, int]]:
-    """(first char, end char, tokens) of each piece: `span` tokens each, consecutive pieces
-    overlapping by span // PIECE_OVERLAP tokens, the last one ending with the text."""
-    n = len(ends)
-    step = max(1, span - span // PIECE_OVERLAP)
-    out: list[tuple[int, int, int]] = []
-    start = 0
-    while start < n:
-        stop = min(start + span, n)
-        out.append((ends[start][0], ends[stop - 1][1], stop - start))
-        if stop == n:
-            break
-        start += step
-    return out
-
-
 def check_max_length(max_length: int, own: int) -> None:
     """`max_length` must lie in [16, the model's own]; ConfigError naming the key otherwise."""
     if not MIN_MAX_LENGTH <= max_length <= own:
@@ -190,37 +165,6 @@ class Embedder:
             if total >= cap:
                 break
         return parts[0] if len(parts) == 1 else Encoding.merge(parts, growing_offsets=True)
-
-    def token_offsets(self, text: str) -> list[tuple[int, int]]:
-        """(start, end) character offsets of each token of `text` (no special tokens), read
-        a window at a time so a huge text stays cheap."""
-        tok = self._full_tokenizer()
-        out: list[tuple[int, int]] = []
-        base = 0
-        for window in windows(text):
-            enc = tok.encode(window, add_special_tokens=False)
-            out.extend((base + a, base + b) for a, b in enc.offsets)
-            base += len(window)
-        return out
-
-    def embed_in_pieces(self, text: str, header: str) -> tuple[npt.NDArray[np.float32], int]:
-        """One passage vector for a text longer than the model's window (index.md §4): the
-        text is cut into window-sized, overlapping pieces, each embedded with `header` (the
-        chunk's heading or breadcrumb) in front, and their vectors are averaged, weighted by
-        the pieces' token counts. Returns the vector and the number of pieces."""
-        lead = f"{header}\n\n" if header else ""
-        overhead = self._content_lengths([lead], self.settings.passage_prefix)[0] + self._n_special
-        span = max(self.max_length - overhead - PIECE_MARGIN, MIN_MAX_LENGTH // 2)
-        pieces = piece_spans(self.token_offsets(text), span)
-        total = np.zeros(self.dim, dtype=np.float64)
-        for first in range(0, len(pieces), PIECE_GROUP):
-            group = pieces[first : first + PIECE_GROUP]
-            vectors = self.embed_passages([lead + text[a:b] for a, b, _ in group])
-            weights = np.asarray([n for _, _, n in group], dtype=np.float64)
-            total += weights @ vectors.astype(np.float64)
-        mean = (total / max(sum(n for _, _, n in pieces), 1)).astype(np.float32)[None, :]
-        vector = l2_normalise(mean) if self.settings.normalise else mean
-        return vector[0], len(pieces)
 
     def _prefix(self, kind: str) -> str:
         if kind == "query":

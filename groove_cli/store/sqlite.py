@@ -140,6 +140,11 @@ class Store(SearchReads):
                               "will not add its tables to it",
                               hint="pass another --db, or move that file away")
         con.execute("PRAGMA journal_mode=WAL")
+        # In WAL mode, NORMAL syncs at checkpoints rather than at every commit: the indexer
+        # commits once per file, and a sync each made the full-text phase wait on the disk
+        # (bench/results/index.md). A crash of the process loses nothing committed; a power
+        # loss may undo the last commits, never leaving a half-written file (index.md §9).
+        con.execute("PRAGMA synchronous=NORMAL")
         store = cls(con, path, readonly=False)
         store._migrate(version)
         store._ensure_index_id()
@@ -410,14 +415,11 @@ class Store(SearchReads):
         self.bump_vectors_version()
         return doc_id
 
-    def pending_vectors(self) -> list[tuple[int, int]]:
-        """(chunk id, token count) of every chunk that has no vector yet (index.md §6.1 phase
-        2); the count falls back to UTF-8 bytes / 4 where it is missing."""
+    def pending_vectors(self) -> list[int]:
+        """Ids of the chunks that have no vector yet (index.md §6.1 phase 2)."""
         have = self._vec_ids()
-        return [(int(cid), int(tokens)) for cid, tokens in self.con.execute(
-            "SELECT id, CASE WHEN token_count > 0 THEN token_count "
-            "ELSE length(CAST(content AS BLOB)) / 4 END FROM chunks ORDER BY id")
-            if int(cid) not in have]
+        return [int(r[0]) for r in self.con.execute("SELECT id FROM chunks ORDER BY id")
+                if int(r[0]) not in have]
 
     def vector_count(self) -> int:
         """How many chunks have a vector (status, search and eval compare it with chunk_count)."""

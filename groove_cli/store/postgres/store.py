@@ -408,12 +408,11 @@ class PgStore(PgReads):
             return None
         return f32_blob(vector) if exact else self._vector_param(vector)
 
-    def pending_vectors(self) -> list[tuple[int, int]]:
-        """(chunk id, token count) of every chunk without a vector yet (index.md §6.1)."""
-        return [(int(cid), int(tokens)) for cid, tokens in self._rows(
-            "SELECT id, CASE WHEN token_count > 0 THEN token_count "
-            "ELSE octet_length(content) / 4 END FROM groove_chunks WHERE kb = %s "
-            "AND embedding IS NULL AND embedding_f32 IS NULL ORDER BY id", (self.kb,))]
+    def pending_vectors(self) -> list[int]:
+        """Ids of the chunks without a vector yet (index.md §6.1)."""
+        return [int(r[0]) for r in self._rows(
+            "SELECT id FROM groove_chunks WHERE kb = %s AND embedding IS NULL AND "
+            "embedding_f32 IS NULL ORDER BY id", (self.kb,))]
 
     def vector_count(self) -> int:
         """How many chunks have a vector."""
