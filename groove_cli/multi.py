@@ -26,9 +26,6 @@ from groove_cli.results import Results
 from groove_cli.retrieve.fuse import weighted_rrf
 from groove_cli.retrieve.pipeline import SearchHit
 
-SearchOutcome = Results
-"""One KB's own search."""
-
 
 @dataclass(frozen=True, slots=True)
 class KbTarget:
@@ -54,7 +51,7 @@ class MultiOutcome:
     fusion: str
     """How the lists were fused: `relevance` (every hit has one) or `rank` (RRF)."""
     hits: tuple[KbHit, ...]
-    outcomes: tuple[tuple[str, SearchOutcome], ...]
+    outcomes: tuple[tuple[str, Results], ...]
     """Each searched KB's own outcome, in the order the KBs were named."""
 
     @property
@@ -63,7 +60,7 @@ class MultiOutcome:
         return all(o.result.low_confidence for _, o in self.outcomes)
 
 
-def fuse_kbs(outcomes: Sequence[tuple[str, SearchOutcome]], limit: int
+def fuse_kbs(outcomes: Sequence[tuple[str, Results]], limit: int
              ) -> tuple[str, tuple[KbHit, ...]]:
     """The fusion used (`relevance` or `rank`, module docstring) and the best `limit` hits."""
     lists = [o.result.hits for _, o in outcomes]
@@ -72,12 +69,12 @@ def fuse_kbs(outcomes: Sequence[tuple[str, SearchOutcome]], limit: int
     return "rank", _by_rank(outcomes, limit)
 
 
-def _attributed(outcomes: Sequence[tuple[str, SearchOutcome]], i: int, rank: int) -> KbHit:
+def _attributed(outcomes: Sequence[tuple[str, Results]], i: int, rank: int) -> KbHit:
     name, outcome = outcomes[i]
     return KbHit(name, outcome.kb_root, rank + 1, outcome.result.hits[rank])
 
 
-def _by_relevance(outcomes: Sequence[tuple[str, SearchOutcome]], limit: int
+def _by_relevance(outcomes: Sequence[tuple[str, Results]], limit: int
                   ) -> tuple[KbHit, ...]:
     """Merge the lists by their heads' relevance (ties: the better rank, then KB order)."""
     heads = [0] * len(outcomes)
@@ -93,7 +90,7 @@ def _by_relevance(outcomes: Sequence[tuple[str, SearchOutcome]], limit: int
     return tuple(merged)
 
 
-def _by_rank(outcomes: Sequence[tuple[str, SearchOutcome]], limit: int) -> tuple[KbHit, ...]:
+def _by_rank(outcomes: Sequence[tuple[str, Results]], limit: int) -> tuple[KbHit, ...]:
     """RRF over the lists; equal ranks in the order the KBs were named (weighted_rrf breaks
     ties by id ascending, so the ids count rank by rank, KB by KB)."""
     slots: list[tuple[int, int]] = []
@@ -112,7 +109,7 @@ def search_kbs(targets: Sequence[KbTarget], text: str, *, limit: int, filters: F
                skip_unindexed: bool) -> MultiOutcome:
     """Search every KB of `targets` (each with its own settings), then fuse. `skip_unindexed`
     (`--all`): a collection without an index is skipped with a warning instead of failing."""
-    outcomes: list[tuple[str, SearchOutcome]] = []
+    outcomes: list[tuple[str, Results]] = []
     for target in targets:
         try:
             with target.index as index:
