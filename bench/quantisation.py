@@ -29,11 +29,18 @@ from typing import Any
 import numpy as np
 from _common import CISI, RESULTS, WORK, machine, machine_line, run_groove
 
-from groove_cli.models.directory import ResolvedModel, file_sha256
-from groove_cli.models.embedder import Embedder
-from groove_cli.models.pack import PROBES, find_pack, read_pack, write_converted
-from groove_cli.models.registry import REGISTRY
-from groove_cli.models.resolve import default_models_dir, resolve_model
+from groove_cli.engine import (
+    PROBES,
+    REGISTRY,
+    Embedder,
+    ResolvedModel,
+    default_models_dir,
+    file_sha256,
+    find_pack,
+    read_pack,
+    resolve_model,
+    write_converted,
+)
 
 HERE = WORK / "quantisation"
 VARIANTS: dict[str, dict[str, Any] | None] = {
