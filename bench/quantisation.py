@@ -19,6 +19,7 @@ reports each one's cosine to the float32 vectors on the converter's probe senten
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import shutil
@@ -157,6 +158,7 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     dirs = build_models()
     data: dict[str, Any] = {"machine": machine(), "cosine": probe_cosines(dirs), "variants": {}}
     for name, folder in dirs.items():
