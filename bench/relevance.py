@@ -504,15 +504,10 @@ DEMO_QUERIES = ("how do retry budgets stop retry storms?", "障害が起きた�
 
 def demo_relevance() -> dict[str, list[tuple[str, float]]]:
     """Each demo search's top 3 hits: path and relevance, as `make demo` prints them."""
-    settings = default_settings()
-    params = build_params(settings, limit=3, rerank=False, filters=FilterSpec(), spans=False)
-    searcher = Searcher.from_settings(settings, ensure_golden_index(ROOT / "golden"), None)
-    try:
-        return {q: [(h.chunk.path, float(h.relevance or 0.0))
-                    for h in searcher.search(compile_query(q), params).hits]
+    kb = ROOT / "golden"
+    with groove_cli.open(kb, db=ensure_golden_index(kb)) as index:
+        return {q: [(h.path, float(h.relevance or 0.0)) for h in index.search(q, limit=3).hits]
                 for q in DEMO_QUERIES}
-    finally:
-        searcher.close()
 
 
 def shipped_check(data: dict[str, Any], cal: Calibration
