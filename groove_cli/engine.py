@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         Settings,
     )
     from groove_cli.dburl import DEFAULT_EF_SEARCH, PgTarget, kb_name_for
-    from groove_cli.evaluate.golden import Expected, effective_limit, load_golden, normalise_k
+    from groove_cli.evaluate.golden import Expected, load_golden
     from groove_cli.evaluate.metrics import HitRecord, entry_matches, score_query
     from groove_cli.evaluate.paired import paired_delta, randomization_p
     from groove_cli.evaluate.report import aggregate
@@ -124,7 +124,7 @@ _GROUPS: dict[str, tuple[str, ...]] = {
     "groove_cli.retrieve.relevance": ("FEATURES", "Calibration", "default_calibration",
                                       "relevance"),
     # evaluation: eval's formulas and statistics, for runs groove did not make (peers)
-    "groove_cli.evaluate.golden": ("Expected", "effective_limit", "load_golden", "normalise_k"),
+    "groove_cli.evaluate.golden": ("Expected", "load_golden"),
     "groove_cli.evaluate.metrics": ("HitRecord", "entry_matches", "score_query"),
     "groove_cli.evaluate.report": ("aggregate",),
     "groove_cli.evaluate.stats": ("bootstrap_ci",),
@@ -149,10 +149,10 @@ __all__ = [
     "Searcher", "Store", "TuneRequest", "aggregate", "bootstrap_ci", "build_params",
     "candidate_pool", "chunker_fingerprint", "cjk", "compile_filters", "compile_query",
     "compiling_with", "convert", "cross_fitted", "default_calibration", "default_models_dir",
-    "default_settings", "effective_limit", "embedding_input", "entry_matches", "excluded_ids",
+    "default_settings", "embedding_input", "entry_matches", "excluded_ids",
     "expected_calibration_error", "fetch_size", "file_sha256", "find_pack", "fit_logistic",
     "fts_exprs", "kb_name_for", "keep", "knn_sql", "label_of", "length_batches", "load_golden",
-    "match_expression", "model_record", "normalise_k", "open_writer", "or_expr", "pad_batch",
+    "match_expression", "model_record", "open_writer", "or_expr", "pad_batch",
     "paired_delta", "parse_document", "pool_sizes", "quantize_int8", "randomization_p",
     "read_pack", "refresh_snapshot", "registered", "relevance", "resolve_model", "run_tune",
     "score_query", "search", "searcher_of", "split_half", "utc_now", "vector_k", "vector_leg",

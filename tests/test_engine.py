@@ -66,3 +66,15 @@ def test_compiling_with_swaps_eval_s_compiler_for_the_block_only() -> None:
         assert runner.compile_query is v0
         raise RuntimeError
     assert runner.compile_query is compile_query
+
+
+def test_the_engine_exports_what_bench_uses_and_no_more() -> None:
+    """A name is in engine.py because a benchmark needs it (code.md "Python API")."""
+    import ast
+
+    used: set[str] = set()
+    for path in (REPO / "bench").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "groove_cli.engine":
+                used |= {alias.name for alias in node.names}
+    assert sorted(set(engine.__all__) - used) == []
