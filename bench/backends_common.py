@@ -15,7 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 from _common import WORK, code_version, load_average
 from search_index import write_index
 
-from groove_cli.store import utc_now
+from groove_cli.engine import utc_now
 
 BACKENDS = WORK / "backends"
 STORES = ("sqlite", "postgres")
@@ -123,7 +123,7 @@ class PgServer:
         small enough to be cheaper that way."""
         import psycopg
 
-        from groove_cli.store.postgres.reads import knn_sql
+        from groove_cli.engine import knn_sql
 
         with psycopg.connect(url) as con:
             row = con.execute("SELECT id, dim FROM groove_kb ORDER BY id LIMIT 1").fetchone()
@@ -175,15 +175,14 @@ def location(target: str, kb: Path) -> Any:
     the Postgres database with groove's default KB id and ef_search."""
     if not is_url(target):
         return Path(target)
-    from groove_cli.dburl import PgTarget, kb_name_for
+    from groove_cli.engine import PgTarget, kb_name_for
 
     return PgTarget(target, kb_name_for(kb))
 
 
 def open_searcher(target: str, kb: Path) -> Any:
     """A read-only `Searcher` on either store, as `groove search --db TARGET` opens it."""
-    from groove_cli.models import default_models_dir
-    from groove_cli.retrieve.searcher import Searcher
+    from groove_cli.engine import Searcher, default_models_dir
 
     return Searcher.open(location(target, kb), kb, model=None, max_length=None,
                          models_dir=default_models_dir(), offline=True)
@@ -209,7 +208,7 @@ RERUNS = 3
 
 def build_pg_index(server: PgServer, kb: Path, database: str) -> tuple[str, dict[str, Any]]:
     """A fresh database holding `kb` written like bench_search.build_index (same vectors)."""
-    from groove_cli.store import open_writer
+    from groove_cli.engine import open_writer
 
     url = server.database(database, fresh=True)
     started = time.perf_counter()
@@ -229,9 +228,7 @@ def build_pg_index(server: PgServer, kb: Path, database: str) -> tuple[str, dict
 
 def search_params() -> Any:
     """`groove search`'s default settings: limit 5, hybrid, quality threshold 0.3, no rerank."""
-    from groove_cli import config
-    from groove_cli.retrieve.filters import FilterSpec
-    from groove_cli.retrieve.params import build_params
+    from groove_cli.engine import FilterSpec, build_params, default_settings
 
-    return build_params(config.resolve({}, {}), limit=SEARCH_LIMIT, rerank=False,
+    return build_params(default_settings(), limit=SEARCH_LIMIT, rerank=False,
                         filters=FilterSpec(quality_threshold=QUALITY_THRESHOLD))

@@ -317,7 +317,7 @@ def summary_lines(rec: dict[str, Any]) -> list[str]:
         row = next((r for r in build["sweep"] if r["ef_search"] == rec["groove_ef_search"]), None)
         if row is not None:
             groups.setdefault((build["m"], build["ef_construction"]), []).append(row)
-    from groove_cli.store.postgres.store import HNSW_EF_CONSTRUCTION
+    from groove_cli.engine import HNSW_EF_CONSTRUCTION
 
     lines = [f"Summary at groove's ef_search {rec['groove_ef_search']}, every build below "
              "(later builds were added by runs with `--add-builds`; each names its commit). "

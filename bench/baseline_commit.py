@@ -41,7 +41,7 @@ HERE = WORK / "baseline"
 MODES = ("fts", "vector", "hybrid")
 ISSUE_13_BASE = "900717e"
 """The last commit before issue 13's work (its first commit is cd1e3ca)."""
-LAUNCH = ("import groove_cli.cli as cli, sys; "
+LAUNCH = ("from groove_cli import cli; import sys; "
           "entry = getattr(cli, 'main', None) or cli.app; sys.exit(entry())")
 
 

@@ -144,7 +144,7 @@ def quality(coll: Collection, server: PgServer | None, fresh: bool = False) -> d
         }
     if server is None:
         return entry
-    from groove_cli.evaluate.paired import paired_delta, randomization_p
+    from groove_cli.engine import paired_delta, randomization_p
 
     diffs: dict[str, Any] = {}
     for mode in MODES:
@@ -254,7 +254,7 @@ def build_scale(server: PgServer | None, chunks: int, rebuild: bool) -> Scale:
 
 def stage_latency(scale: Scale, texts: Sequence[str], reps: int) -> dict[str, Any]:
     """Warm per-stage latency on both stores, interleaved, and each vector leg's recall@50."""
-    from groove_cli.retrieve.query import compile_query
+    from groove_cli.engine import compile_query
 
     params = search_params()
     compiled = [compile_query(q) for q in texts]
@@ -368,7 +368,7 @@ def parse_updated(stderr: str) -> int | None:
 def searcher_worker(target: str, kb: str, texts: list[str], offset: int, ready: Any,
                     start: Any, stop: Any, results: Any) -> None:
     """One searcher process: after `start`, open–search–close in a loop until `stop`."""
-    from groove_cli.retrieve.query import compile_query
+    from groove_cli.engine import compile_query
 
     params = search_params()
     compiled = [compile_query(q) for q in texts]

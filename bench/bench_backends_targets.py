@@ -88,9 +88,15 @@ from bench_index import bare_embedder_seconds, chunk_inputs, parse_done
 from bench_search import RECALL_K, load_matrix
 from search_index import begin_index, finish_index
 
-from groove_cli.dburl import DEFAULT_EF_SEARCH, PgTarget, kb_name_for
-from groove_cli.store import open_writer, utc_now
-from groove_cli.types import ChunkRow, DocumentRow
+from groove_cli.engine import (
+    DEFAULT_EF_SEARCH,
+    ChunkRow,
+    DocumentRow,
+    PgTarget,
+    kb_name_for,
+    open_writer,
+    utc_now,
+)
 
 TARGETS_WORK = WORK / "backends-targets"
 SIGMA = (0.013, 0.026)
@@ -165,7 +171,7 @@ def query_vectors(texts: list[str]) -> npt.NDArray[np.float32]:
     cache = TARGETS_WORK / f"queries-{key}.npy"
     if cache.is_file():
         return np.load(cache)
-    from groove_cli.models import Embedder, default_models_dir, resolve_model
+    from groove_cli.engine import Embedder, default_models_dir, resolve_model
 
     model = resolve_model(DEFAULT_MODEL, default_models_dir(), offline=True)
     vectors = Embedder.load(model).embed_queries(texts)
@@ -248,8 +254,7 @@ def rebuild_hnsw(url: str, m: int, ef_construction: int) -> float:
 def sweep(url: str, kb: Path, queries: npt.NDArray[np.float32], efs: list[int]
           ) -> list[dict[str, Any]]:
     """Recall@50 and latency of the vector leg for each ef_search, through groove's Searcher."""
-    from groove_cli.models import default_models_dir
-    from groove_cli.retrieve.searcher import Searcher
+    from groove_cli.engine import Searcher, default_models_dir
 
     rows: list[dict[str, Any]] = []
     truth: list[set[int]] | None = None

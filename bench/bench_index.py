@@ -57,8 +57,7 @@ from _common import (
     write_results,
 )
 
-from groove_cli.chunk import parse_document
-from groove_cli.index import embedding_input
+from groove_cli.engine import embedding_input, parse_document
 
 RERUNS = 5
 DONE_RE = re.compile(r"Done in (\d+)ms: (\d+) docs .*?, (\d+) chunks")
@@ -149,7 +148,7 @@ def chunk_inputs(kb: Path, under: Path | None = None) -> list[str]:
 
 def bare_embedder_seconds(inputs: list[str]) -> tuple[float, float, float]:
     """(model load s, embed_passages wall s, embed_passages CPU s) for `inputs`, default model."""
-    from groove_cli.models import Embedder, default_models_dir, resolve_model
+    from groove_cli.engine import Embedder, default_models_dir, resolve_model
 
     start = time.perf_counter()
     model = resolve_model(DEFAULT_MODEL, default_models_dir(), offline=True)

@@ -34,12 +34,20 @@ sys.path.insert(0, str(ROOT))
 
 from _common import package_versions  # noqa: E402
 
-from groove_cli.models import Embedder, resolve_model  # noqa: E402
-from groove_cli.models.directory import ResolvedModel, write_model_toml  # noqa: E402
-from groove_cli.models.pack import PACK_VARIANT, convert, find_pack, quantize_int8  # noqa: E402
-from groove_cli.models.registry import REGISTRY  # noqa: E402
-from groove_cli.models.resolve import model_record  # noqa: E402
-from groove_cli.models.runtime import length_batches, pad_batch  # noqa: E402
+from groove_cli.engine import (  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402
+    PACK_VARIANT,
+    REGISTRY,
+    Embedder,
+    ResolvedModel,
+    convert,
+    find_pack,
+    length_batches,
+    model_record,
+    pad_batch,
+    quantize_int8,
+    resolve_model,
+    write_model_toml,
+)
 
 DATASETS = Path("/work/shared/datasets")
 TOLERANCE = 0.005
@@ -140,7 +148,7 @@ _COLD = """
 import sys, time, json
 t0 = time.perf_counter()
 from pathlib import Path
-from groove_cli.models import resolve_model, Embedder
+from groove_cli.engine import resolve_model, Embedder
 import numpy, onnxruntime, tokenizers
 t1 = time.perf_counter()
 m = resolve_model(sys.argv[1], Path(sys.argv[2]))

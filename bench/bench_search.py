@@ -62,15 +62,27 @@ from _common import (
 from search_index import DIM, SEARCH_WORK, ensure_index, queries_file
 
 import groove_cli
-from groove_cli import config
-from groove_cli.models import Embedder, default_models_dir, resolve_model
-from groove_cli.retrieve.filters import FilterSpec, compile_filters
-from groove_cli.retrieve.legs import fetch_size, fts_exprs, vector_k, vector_leg
-from groove_cli.retrieve.params import SearchParams, build_params
-from groove_cli.retrieve.pipeline import pool_sizes, search
-from groove_cli.retrieve.query import CompiledQuery, compile_query
-from groove_cli.retrieve.searcher import Searcher
-from groove_cli.store import FTS_TABLES, Store
+from groove_cli.engine import (
+    FTS_TABLES,
+    CompiledQuery,
+    Embedder,
+    FilterSpec,
+    Searcher,
+    SearchParams,
+    Store,
+    build_params,
+    compile_filters,
+    compile_query,
+    default_models_dir,
+    default_settings,
+    fetch_size,
+    fts_exprs,
+    pool_sizes,
+    resolve_model,
+    search,
+    vector_k,
+    vector_leg,
+)
 
 RECALL_K = 50
 COLD_RUNS = 5
@@ -248,7 +260,7 @@ def leg_ratio(leg: Sequence[Sequence[float]], bare: Sequence[Sequence[float]]) -
 def in_process(db: Path, kb: Path, queries: Sequence[str], embedder: Embedder,
                reps: int) -> dict[str, Any]:
     """Warm in-process measurements on one index (see module doc)."""
-    settings = config.resolve({}, {})
+    settings = default_settings()
     variants = {name: build_params(settings, limit=5, rerank=False,
                                    filters=FilterSpec(quality_threshold=threshold))
                 for name, threshold in VARIANTS.items()}

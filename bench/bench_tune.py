@@ -46,10 +46,7 @@ from _common import (
 )
 from eval_datasets import golden_document
 
-from groove_cli import config
-from groove_cli.evaluate import tune
-from groove_cli.evaluate.tune.run import PHASES as TUNE_PHASES
-from groove_cli.evaluate.tune.run import TuneRequest, run_tune
+from groove_cli.engine import TUNE_PHASES, TuneRequest, default_settings, label_of, run_tune
 
 TARGET_S = 60.0
 K_VALUES = (1, 5, 10)
@@ -69,7 +66,7 @@ def write_golden(coll: Collection, n: int) -> Path:
 
 
 def request(coll: Collection, golden_path: Path) -> TuneRequest:
-    return TuneRequest(settings=config.resolve({}, {}), db=coll.db, kb=coll.kb,
+    return TuneRequest(settings=default_settings(), db=coll.db, kb=coll.kb,
                        golden=golden_path, k_values=K_VALUES, limit=None, space="fusion")
 
 
@@ -142,7 +139,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"{'equals' if data['cli_same_json'] else 'DIFFERS from'} the phase run's.",
         f"- Outcome: {result['effective_query_count']} of {result['query_count']} queries "
         f"effective; verdict `{result['verdict']['decision']}`, refit "
-        f"{tune.label_of(result['loo']['refit'])}, held-out mean Δ nDCG@5 "
+        f"{label_of(result['loo']['refit'])}, held-out mean Δ nDCG@5 "
         f"{result['loo']['mean_delta']:.4f}, stability {result['loo']['selection_stability']:.2f}.",
         "",
         "Command: `.venv/bin/python bench/bench_tune.py`.",

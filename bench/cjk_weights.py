@@ -19,8 +19,7 @@ from typing import Any
 from _common import JSQUAD, WORK, machine, machine_line, run_groove, write_results
 from fts_variants import eval_v1
 
-from groove_cli.config import DEFAULT_CJK_WEIGHT
-from groove_cli.retrieve.query import compile_query
+from groove_cli.engine import DEFAULT_CJK_WEIGHT, compile_query
 
 GOLDEN_KB = Path(__file__).resolve().parent.parent / "golden"
 

@@ -47,7 +47,7 @@ from _common import (
 )
 from fts_variants import char_bigrams, compile_v2, eval_v1, peer_bm25s
 
-from groove_cli.text import cjk
+from groove_cli.engine import cjk
 
 MODES = ("fts", "vector", "hybrid")
 METRICS = (("ndcg@10", "ndcg_at_k", "10"), ("recall@10", "recall_at_k", "10"), ("MRR", "mrr", None))
@@ -100,7 +100,7 @@ def query_shapes(golden: dict[str, Any]) -> dict[str, int]:
     """How the query compiler routes the queries: to the trigram table (numbers, identifiers,
     quoted CJK phrases), the word-level table (Latin words), the CJK table (CJK text), none;
     and how many hit a term cap."""
-    from groove_cli.retrieve.query import compile_query
+    from groove_cli.engine import compile_query
 
     compiled = [compile_query(q["query"]) for q in golden["queries"]]
     return {"trigram": sum(1 for c in compiled if c.match_expr is not None),

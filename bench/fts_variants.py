@@ -24,20 +24,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from groove_cli import config
-from groove_cli.evaluate import runner
-from groove_cli.evaluate.golden import Expected, effective_limit, normalise_k
-from groove_cli.evaluate.metrics import HitRecord, score_query
-from groove_cli.evaluate.report import aggregate
-from groove_cli.retrieve import query as query_module
-from groove_cli.text import cjk
-from groove_cli.text.words import match_expression
+import groove_cli
+from groove_cli.engine import (
+    CompiledQuery,
+    Expected,
+    HitRecord,
+    aggregate,
+    cjk,
+    compile_query,
+    compiling_with,
+    match_expression,
+    score_query,
+)
 
-Compiler = Callable[[str], query_module.CompiledQuery]
+Compiler = Callable[[str], CompiledQuery]
 Tokeniser = Callable[[str], list[str]]
 
 
-def compile_v1(text: str) -> query_module.CompiledQuery:
+def compile_v1(text: str) -> CompiledQuery:
     """The version-1 compilation of `text`: all phrases on the trigram table, no word leg (and
     no CJK leg)."""
     v2 = compile_v2(text)
@@ -46,10 +50,10 @@ def compile_v1(text: str) -> query_module.CompiledQuery:
                                word_negative_expr=None)
 
 
-def compile_v2(text: str) -> query_module.CompiledQuery:
+def compile_v2(text: str) -> CompiledQuery:
     """The version-2 compilation of `text`: a query with CJK text keeps every phrase on the
     trigram table (v2's rule for a query with a non-Latin phrase) and has no CJK leg."""
-    v3 = query_module.compile_query(text)
+    v3 = compile_query(text)
     if not v3.cjk_terms:
         return v3
     trigram = match_expression(v3.phrases, v3.negatives) if v3.phrases else v3.match_expr
@@ -64,19 +68,9 @@ def eval_v1(kb: Path, db: Path, golden: Path, config_path: Path, mode: str,
             compiler: Compiler = compile_v1) -> dict[str, Any]:
     """`groove eval --no-history --mode MODE` in-process with compiler version 1 (or the
     `compiler` given)."""
-    settings = config.load_settings(config_path, {"kb_path": str(kb),
-                                                  "search.retrieval.mode": mode})
-    k_values = normalise_k([int(str(v)) for v in settings.list_("eval.k_values")])
-    request = runner.EvalRequest(settings=settings, db=db, kb=kb, golden=golden,
-                                 k_values=k_values, limit=effective_limit(None, k_values),
-                                 reranker=None, no_history=True)
-    names = vars(runner)  # the runner compiles the golden queries through its module global
-    original = names["compile_query"]
-    names["compile_query"] = compiler
-    try:
-        return runner.run_eval(request).to_json()
-    finally:
-        names["compile_query"] = original
+    with groove_cli.open(kb, db=db, config=config_path, mode=mode, reranker="none") as index, \
+            compiling_with(compiler):
+        return index.evaluate(golden, history=False).to_json()
 
 
 def char_bigrams(text: str) -> list[str]:

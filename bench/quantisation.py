@@ -19,6 +19,7 @@ reports each one's cosine to the float32 vectors on the converter's probe senten
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import shutil
@@ -29,11 +30,18 @@ from typing import Any
 import numpy as np
 from _common import CISI, RESULTS, WORK, machine, machine_line, run_groove
 
-from groove_cli.models.directory import ResolvedModel, file_sha256
-from groove_cli.models.embedder import Embedder
-from groove_cli.models.pack import PROBES, find_pack, read_pack, write_converted
-from groove_cli.models.registry import REGISTRY
-from groove_cli.models.resolve import default_models_dir, resolve_model
+from groove_cli.engine import (
+    PROBES,
+    REGISTRY,
+    Embedder,
+    ResolvedModel,
+    default_models_dir,
+    file_sha256,
+    find_pack,
+    read_pack,
+    resolve_model,
+    write_converted,
+)
 
 HERE = WORK / "quantisation"
 VARIANTS: dict[str, dict[str, Any] | None] = {
@@ -150,6 +158,7 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
     dirs = build_models()
     data: dict[str, Any] = {"machine": machine(), "cosine": probe_cosines(dirs), "variants": {}}
     for name, folder in dirs.items():

@@ -43,29 +43,27 @@ if str(ROOT) not in sys.path:
 
 from _common import RESULTS, machine, machine_line, write_results  # noqa: E402
 
-from groove_cli.config import load_settings  # noqa: E402
-from groove_cli.evaluate.golden import load_golden  # noqa: E402
-from groove_cli.evaluate.metrics import entry_matches  # noqa: E402
-from groove_cli.evaluate.tune.calibrate import (  # noqa: E402
-    LabelledHit,
-    cross_fitted,
-    expected_calibration_error,
-    fit_logistic,
-    split_half,
-)
-from groove_cli.retrieve.filters import FilterSpec  # noqa: E402
-from groove_cli.retrieve.params import build_params  # noqa: E402
-from groove_cli.retrieve.query import compile_query  # noqa: E402
-from groove_cli.retrieve.relevance import (  # noqa: E402
+import groove_cli  # noqa: E402
+from groove_cli.engine import (  # noqa: E402
     FEATURES,
     Calibration,
+    FilterSpec,
+    LabelledHit,
+    Searcher,
+    Store,
+    build_params,
+    cjk,
+    compile_query,
+    cross_fitted,
     default_calibration,
+    default_settings,
+    entry_matches,
+    expected_calibration_error,
+    fit_logistic,
+    load_golden,
     relevance,
+    split_half,
 )
-from groove_cli.retrieve.searcher import Searcher  # noqa: E402
-from groove_cli.statedir import index_file  # noqa: E402
-from groove_cli.store import Store  # noqa: E402
-from groove_cli.text import cjk  # noqa: E402
 
 SCRATCH = Path("/tmp/groove-relevance")
 COLLECTIONS = ("cisi", "jsquad")
@@ -102,7 +100,7 @@ def prepare_index(source: Path, name: str) -> Path:
 def run_queries(db: Path, queries: list[tuple[str, str]], expected: dict[str, Any]
                 ) -> list[dict[str, Any]]:
     """Each query's top-10 hits as feature rows with labels (None for nonsense queries)."""
-    settings = load_settings(None, {})
+    settings = default_settings()
     params = build_params(settings, limit=TOP, rerank=False, filters=FilterSpec(),
                           spans=False)
     searcher = Searcher.from_settings(settings, db, None)
@@ -168,10 +166,12 @@ def collect_golden() -> list[dict[str, Any]]:
 
 def ensure_golden_index(kb: Path) -> Path:
     """The sample KB's index (in its state folder), built by `groove index` when missing."""
-    if not index_file(kb, None).exists():
+    location = groove_cli.open(kb).location
+    assert isinstance(location, Path), "the sample KB's index is a file"
+    if not location.exists():
         subprocess.run([str(ROOT / ".venv" / "bin" / "groove"), "index", "--kb-path", str(kb),
                         "--quiet"], check=True)
-    return index_file(kb, None)
+    return location
 
 
 def labelled(rows: list[dict[str, Any]]) -> list[LabelledHit]:
@@ -504,15 +504,10 @@ DEMO_QUERIES = ("how do retry budgets stop retry storms?", "障害が起きた�
 
 def demo_relevance() -> dict[str, list[tuple[str, float]]]:
     """Each demo search's top 3 hits: path and relevance, as `make demo` prints them."""
-    settings = load_settings(None, {})
-    params = build_params(settings, limit=3, rerank=False, filters=FilterSpec(), spans=False)
-    searcher = Searcher.from_settings(settings, ensure_golden_index(ROOT / "golden"), None)
-    try:
-        return {q: [(h.chunk.path, float(h.relevance or 0.0))
-                    for h in searcher.search(compile_query(q), params).hits]
+    kb = ROOT / "golden"
+    with groove_cli.open(kb, db=ensure_golden_index(kb)) as index:
+        return {q: [(h.path, float(h.relevance or 0.0)) for h in index.search(q, limit=3).hits]
                 for q in DEMO_QUERIES}
-    finally:
-        searcher.close()
 
 
 def shipped_check(data: dict[str, Any], cal: Calibration
@@ -553,7 +548,7 @@ def main() -> None:
         cache.write_text(json.dumps(data))
 
     cal = default_calibration("multilingual-e5-small")
-    threshold = float(load_settings(None, {}).float_("search.relevance.low_confidence_below"))
+    threshold = float(default_settings().float_("search.relevance.low_confidence_below"))
     fit_x, fit_y = zip(*(rows_xy(data[n], "fit") for n in COLLECTIONS), strict=True)
     refit = fit_logistic(np.vstack(fit_x), np.concatenate(fit_y))
     shipped, curves = shipped_check(data, cal)

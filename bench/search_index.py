@@ -25,11 +25,18 @@ import numpy.typing as npt
 from _common import BENCH, DEFAULT_MODEL, WORK
 
 import groove_cli
-from groove_cli.chunk import chunker_fingerprint, parse_document
-from groove_cli.models import default_models_dir, resolve_model
-from groove_cli.store import SCHEMA_VERSION, Store, utc_now
-from groove_cli.types import ChunkRow, DocumentRow
-from groove_cli.vectors import refresh_snapshot
+from groove_cli.engine import (
+    SCHEMA_VERSION,
+    ChunkRow,
+    DocumentRow,
+    Store,
+    chunker_fingerprint,
+    default_models_dir,
+    parse_document,
+    refresh_snapshot,
+    resolve_model,
+    utc_now,
+)
 
 DIM = 384
 QUERY_COUNT = 100

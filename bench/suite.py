@@ -41,8 +41,7 @@ from suite_lists import load_or_fetch
 from suite_peers import peers_for, run_peer
 from suite_report import markdown
 
-from groove_cli.evaluate.paired import randomization_p
-from groove_cli.evaluate.stats import bootstrap_ci
+from groove_cli.engine import bootstrap_ci, randomization_p
 
 MODES = ("fts", "vector", "hybrid")
 RESULT_VERSION = 1

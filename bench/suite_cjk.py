@@ -33,12 +33,8 @@ from suite_fusion import ndcg10
 from suite_index import SuiteCollection, suite_collections
 from suite_peers import DEPTH
 
-from groove_cli import config
-from groove_cli.evaluate.stats import bootstrap_ci
-from groove_cli.retrieve.query import compile_query
-from groove_cli.retrieve.searcher import Searcher
-from groove_cli.text import cjk
-from groove_cli.text.words import or_expr
+import groove_cli
+from groove_cli.engine import Searcher, bootstrap_ci, cjk, compile_query, or_expr, searcher_of
 
 Tokens = Callable[[str], list[str]]
 
@@ -84,14 +80,11 @@ def fts_run(searcher: Searcher, queries: Sequence[dict[str, Any]], terms: Tokens
             weights: tuple[float, float, float], meta: dict[int, tuple[str, str | None]]
             ) -> list[float]:
     """nDCG@10 per query of the `fts_cjk` table for `terms` at bm25 column `weights`."""
-    con = searcher.store.con  # type: ignore[union-attr]
     out = []
     for q in queries:
         expr = or_expr(terms(q["query"]))
-        rows = con.execute("SELECT rowid FROM fts_cjk WHERE fts_cjk MATCH ? "
-                           "ORDER BY bm25(fts_cjk, ?, ?, ?), rowid LIMIT 50",
-                           (expr, *weights)).fetchall() if expr else []
-        out.append(ndcg10([int(r[0]) for r in rows], meta, q["g"]))
+        ids = searcher.store.fts_search_ids(expr, weights, 50, "fts_cjk") if expr else []
+        out.append(ndcg10(ids, meta, q["g"]))
     return out
 
 
@@ -101,16 +94,14 @@ def measure(coll: SuiteCollection) -> dict[str, Any]:
     files = sorted(coll.docs.glob("*.md"))
     docs = [f.read_text(encoding="utf-8") for f in files]
     names = [f.name for f in files]
-    settings = config.load_settings(coll.config, {"kb_path": str(coll.kb)})
-    searcher = Searcher.from_settings(settings, coll.db, coll.kb)
+    searcher = searcher_of(groove_cli.open(coll.kb, db=coll.db, config=coll.config))
     try:
         store = searcher.store
         with store.read_transaction():
             chunks = [(path, content) for path, _, _, content, _ in store.corpus_rows()]
-            rows = store.con.execute(  # type: ignore[union-attr]
-                "SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.document_id"
-            ).fetchall()
-            meta = {int(r[0]): (str(r[1]), None) for r in rows}
+            meta: dict[int, tuple[str, str | None]] = {
+                c.chunk_id: (path, None) for path, doc in store.documents().items()
+                for c in store.document_chunks(doc.id, store.chunk_count())}
             variants: dict[str, list[float]] = {}
 
             def all_tokens(text: str) -> list[str]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any
 
-from groove_cli.config import DEFAULT_CJK_WEIGHT, DEFAULT_LEG_WEIGHT, DEFAULT_RRF_K
+from groove_cli.engine import DEFAULT_CJK_WEIGHT, DEFAULT_LEG_WEIGHT, DEFAULT_RRF_K
 
 LIMIT = 10
 FTS_LEGS = ("fts_chunks", "fts_words", "fts_cjk")

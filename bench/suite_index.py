@@ -8,6 +8,7 @@ is the slow part on a shared 2-core machine, so a rerun of the suite costs only 
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import sys
@@ -90,8 +91,10 @@ def suite_collections(names: str | None = None) -> list[SuiteCollection]:
 
 
 def main() -> None:
-    """Index every collection (or those named in argv[1]), printing each one's wall time."""
-    for coll in suite_collections(sys.argv[1] if len(sys.argv) > 1 else None):
+    """Index every collection (or those named), printing each one's wall time."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("collections", nargs="?", help="comma-separated names (default: all)")
+    for coll in suite_collections(parser.parse_args().collections):
         run = coll.ensure_suite_index()
         took = f"{run.wall_s:.0f} s" if run else "reused"
         print(f"{coll.name}: {took}", flush=True)

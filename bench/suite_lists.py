@@ -4,8 +4,8 @@ The lists are tune's (evaluate/tune/lists.py): the vector leg over one batched K
 trigram, word-level and CJK legs at the built-in bm25 weights, with the pool a plain search of
 10 hits uses. Beside the ids, the research needs each leg's scores: the cosine similarity of
 the vector leg (1 − distance) and the bm25 value of each full-text leg (FTS5's `bm25()`, sign
-flipped so higher is better). The bm25 values are read with the same expression the store
-ranks by, restricted to the listed ids (bench-only research code).
+flipped so higher is better), read by the store with the ranking it lists them by
+(`fts_scored_ids`).
 
 Also kept: every chunk's (path, heading), and the KB's pseudo-queries (pseudo_queries) with
 their lists, for fusion that estimates a leg's strength per KB without a golden set.
@@ -21,12 +21,19 @@ from typing import Any
 
 from suite_index import SuiteCollection
 
-from groove_cli import config
-from groove_cli.config import DEFAULT_BM25_WEIGHTS
-from groove_cli.evaluate.tune.lists import ListFetcher
-from groove_cli.retrieve.legs import NO_FILTER, candidate_pool, excluded_ids, keep, registered
-from groove_cli.retrieve.query import compile_query
-from groove_cli.retrieve.searcher import Searcher
+import groove_cli
+from groove_cli.engine import (
+    DEFAULT_BM25_WEIGHTS,
+    NO_FILTER,
+    ListFetcher,
+    Searcher,
+    candidate_pool,
+    compile_query,
+    excluded_ids,
+    keep,
+    registered,
+    searcher_of,
+)
 
 LEGS = ("vector", "fts_chunks", "fts_words", "fts_cjk")
 LIST_VERSION = 2
@@ -46,14 +53,11 @@ class LegLists:
 
 
 def _bm25_scores(store: Any, table: str, expr: str, ids: list[int]) -> list[float]:
-    """−bm25 of each id (FTS5 ranks ascending), in the order of `ids`."""
+    """−bm25 of each id (higher is better), in the order of `ids` (0.0 for an id the
+    expression does not match)."""
     if not ids:
         return []
-    marks = ",".join("?" * len(ids))
-    rows = store.con.execute(
-        f"SELECT rowid, bm25({table}, ?, ?, ?) FROM {table} WHERE {table} MATCH ? "
-        f"AND rowid IN ({marks})", (*DEFAULT_BM25_WEIGHTS, expr, *ids))
-    found = {int(r[0]): -float(r[1]) for r in rows}
+    found = dict(store.fts_scored_ids(expr, DEFAULT_BM25_WEIGHTS, store.chunk_count(), table))
     return [found.get(cid, 0.0) for cid in ids]
 
 
@@ -120,8 +124,7 @@ def load_or_fetch(coll: SuiteCollection, queries: list[dict[str, Any]]) -> dict[
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         if data.get("stamp") == stamp:
             return data
-    settings = config.load_settings(coll.config, {"kb_path": str(coll.kb)})
-    searcher = Searcher.from_settings(settings, coll.db, coll.kb)
+    searcher = searcher_of(groove_cli.open(coll.kb, db=coll.db, config=coll.config))
     pool = candidate_pool(10)
     try:
         store = searcher.store

@@ -16,9 +16,7 @@ from typing import Any
 
 from fts_variants import char_bigrams
 
-from groove_cli.evaluate.golden import Expected
-from groove_cli.evaluate.metrics import HitRecord, score_query
-from groove_cli.text import cjk
+from groove_cli.engine import Expected, HitRecord, cjk, score_query
 
 Tokeniser = Callable[[str], list[str]]
 DEPTH = 10

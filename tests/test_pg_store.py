@@ -141,6 +141,10 @@ def test_each_store_ranks_and_excludes_as_specified(store: Store | PgStore) -> N
     # storm.md says retry 4x and storm(s) 3x in 12 tokens; retry.md's first chunk has both
     # words in a 20-token row with a heading (weight 2)
     assert store.fts_search_ids(words, WEIGHTS, 10, "fts_words") == [8, 9, 7, 10]
+    scored = store.fts_scored_ids(words, WEIGHTS, 3, "fts_words")
+    assert [cid for cid, _ in scored] == [8, 9, 7]  # the same ids, order and limit
+    assert scored[0][1] > scored[1][1] > scored[2][1] > 0  # bm25, higher is better
+    assert store.fts_scored_ids('"nothing-here"', WEIGHTS, 5, "fts_chunks") == []
     assert store.fts_match_ids(compile_query("retry -outage").word_expr or "", "fts_words") \
         == {7, 8, 9}
     assert store.fts_count('"aaa"', "fts_chunks") == 1
@@ -165,6 +169,11 @@ def test_every_full_text_read_agrees_with_sqlite(both: tuple[Store, PgStore]) ->
             for weights in (WEIGHTS, (1.0, 0.0, 1.0), (0.0, 0.0, 0.0)):
                 assert pg.fts_search_ids(expr, weights, 50, table) == \
                     lite.fts_search_ids(expr, weights, 50, table), (text, table, weights)
+                ours, theirs = (pg.fts_scored_ids(expr, weights, 50, table),
+                                lite.fts_scored_ids(expr, weights, 50, table))
+                assert [c for c, _ in ours] == [c for c, _ in theirs] == \
+                    lite.fts_search_ids(expr, weights, 50, table)
+                assert [s for _, s in ours] == pytest.approx([s for _, s in theirs], rel=1e-6)
             assert pg.fts_match_ids(expr, table) == lite.fts_match_ids(expr, table), (text, table)
             assert pg.fts_count(expr, table) == lite.fts_count(expr, table)
             checked += 1

@@ -45,6 +45,18 @@ class SearchReads:
         )
         return [int(r[0]) for r in self.con.execute(sql, (expr, *weights, n))]
 
+    def fts_scored_ids(self, expr: str, weights: tuple[float, float, float], k: int,
+                       table: str = "fts_chunks") -> list[tuple[int, float]]:
+        """`fts_search_ids` with each id's bm25 score, sign flipped so higher is better (FTS5's
+        `bm25()` is negative): the same ids in the same order."""
+        check_table(table)
+        sql = (
+            f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ? "
+            f"ORDER BY s, rowid LIMIT ?"
+        )
+        return [(int(r[0]), -float(r[1]))
+                for r in self.con.execute(sql, (*weights, expr, k))]
+
     def fts_match_ids(self, expr: str, table: str = "fts_chunks") -> set[int]:
         """Unranked, unlimited ids matching `expr` (the exclusion scan of search.md §4)."""
         check_table(table)
