@@ -280,3 +280,12 @@ def clear_query_cache(db: Path) -> None:
         con.execute("DELETE FROM query_cache")
     finally:
         con.close()
+
+
+def with_kept_part(name: str, marker: str, text: str) -> str:
+    """`text` followed by the part of the current `bench/results/{name}.md` from `marker` on:
+    what was written or measured by hand there, which a re-run of its script must not drop."""
+    current = RESULTS / f"{name}.md"
+    old = current.read_text(encoding="utf-8") if current.is_file() else ""
+    kept = old[old.index(marker):] if marker in old else ""
+    return text.rstrip("\n") + ("\n\n" + kept.rstrip("\n") if kept else "")

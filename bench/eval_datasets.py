@@ -43,6 +43,7 @@ from _common import (
     ratio,
     run_groove,
     verdict,
+    with_kept_part,
     write_results,
 )
 from fts_variants import char_bigrams, compile_v2, eval_v1, peer_bm25s
@@ -435,10 +436,7 @@ HAND_MEASURED = "<!-- measured by hand from here on: eval_datasets.py keeps this
 def with_hand_measured(text: str) -> str:
     """`text` followed by the part of the current quality.md from the HAND_MEASURED marker on
     (results measured by hand, which a run of this script must not drop)."""
-    current = RESULTS / "quality.md"
-    old = current.read_text(encoding="utf-8") if current.is_file() else ""
-    kept = old[old.index(HAND_MEASURED):] if HAND_MEASURED in old else ""
-    return text.rstrip("\n") + ("\n\n" + kept.rstrip("\n") if kept else "")
+    return with_kept_part("quality", HAND_MEASURED, text)
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _common import RESULTS, machine, package_versions, run_groove, write_results
+from _common import RESULTS, machine, package_versions, run_groove, with_kept_part, write_results
 from suite_fusion import (
     Candidate,
     agree_family,
@@ -198,10 +198,7 @@ NOTES = "<!-- findings written by hand from here on: suite.py keeps this part --
 
 def with_notes(text: str) -> str:
     """`text` followed by the hand-written part of the current suite.md (from NOTES on)."""
-    current = RESULTS / "suite.md"
-    old = current.read_text(encoding="utf-8") if current.is_file() else ""
-    kept = old[old.index(NOTES):] if NOTES in old else ""
-    return text.rstrip("\n") + ("\n\n" + kept.rstrip("\n") if kept else "")
+    return with_kept_part("suite", NOTES, text)
 
 
 def main() -> None:
