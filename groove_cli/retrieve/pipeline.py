@@ -1,4 +1,5 @@
-"""The search pipeline (search.md §1): legs → weighted RRF → rerank → MMR → parent → spans.
+"""The search pipeline (search.md §1): legs → fusion (weighted RRF or score fusion) → rerank →
+MMR → parent → spans.
 
 `search` runs one compiled query; `Searcher` (retrieve/searcher.py) is how every command calls
 it. It takes an already-computed query vector and KNN source, so a batch can share one
@@ -20,16 +21,19 @@ from groove_cli.errors import IndexReadError
 from groove_cli.retrieve.confidence import low_confidence
 from groove_cli.retrieve.expand import expand_hit, whole_doc_row_limit
 from groove_cli.retrieve.filters import FilterSpec, compile_filters
-from groove_cli.retrieve.fuse import Fused, apply_min_score, weighted_rrf
+from groove_cli.retrieve.fuse import Fused, ScoredLeg, apply_min_score, score_fuse, weighted_rrf
 from groove_cli.retrieve.legs import (
     Knn,
+    Legs,
     VectorRows,
     candidate_pool,
     leg_exclusions,
     legs_to_run,
     registered,
     run_leg,
+    run_leg_scored,
     vector_leg,
+    vector_leg_scored,
 )
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.query import CompiledQuery
@@ -66,6 +70,11 @@ class HitExplain:
     rerank_rank: int | None
     rerank_score: float | None
     mmr_rank: int | None
+    fusion: str = "rrf"
+    """The fusion method that ranked the hit (search.md §5)."""
+    leg_scores: tuple[tuple[str, float | None], ...] = ()
+    """Score fusion: the hit's normalised score per leg that ran (`vec`, then the full-text
+    legs by name), None where the leg did not return it; empty for weighted RRF."""
 
     def rank(self, leg: str) -> int | None:
         """The hit's rank in the full-text leg named `leg` (None: not found there)."""
@@ -192,27 +201,36 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     legs = legs_to_run(query, params)
 
     excluded = leg_exclusions(store, query, legs)
+    scored = params.fusion == "score"  # only score fusion reads the legs' scores
     text_rows: dict[str, list[int]] = {}
+    scores: dict[str, list[float]] = {}
     if legs.text:
         start = time.perf_counter()
         for leg in legs.text:
-            text_rows[leg.name] = run_leg(leg, store, query, params.bm25_weights, pools.fts,
-                                          row_filter, excluded)
+            if scored:
+                listed = run_leg_scored(leg, store, query, params.bm25_weights, pools.fts,
+                                        row_filter, excluded)
+                text_rows[leg.name] = [cid for cid, _ in listed]
+                scores[leg.name] = [value for _, value in listed]
+            else:
+                text_rows[leg.name] = run_leg(leg, store, query, params.bm25_weights, pools.fts,
+                                              row_filter, excluded)
         timings["fts"] = _ms(start)
     vec_rows: list[int] = []
     if legs.vector:
         if vector is None or knn is None:
             raise ValueError("the vector leg runs but no query vector or KNN was given")
         start = time.perf_counter()
-        vec_rows = vector_leg(knn, store, vector, pools.vec, row_filter, excluded)
+        if scored:
+            listed = vector_leg_scored(knn, store, vector, pools.vec, row_filter, excluded)
+            vec_rows = [cid for cid, _ in listed]
+            scores["vec"] = [value for _, value in listed]
+        else:
+            vec_rows = vector_leg(knn, store, vector, pools.vec, row_filter, excluded)
         timings["vec"] = _ms(start)
 
     start = time.perf_counter()
-    ranked: list[tuple[float, Sequence[int]]] = []
-    if legs.vector:
-        ranked.append((params.vector_weight, vec_rows))
-    ranked.extend((float(getattr(params, leg.weight)), text_rows[leg.name]) for leg in legs.text)
-    fused_all = weighted_rrf(ranked, params.rrf_k)
+    fused_all, fused_legs = _fuse(params, legs, vec_rows, text_rows, scores)
     fused = apply_min_score(fused_all, params.min_score)
     dropped = len(fused_all) - len(fused)
     if pools.fused is not None:
@@ -289,6 +307,8 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
                 rerank_rank=c.rerank_rank,
                 rerank_score=c.rerank_score,
                 mmr_rank=c.mmr_rank,
+                fusion=params.fusion,
+                leg_scores=tuple(zip(fused_legs, c.fused.leg_scores, strict=True)),
             ),
             relevance=(relevance(calibration, x, c.rerank_score, params.rerank_calibration)
                        if vector is not None else None),
@@ -314,6 +334,27 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     else:  # no relevance without the vector leg: the shape of the fused scores
         weak = low_confidence([h.score for h in hits], params.min_confidence_ratio)
     return SearchResult(hits, weak, trace)
+
+
+def _fuse(params: SearchParams, legs: Legs, vec_rows: list[int], text_rows: dict[str, list[int]],
+          scores: dict[str, list[float]]) -> tuple[list[Fused], tuple[str, ...]]:
+    """The fused candidates by `params.fusion` (search.md §5), and the names of the legs their
+    `leg_scores` follow (`vec`, then the full-text legs in fusion order; none for RRF)."""
+    if params.fusion != "score":
+        ranked: list[tuple[float, Sequence[int]]] = []
+        if legs.vector:
+            ranked.append((params.vector_weight, vec_rows))
+        ranked.extend((float(getattr(params, leg.weight)), text_rows[leg.name])
+                      for leg in legs.text)
+        return weighted_rrf(ranked, params.rrf_k), ()
+    scored: list[tuple[str, ScoredLeg]] = []
+    if legs.vector:
+        scored.append(("vec", ScoredLeg(params.score_vector_weight, vec_rows, scores["vec"],
+                                        spread=True)))
+    scored.extend((leg.name, ScoredLeg(float(getattr(params, leg.score_weight)),
+                                       text_rows[leg.name], scores[leg.name]))
+                  for leg in legs.text)
+    return score_fuse([leg for _, leg in scored]), tuple(name for name, _ in scored)
 
 
 def _evidence_ranks(leg_ranks: Sequence[LegRank]) -> tuple[int | None, int | None]:

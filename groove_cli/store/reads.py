@@ -45,6 +45,18 @@ class SearchReads:
         )
         return [int(r[0]) for r in self.con.execute(sql, (expr, *weights, n))]
 
+    def fts_scored_ids(self, expr: str, weights: tuple[float, float, float], k: int,
+                       table: str = "fts_chunks") -> list[tuple[int, float]]:
+        """`fts_search_ids` with each id's bm25 as FTS5 gives it (negative; lower is better),
+        in the same order: the score-fusion legs' read (search.md §5)."""
+        check_table(table)
+        sql = (
+            f"SELECT rowid, bm25({table}, ?, ?, ?) AS score FROM {table} WHERE {table} MATCH ? "
+            "ORDER BY score, rowid LIMIT ?"
+        )
+        return [(int(r[0]), float(r[1]))
+                for r in self.con.execute(sql, (*weights, expr, k))]
+
     def fts_match_ids(self, expr: str, table: str = "fts_chunks") -> set[int]:
         """Unranked, unlimited ids matching `expr` (the exclusion scan of search.md §4)."""
         check_table(table)

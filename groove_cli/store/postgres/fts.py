@@ -181,8 +181,9 @@ def match_query(table: str, kb: int, expr: Expression) -> Query | None:
 
 
 def search_query(table: str, kb: int, expr: Expression, weights: tuple[float, float, float],
-                 rows: int, avgdl: float, limit: int) -> Query | None:
-    """SQL of up to `limit` ids matching `expr`, best bm25 first, ties by id."""
+                 rows: int, avgdl: float, limit: int, *, scored: bool = False) -> Query | None:
+    """SQL of up to `limit` ids matching `expr`, best bm25 first, ties by id; `scored` adds
+    each id's bm25 (positive, higher is better) as a second column."""
     positives = needles(table, expr.positives)
     if not positives or rows == 0 or avgdl <= 0:
         return None
@@ -206,7 +207,7 @@ def search_query(table: str, kb: int, expr: Expression, weights: tuple[float, fl
     else:
         q.add("SELECT NULL::bigint WHERE false")
     w_heading, w_context, w_content = (float(w) for w in weights)
-    q.add(") SELECT id FROM (SELECT h.id, sum(idf.v * x.f * %s / "
+    q.add(f") SELECT id{', score' if scored else ''} FROM (SELECT h.id, sum(idf.v * x.f * %s / "
           "(x.f + %s * (%s + %s * h.len / %s))) AS score "
           "FROM q JOIN hits h USING (t) JOIN idf USING (t), "
           "LATERAL (SELECT h.fh * %s + h.fc * %s + h.fb * %s AS f) x "

@@ -102,6 +102,17 @@ class PgReads:
             return []
         return [int(r[0]) for r in self._rows(q.sql, q.params, prepare=False)]
 
+    def fts_scored_ids(self, expr: str, weights: tuple[float, float, float], k: int,
+                       table: str = "fts_chunks") -> list[tuple[int, float]]:
+        """`fts_search_ids` with each id's bm25 in FTS5's sign (negative, lower is better)."""
+        check_table(table)
+        rows, avgdl = self._table_stats(table)
+        q = fts.search_query(table, self.kb, fts.parse(expr), weights, rows, avgdl, k,
+                             scored=True)
+        if q is None:
+            return []
+        return [(int(r[0]), -float(r[1])) for r in self._rows(q.sql, q.params, prepare=False)]
+
     def fts_match_ids(self, expr: str, table: str = "fts_chunks") -> set[int]:
         check_table(table)
         q = fts.match_query(table, self.kb, fts.parse(expr))
