@@ -165,6 +165,11 @@ def test_every_full_text_read_agrees_with_sqlite(both: tuple[Store, PgStore]) ->
             for weights in (WEIGHTS, (1.0, 0.0, 1.0), (0.0, 0.0, 0.0)):
                 assert pg.fts_search_ids(expr, weights, 50, table) == \
                     lite.fts_search_ids(expr, weights, 50, table), (text, table, weights)
+                pg_scored = pg.fts_scored_ids(expr, weights, 50, table)
+                lite_scored = lite.fts_scored_ids(expr, weights, 50, table)
+                assert [cid for cid, _ in pg_scored] == [cid for cid, _ in lite_scored]
+                assert [bm25 for _, bm25 in pg_scored] == pytest.approx(
+                    [bm25 for _, bm25 in lite_scored], rel=1e-9, abs=1e-12), (text, table)
             assert pg.fts_match_ids(expr, table) == lite.fts_match_ids(expr, table), (text, table)
             assert pg.fts_count(expr, table) == lite.fts_count(expr, table)
             checked += 1

@@ -293,8 +293,9 @@ def test_cjk_weight_flag_weighs_the_cjk_leg(warm: Warm, config_file: Path, workd
     result = groove(config_file, warm.db, "バックアップ設定", "--explain", "--cjk-weight", "2.5",
                     "--limit", "10")
     doc = ok_json(result)
-    assert explain_lines(result)[0] == ("explain: mode=hybrid preset=- fusion=rrf rrf_k=60.0 vector_weight=1.0 "
-                                        "fts_weight=1.0 cjk_weight=2.5 min_score=0.0")
+    assert explain_lines(result)[0] == ("explain: mode=hybrid preset=- fusion=rrf rrf_k=60.0 "
+                                        "vector_weight=1.0 fts_weight=1.0 cjk_weight=2.5 "
+                                        "min_score=0.0")
     assert any(h["explain"]["fts_cjk_rank"] is not None for h in doc["results"])
     for hit in doc["results"]:
         e = hit["explain"]
