@@ -357,3 +357,17 @@ def fuse_lists(vector_ids: Sequence[int], legs: Sequence[tuple[float, Sequence[i
                                                 strict=True)]
 
 
+
+
+def score_fuse_lists(legs: Sequence[ScoredLeg], *, limit: int,
+                     min_score: float = DEFAULT_MIN_SCORE) -> list[tuple[int, float]]:
+    """One score-fusion condition as search.md §5 fuses it, vectorised (`score_fuse_rows`):
+    `(chunk id, normalised score)` pairs, best first. `legs` are the legs that ran, vector leg
+    first, each with its weight."""
+    import numpy as np
+
+    keyed = [(f"leg{i}", leg) for i, leg in enumerate(legs)]
+    fused = score_fuse_rows(keyed, {key: np.array([leg.weight]) for key, leg in keyed}, limit)
+    keep = fused.valid[0] & (fused.score[0] >= min_score)
+    return [(int(i), float(s)) for i, s in zip(fused.ids[0][keep], fused.score[0][keep],
+                                                strict=True)]

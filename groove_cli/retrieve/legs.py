@@ -292,14 +292,35 @@ def vector_leg(knn: Knn, store: IndexReader, vector: npt.NDArray[np.float32], co
 
 
 def vector_leg_scored(knn: Knn, store: IndexReader, vector: npt.NDArray[np.float32], count: int,
-                      row_filter: RowFilter, excluded: set[int] | None
-                      ) -> list[tuple[int, float]]:
-    """`vector_leg` with each kept id's cosine similarity (1 − the KNN's cosine distance)."""
-    filtered = row_filter.active or excluded is not None
-    found = knn(vector, vector_k(count, filtered))
-    distance = dict(found)
-    return [(cid, 1.0 - distance[cid]) for cid in keep(store, [cid for cid, _ in found], count,
-                                                       row_filter, excluded)]
+                      row_filter: RowFilter, excluded: set[int] | None, *, dim: int | None,
+                      vectors: VectorRows | None = None) -> list[tuple[int, float]]:
+    """`vector_leg` with each kept id's cosine similarity, computed per hit in float64
+    (`cosines`) rather than taken from the KNN's float32 distances, whose last bits depend on
+    the batch the query was in: so search, eval and tune give one hit the same score."""
+    ids = vector_leg(knn, store, vector, count, row_filter, excluded)
+    found = cosines(store, ids, vector, dim, vectors)
+    return [(cid, found[cid]) for cid in ids if cid in found]
+
+
+def cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32] | None,
+            dim: int | None, vectors: VectorRows | None = None) -> dict[int, float]:
+    """Cosine similarity of the query vector and each chunk's stored vector, in float64
+    (`vectors`: from memory, the KNN snapshot; else read from the store); none without a
+    query vector (the vector leg did not run)."""
+    if vector is None or not ids or not dim:
+        return {}
+    import numpy as np
+
+    q = np.asarray(vector, dtype=np.float64)
+    q_norm = float(np.linalg.norm(q))
+    found: dict[int, float] = {}
+    stored_vectors = vectors(ids) if vectors is not None else store.vectors_by_id(ids, dim)
+    for cid, stored in stored_vectors.items():
+        v = np.asarray(stored, dtype=np.float64)
+        norm = q_norm * float(np.linalg.norm(v))
+        if norm > 0 and v.shape == q.shape:
+            found[cid] = float(q @ v) / norm
+    return found
 
 
 def listed_knn(found: Sequence[tuple[int, float]]) -> Knn:

@@ -71,8 +71,9 @@ class SearchParams:
 
     @property
     def score_vector_weight(self) -> float:
-        """Score fusion's weight of the vector leg: `score_alpha`."""
-        return self.score_alpha
+        """Score fusion's weight of the vector leg: `score_alpha`; 1 in vector mode, where it
+        is the only leg and ranks alone whatever the alpha."""
+        return 1.0 if self.mode == "vector" else self.score_alpha
 
     @property
     def score_text_weight(self) -> float:

@@ -27,6 +27,7 @@ from groove_cli.retrieve.legs import (
     Legs,
     VectorRows,
     candidate_pool,
+    cosines,
     leg_exclusions,
     legs_to_run,
     registered,
@@ -222,7 +223,8 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
             raise ValueError("the vector leg runs but no query vector or KNN was given")
         start = time.perf_counter()
         if scored:
-            listed = vector_leg_scored(knn, store, vector, pools.vec, row_filter, excluded)
+            listed = vector_leg_scored(knn, store, vector, pools.vec, row_filter, excluded,
+                                       dim=dim, vectors=vectors)
             vec_rows = [cid for cid, _ in listed]
             scores["vec"] = [value for _, value in listed]
         else:
@@ -282,13 +284,13 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
                                          for leg in registered())
                  for c in candidates}
     nearest = list(vec_rows[:1])  # the vector leg's first hit: the query's best cosine
-    cosines = _cosines(store, [c.chunk.chunk_id for c in candidates] + nearest, vector, dim,
-                       vectors)
-    best = max(cosines.values()) if cosines else None
+    found_cosines = cosines(store, [c.chunk.chunk_id for c in candidates] + nearest, vector, dim,
+                            vectors)
+    best = max(found_cosines.values()) if found_cosines else None
     evidence = []
     for c in candidates:
         text, cjk = _evidence_ranks(leg_ranks[c.chunk.chunk_id])
-        evidence.append(features(cosines.get(c.chunk.chunk_id), text, None, cjk,
+        evidence.append(features(found_cosines.get(c.chunk.chunk_id), text, None, cjk,
                                  best_cosine=best))
     calibration = params.calibration or FALLBACK
     hits = tuple(
@@ -365,26 +367,6 @@ def _evidence_ranks(leg_ranks: Sequence[LegRank]) -> tuple[int | None, int | Non
         if leg.evidence is not None and found.rank is not None:
             best[leg.evidence] = min(found.rank, best.get(leg.evidence, found.rank))
     return best.get("text"), best.get("cjk")
-
-
-def _cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32] | None,
-             dim: int | None, vectors: VectorRows | None = None) -> dict[int, float]:
-    """Cosine similarity of the query vector and each hit's stored vector (none without a
-    query vector: the vector leg did not run)."""
-    if vector is None or not ids or not dim:
-        return {}
-    import numpy as np
-
-    q = np.asarray(vector, dtype=np.float64)
-    q_norm = float(np.linalg.norm(q))
-    found: dict[int, float] = {}
-    stored_vectors = vectors(ids) if vectors is not None else store.vectors_by_id(ids, dim)
-    for cid, stored in stored_vectors.items():
-        v = np.asarray(stored, dtype=np.float64)
-        norm = q_norm * float(np.linalg.norm(v))
-        if norm > 0 and v.shape == q.shape:
-            found[cid] = float(q @ v) / norm
-    return found
 
 
 def _effective_filters(store: IndexReader, spec: FilterSpec) -> FilterSpec:

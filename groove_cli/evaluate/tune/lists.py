@@ -24,6 +24,7 @@ from groove_cli.retrieve.legs import (
     registered,
     run_leg,
     run_leg_scored,
+    vector_leg,
     vector_leg_scored,
 )
 from groove_cli.retrieve.query import CompiledQuery
@@ -45,17 +46,20 @@ def scored_vector_lists(searcher: Searcher, compiled: Sequence[CompiledQuery],
     """Each query's vector list with its cosines: the vector leg over one batched KNN for all
     queries."""
     found = searcher.batch_neighbours(compiled, vectors, pool)
-    store = searcher.store
+    store, rows = searcher.store, searcher.vector_rows()
     return [vector_leg_scored(listed_knn(neighbours), store, vector, pool, NO_FILTER,
-                              excluded_ids(store, query))
+                              excluded_ids(store, query), dim=searcher.dim, vectors=rows)
             for query, vector, neighbours in zip(compiled, vectors, found, strict=True)]
 
 
 def vector_lists(searcher: Searcher, compiled: Sequence[CompiledQuery],
                  vectors: Sequence[npt.NDArray[np.float32]], pool: int) -> list[list[int]]:
-    """Each query's vector list (`scored_vector_lists` without the cosines)."""
-    return [[cid for cid, _ in found]
-            for found in scored_vector_lists(searcher, compiled, vectors, pool)]
+    """Each query's vector list: the vector leg over one batched KNN for all queries."""
+    found = searcher.batch_neighbours(compiled, vectors, pool)
+    store = searcher.store
+    return [vector_leg(listed_knn(neighbours), store, vector, pool, NO_FILTER,
+                       excluded_ids(store, query))
+            for query, vector, neighbours in zip(compiled, vectors, found, strict=True)]
 
 
 class ListFetcher:

@@ -32,6 +32,7 @@ from groove_cli.evaluate.tune.lists import (
     ListFetcher,
     query_lists,
     scored_vector_lists,
+    vector_lists,
 )
 from groove_cli.evaluate.tune.preflight import (
     SCOPE_NOTE_DEFAULTS,
@@ -134,8 +135,10 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
             vectors = searcher.query_vectors([q.positive_text for q in compiled])
         scored = req.space == "fusion-method"  # score fusion needs the legs' scores
         with _timed("fetch_vector", on_phase):
-            vec_scored = scored_vector_lists(searcher, compiled, vectors, pool)
-            vec_lists = [[cid for cid, _ in found] for found in vec_scored]
+            vec_scored = (scored_vector_lists(searcher, compiled, vectors, pool) if scored
+                          else [])
+            vec_lists = ([[cid for cid, _ in found] for found in vec_scored] if scored
+                         else vector_lists(searcher, compiled, vectors, pool))
         store = searcher.store
         with store.read_transaction():
             with _timed("golden_checks", on_phase):
