@@ -79,6 +79,7 @@ def test_tune_cli_sweeps_the_method_space_and_writes_the_method(
         golden_copy: tuple[Path, Path], real_models_dir: Path, workdir: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GROOVE_OFFLINE", "1")
+    monkeypatch.setattr("groove_cli.messages._verbose", False)  # --verbose below: restored after
     kb, db = golden_copy
     config = workdir / "groove.toml"
     config.write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n\n"
@@ -103,3 +104,10 @@ def test_tune_cli_sweeps_the_method_space_and_writes_the_method(
                                "fusion-method", "--verbose"])
     assert text.exit_code == 0, text.output
     assert "Phase 2: every score_cjk_weight at the phase-1 alpha" in text.stdout
+
+
+def test_the_method_space_needs_the_scores() -> None:
+    unscored = QueryLists(id="q", expected=(("r.md", None),), vector_ids=(3, 2),
+                          leg_ids={"fts": ((1, 2),)})
+    with pytest.raises(ValueError, match="query 'q': score fusion needs every list's scores"):
+        T.score_matrix([unscored], META, "fusion-method", 10, [5])

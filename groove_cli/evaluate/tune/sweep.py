@@ -65,6 +65,10 @@ class QueryLists:
     def scored_lists(self) -> list[tuple[str, ScoredLeg]]:
         """(score-weight key, scored list) of the vector leg and every full-text leg that runs,
         in fusion order (the first weight set's list), for `score_fuse_rows`."""
+        if len(self.vector_scores) != len(self.vector_ids) or any(
+                len(self.leg_scores.get(name, ((),))[0]) != len(lists[0])
+                for name, lists in self.leg_ids.items() if lists):
+            raise ValueError(f"query {self.id!r}: score fusion needs every list's scores")
         legs = [("score_vector_weight",
                  ScoredLeg(1.0, self.vector_ids, self.vector_scores, spread=True))]
         legs += [(leg.score_weight, ScoredLeg(1.0, self.leg_ids[leg.name][0],
@@ -99,13 +103,14 @@ def _method_weights() -> dict[str, FloatArray]:
     return {key: np.array([float(getattr(p, key)) for p in rows]) for key in keys}
 
 
-def _fuse(query: QueryLists, space: Space, rows: FusionRows, limit: int) -> FusedRows:
-    """One query fused under every row of the space: weighted RRF rows, and for the
-    fusion-method space the built-in RRF (row 0) then the score-fusion rows."""
+def _fuse(query: QueryLists, rows: FusionRows, score_rows: Mapping[str, FloatArray] | None,
+          limit: int) -> FusedRows:
+    """One query fused under every row of the space: weighted RRF rows, then (the
+    fusion-method space) the score-fusion rows `score_rows`."""
     rrf = fuse_rows(query.vector_ids, query.fusion_lists(), rows, limit)
-    if space != "fusion-method":
+    if score_rows is None:
         return rrf
-    scored = score_fuse_rows(query.scored_lists(), _method_weights(), limit)
+    scored = score_fuse_rows(query.scored_lists(), score_rows, limit)
     # both fuse the same candidates (one list per leg), so both are cut to the same width
     return FusedRows(np.concatenate([rrf.ids, scored.ids]), np.concatenate([rrf.raw, scored.raw]),
                      np.concatenate([rrf.score, scored.score]),
@@ -188,6 +193,7 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
     """
     ks = normalise_k_values(k_values)
     rows, row_of, floors = _space_rows(space)
+    score_rows = _method_weights() if space == "fusion-method" else None
     n_lists = len(weight_sets()) if space == "fusion" else 1
     n_cond = row_of.size
     scores = {m.name: np.zeros(((len(ks),) if m.at_k else ()) + (n_cond, len(queries)))
@@ -196,7 +202,7 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
         if progress is not None:
             progress(progress_line(q + 1, len(queries), n_cond, query.id))
         _check_lists(query, n_lists)
-        fused = _fuse(query, space, rows, max(limit, 1))
+        fused = _fuse(query, rows, score_rows, max(limit, 1))
         valid = fused.valid[row_of] & (fused.score[row_of] >= floors[:, None])
         ids = fused.ids[row_of]
         rel = _relevance(query, chunk_meta, ids, valid)
