@@ -161,8 +161,8 @@ def test_sqlite_scored_read_matches_the_ranked_read(golden_index: tuple[Path, Pa
 
 
 def test_fts_score_fusion_hit_scores_are_bm25_over_the_best(
-        golden_index: tuple[Path, Path], real_models_dir: Path) -> None:
-    kb, db = golden_index
+        golden_copy: tuple[Path, Path], real_models_dir: Path) -> None:
+    kb, db = golden_copy
     query = compile_query("retry budget")
     expr = WORDS.expr(query)
     assert expr is not None and TRIGRAM.expr(query) is None  # one leg runs: its scores show
@@ -190,10 +190,11 @@ def test_fts_score_fusion_hit_scores_are_bm25_over_the_best(
 
 
 def test_search_cli_fusion_score_explains_the_method_and_leg_scores(
-        golden_index: tuple[Path, Path], real_models_dir: Path, tmp_path: Path) -> None:
+        golden_copy: tuple[Path, Path], real_models_dir: Path, tmp_path: Path) -> None:
     config = tmp_path / "groove.toml"
     config.write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n", encoding="utf-8")
-    result = runner.invoke(app, ["--config", str(config), "--db", str(golden_index[1]), "search",
+    # a copy: the search caches its query vector in the index
+    result = runner.invoke(app, ["--config", str(config), "--db", str(golden_copy[1]), "search",
                                  "retry budget", "--fusion", "score", "--score-alpha", "0.5",
                                  "--explain", "--format", "json", "--include-low-quality"])
     assert result.exit_code == 0, result.output
