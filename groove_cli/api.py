@@ -180,10 +180,11 @@ class Index:
     # ------------------------------------------------------------------ calls
 
     def search(self, query: str, *, limit: int = 5, mode: str | None = None,
-               filters: Filters | None = None, files: bool = False,
+               fusion: str | None = None, filters: Filters | None = None, files: bool = False,
                **overrides: object) -> Results:
         """One query through the hybrid pipeline (search.md); `mode` is hybrid, vector or
-        fts, `overrides` any search setting (`rrf_k=40`, `min_relevance=0.5`). With `files`,
+        fts, `fusion` rrf or score (search.md §5), `overrides` any search setting (`rrf_k=40`,
+        `score_alpha=0.5`, `min_relevance=0.5`). With `files`,
         hits are fetched until `limit` distinct files are found (`search --format files`)."""
         from groove_cli.config import MAX_LIMIT
         from groove_cli.results import Results
@@ -207,6 +208,8 @@ class Index:
             raise UsageError(f"limit {limit} must be >= 1", hint=f"use 1 to {MAX_LIMIT}")
         if mode is not None:
             overrides = {"search.retrieval.mode": mode, **overrides}
+        if fusion is not None:
+            overrides = {"search.fusion.method": fusion, **overrides}
         with messages.capture() as given:
             settings = self.with_settings(**overrides)
             compiled = compile_query(query)

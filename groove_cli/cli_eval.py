@@ -41,8 +41,12 @@ from groove_cli.render import output
 
 if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays light
     from groove_cli.evaluate.report import EvalReport
+    from groove_cli.evaluate.tune.grid import Space
     from groove_cli.evaluate.tune.report import TuneReport
 
+_SPACES: dict[str, Space] = {"fusion": "fusion", "retrieval": "retrieval",
+                             "fusion-method": "fusion-method"}
+"""`--space` values that sweep a grid (calibration is its own command)."""
 KOpt = Annotated[str | None, typer.Option(
     "--k", help="Comma list of cut-offs >= 1 for recall@k / nDCG@k (default [eval].k_values).")]
 
@@ -203,9 +207,10 @@ def tune_cmd(
     golden: GoldenOpt = None,
     model: ModelOpt = None,
     space: Annotated[str, typer.Option(
-        "--space", help="Grid to sweep: fusion (rrf_k x bm25 weights) or retrieval "
-                        "(vector/fts weight ratio x cjk_weight x min_score); calibration "
-                        "refits the relevance model on the golden set.")] = "fusion",
+        "--space", help="Grid to sweep: fusion (rrf_k x bm25 weights), retrieval "
+                        "(vector/fts weight ratio x cjk_weight x min_score) or fusion-method "
+                        "(built-in RRF vs score fusion x score_alpha x score_cjk_weight); "
+                        "calibration refits the relevance model on the golden set.")] = "fusion",
     k: Annotated[str | None, typer.Option(
         "--k", help="Comma list of cut-offs (0s dropped, 5 always added).")] = None,
     limit: Annotated[int | None, typer.Option(
@@ -231,7 +236,8 @@ def tune_cmd(
     from groove_cli.render.progress import tune_progress
 
     fmt = check_format(format, ("text", "json", "markdown"))
-    grid_space = choice("--space", space, ("fusion", "retrieval", "calibration"))
+    grid_space = choice("--space", space, ("fusion", "retrieval", "fusion-method",
+                                           "calibration"))
     verbose(verbose_flag)
     if grid_space == "calibration":
         cli_commands.calibrate_cmd(ctx, kb_path, golden, model, fmt, write, force)
@@ -244,7 +250,7 @@ def tune_cmd(
         request = TuneRequest(
             settings=s, db=paths.db, kb=paths.kb, golden=golden,
             k_values=tune_k_values(s, k), limit=limit,
-            space="fusion" if grid_space == "fusion" else "retrieval",
+            space=_SPACES[grid_space],
             write=write, force=force, config_flag=global_options(ctx).config)
         with tune_progress() as bar:
             return run_tune(request, progress=bar)

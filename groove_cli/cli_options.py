@@ -309,6 +309,9 @@ class RetrievalFlags:
     cjk_weight: float | None = None
     min_score: float | None = None
     rrf_k: float | None = None
+    fusion: str | None = None
+    score_alpha: float | None = None
+    score_cjk_weight: float | None = None
     mmr: str | None = None
     mmr_lambda: float | None = None
     mmr_same_doc_penalty: float | None = None
@@ -319,6 +322,7 @@ class RetrievalFlags:
         checked: dict[str, object] = {
             "search.retrieval.mode": choice("--mode", self.mode, config.MODES),
             "search.retrieval.preset": choice("--preset", self.preset, config.PRESETS),
+            "search.fusion.method": choice("--fusion", self.fusion, config.FUSION_METHODS),
             "search.mmr.enabled": bool_flag("--mmr", self.mmr),
             "search.parent_retriever.enabled": bool_flag("--parent-retriever",
                                                          self.parent_retriever),
@@ -331,6 +335,8 @@ class RetrievalFlags:
             ("--cjk-weight", "search.retrieval.cjk_weight", self.cjk_weight),
             ("--min-score", "search.retrieval.min_score", self.min_score),
             ("--rrf-k", "search.fusion.rrf_k", self.rrf_k),
+            ("--score-alpha", "search.fusion.score_alpha", self.score_alpha),
+            ("--score-cjk-weight", "search.fusion.score_cjk_weight", self.score_cjk_weight),
             ("--mmr-lambda", "search.mmr.lambda", self.mmr_lambda),
             ("--mmr-same-doc-penalty", "search.mmr.same_doc_penalty", self.mmr_same_doc_penalty),
         ):
@@ -357,6 +363,14 @@ RETRIEVAL_OPTIONS: dict[str, Any] = {
     "min_score": Annotated[float | None, typer.Option(
         "--min-score", help="Floor on the normalised fused score (0-1), before the reranker.")],
     "rrf_k": Annotated[float | None, typer.Option("--rrf-k", help="RRF constant (1-1e6).")],
+    "fusion": Annotated[str | None, typer.Option(
+        "--fusion", help="Fusion of the legs: rrf (weighted RRF, default) or score (weighted sum "
+                         "of normalised bm25 and cosine scores).", metavar="rrf|score")],
+    "score_alpha": Annotated[float | None, typer.Option(
+        "--score-alpha", help="Score fusion: vector-leg weight; trigram and word-level legs weigh "
+                              "1 - alpha (0-1; default 0.6).")],
+    "score_cjk_weight": Annotated[float | None, typer.Option(
+        "--score-cjk-weight", help="Score fusion: CJK-leg weight (0-1e6; default 0.8).")],
     "mmr": Annotated[str | None, typer.Option(
         "--mmr", help="MMR diversity stage: true or false.", metavar="true|false")],
     "mmr_lambda": Annotated[float | None, typer.Option(

@@ -15,6 +15,9 @@ DEFAULT_MODEL = "multilingual-e5-small"
 DEFAULT_EXCLUDE_DIRS = (".obsidian", ".git", "node_modules", "target", ".vscode", ".idea")
 PARSER_IDS = ("md", "txt")
 MODES = ("hybrid", "vector", "fts")
+FUSION_METHODS = ("rrf", "score")
+"""How the legs' lists are fused (search.md §5): weighted RRF of ranks, or a weighted sum of
+normalised leg scores."""
 PRESETS = ("fast", "balanced", "accurate")
 MAX_TOP_K = 4096
 """Cap on a leg's candidate count: `dense_top_k`, `sparse_top_k` and the vector leg's k."""
@@ -89,7 +92,17 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("search.retrieval.cjk_weight", "float", 6.0, 0.0, 1e6, finite=True,
             help="Weight of the CJK full-text leg (Japanese and other CJK queries) in fusion."),
     KeySpec("search.retrieval.min_score", "float", 0.0, 0.0, 1.0),
+    KeySpec("search.fusion.method", "enum", "rrf", choices=FUSION_METHODS,
+            help="Fusion of the legs: rrf (weighted RRF of ranks) or score (weighted sum of "
+                 "normalised bm25 and cosine scores)."),
     KeySpec("search.fusion.rrf_k", "float", 60.0, 1.0, 1e6, finite=True),
+    # 0.6 and 0.8: the score-fusion member chosen in 7 of 8 leave-one-collection-out folds
+    # (bench/results/suite.md).
+    KeySpec("search.fusion.score_alpha", "float", 0.6, 0.0, 1.0,
+            help="Score fusion: weight of the vector leg; the trigram and word-level legs "
+                 "each weigh 1 - score_alpha."),
+    KeySpec("search.fusion.score_cjk_weight", "float", 0.8, 0.0, 1e6, finite=True,
+            help="Score fusion: weight of the CJK full-text leg."),
     KeySpec("search.fusion.bm25_heading_weight", "float", 2.0, 0.0, 1e6, finite=True),
     KeySpec("search.fusion.bm25_context_weight", "float", 1.0, 0.0, 1e6, finite=True),
     KeySpec("search.fusion.bm25_content_weight", "float", 1.0, 0.0, 1e6, finite=True),
@@ -133,6 +146,8 @@ DEFAULT_BM25_WEIGHTS: tuple[float, float, float] = (
 DEFAULT_LEG_WEIGHT = default_float("search.retrieval.vector_weight")
 DEFAULT_MIN_SCORE = default_float("search.retrieval.min_score")
 DEFAULT_CJK_WEIGHT = default_float("search.retrieval.cjk_weight")
+DEFAULT_SCORE_ALPHA = default_float("search.fusion.score_alpha")
+DEFAULT_SCORE_CJK_WEIGHT = default_float("search.fusion.score_cjk_weight")
 
 PRESET_VALUES: dict[str, dict[str, object]] = {
     "fast": {

@@ -3,11 +3,11 @@
 One retrieval engine serves all three: `Searcher.search` (what `groove search` runs), eval's
 batch (`run_eval`: one embedding batch, one batched KNN, pinned readers; `search_many` is the
 same batch path on its own) and tune's lists fused in memory (`fuse_lists`, the vectorised RRF
-the sweep runs). Hypothesis draws the condition:
-rrf_k, the three leg weights (vector, full-text, CJK), the three bm25 column weights, the floor
-and the mode, over the sample KB whose queries use all four legs (trigram, word-level, CJK,
-vector): its golden file plus a few Japanese queries with 1–2 character exclusions, which only
-the CJK table can hold.
+the sweep runs, or `score_fuse_lists`, the vectorised score fusion). Hypothesis draws the
+condition: the fusion method, rrf_k, the three leg weights (vector, full-text, CJK), score
+fusion's alpha and CJK weight, the three bm25 column weights, the floor and the mode, over the
+sample KB whose queries use all four legs (trigram, word-level, CJK, vector): its golden file
+plus a few Japanese queries with 1–2 character exclusions, which only the CJK table can hold.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from groove_cli import config
 from groove_cli.evaluate.golden import GoldenQuery, load_golden_set
 from groove_cli.evaluate.runner import EvalRequest, run_eval
-from groove_cli.evaluate.tune.lists import ListFetcher, vector_lists
+from groove_cli.evaluate.tune.lists import ListFetcher, scored_vector_lists
 from groove_cli.retrieve.filters import FilterSpec
-from groove_cli.retrieve.fuse import fuse_lists
+from groove_cli.retrieve.fuse import ScoredLeg, fuse_lists, score_fuse_lists
 from groove_cli.retrieve.legs import CJK, candidate_pool, legs_to_run
 from groove_cli.retrieve.params import build_params
 from groove_cli.retrieve.query import CompiledQuery, compile_query
@@ -65,6 +65,7 @@ class Engine:
     queries: tuple[GoldenQuery, ...]
     compiled: list[CompiledQuery]
     vector_lists: list[list[int]]
+    vector_scores: list[list[float]]
     fetchers: list[ListFetcher]
 
 
@@ -87,9 +88,11 @@ def engine(golden_index: tuple[Path, Path], real_models_dir: Path,
     compiled = [compile_query(q.query) for q in golden.queries]
     pool = candidate_pool(LIMIT)
     vectors = searcher.query_vectors([q.positive_text for q in compiled])
+    scored = scored_vector_lists(searcher, compiled, vectors, pool)
     engine = Engine(kb, copy, golden_file, real_models_dir, searcher, golden.queries, compiled,
-                    vector_lists(searcher, compiled, vectors, pool),
-                    [ListFetcher(searcher.store, q, pool) for q in compiled])
+                    [[cid for cid, _ in found] for found in scored],
+                    [[cosine for _, cosine in found] for found in scored],
+                    [ListFetcher(searcher.store, q, pool, scored=True) for q in compiled])
     yield engine  # type: ignore[misc]
     searcher.close()
 
@@ -109,6 +112,10 @@ def test_the_golden_queries_use_all_four_legs(engine: Engine) -> None:
 
 conditions = st.fixed_dictionaries({
     "search.retrieval.mode": st.sampled_from(config.MODES),
+    "search.fusion.method": st.sampled_from(config.FUSION_METHODS),
+    # alpha 1 in fts mode weighs the trigram and word-level legs 0: (almost) nothing is found
+    "search.fusion.score_alpha": st.sampled_from([0.0, 0.6]) | st.floats(0.0, 0.95),
+    "search.fusion.score_cjk_weight": st.sampled_from([0.0, 0.8]) | st.floats(0.0, 4.0),
     "search.fusion.rrf_k": st.sampled_from([1.0, 5.0, 20.0, 60.0, 100.0])
     | st.floats(1.0, 200.0, allow_nan=False),
     "search.retrieval.vector_weight": st.floats(0.1, 4.0, allow_nan=False),
@@ -128,6 +135,14 @@ def tune_ranking(engine: Engine, i: int, flags: dict[str, object]) -> list[tuple
     params = build_params(s, limit=LIMIT, rerank=False, filters=FilterSpec())
     legs = legs_to_run(engine.compiled[i], params)
     fetcher = engine.fetchers[i]
+    if params.fusion == "score":
+        scored = [ScoredLeg(params.score_vector_weight, engine.vector_lists[i],
+                            engine.vector_scores[i], spread=True)] if legs.vector else []
+        scored += [ScoredLeg(float(getattr(params, leg.score_weight)),
+                             fetcher.fetch(leg, params.bm25_weights),
+                             fetcher.fetch_scores(leg, params.bm25_weights))
+                   for leg in legs.text]
+        return score_fuse_lists(scored, limit=LIMIT, min_score=params.min_score)
     fused = fuse_lists(
         engine.vector_lists[i] if legs.vector else [],
         [(float(getattr(params, leg.weight)), fetcher.fetch(leg, params.bm25_weights))

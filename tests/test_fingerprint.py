@@ -156,3 +156,13 @@ def test_corpus_digest_distinguishes_null_from_empty_and_boundaries() -> None:
 
 def test_corpus_block() -> None:
     assert corpus_block(20, 60, "ff") == {"documents": 20, "chunks": 60, "digest": "ff"}
+
+
+def test_score_fusion_adds_the_method_to_the_fusion_member() -> None:
+    # a score-fusion run is never compared with an RRF run, even at the built-in bm25 / rrf_k
+    assert fingerprint(score_fusion=(0.6, 0.8))["fusion"] == {
+        "rrf_k": 60.0, "bm25_heading_weight": 2.0, "bm25_context_weight": 1.0,
+        "bm25_content_weight": 1.0, "method": "score", "score_alpha": 0.6,
+        "score_cjk_weight": 0.8}
+    assert fingerprint(score_fusion=(0.5, 0.8)) != fingerprint(score_fusion=(0.6, 0.8))
+    assert "fusion" not in fingerprint(score_fusion=None)

@@ -111,7 +111,7 @@ def explain_lines(result: Result) -> list[str]:
 HIT_KEYS = ["score", "relevance", "path", "abs_path", "line_start", "line_end", "title", "heading", "topic",
             "date", "tags", "content", "match_spans"]
 EXPLAIN_KEYS = ["fts_rank", "fts_word_rank", "fts_cjk_rank", "vec_rank", "fused_rank", "fused_raw",
-                "fused_score", "rerank_rank", "rerank_score", "mmr_rank"]
+                "fused_score", "rerank_rank", "rerank_score", "mmr_rank", "fusion", "leg_scores"]
 
 
 # --------------------------------------------------------------------------- query cache
@@ -253,7 +253,7 @@ def test_preset_balanced_weights(warm: Warm, config_file: Path, workdir: Path) -
     result = groove(config_file, warm.db, "retry budget", "--preset", "balanced", "--explain")
     doc = ok_json(result)
     lines = explain_lines(result)
-    assert lines[0] == ("explain: mode=hybrid preset=balanced rrf_k=60.0 vector_weight=1.2 "
+    assert lines[0] == ("explain: mode=hybrid preset=balanced fusion=rrf rrf_k=60.0 vector_weight=1.2 "
                         "fts_weight=0.8 cjk_weight=6.0 min_score=0.3")
     assert lines[4].startswith("explain: pool vec=40 fts=40 ")  # the preset's top-k, no reranker
     assert "warning" not in result.stderr  # 0.3 is under 0.8 / 2.0
@@ -278,11 +278,11 @@ def test_a_file_value_beats_the_preset(warm: Warm, real_models_dir: Path, tmp_pa
                       encoding="utf-8")
     result = groove(config, warm.db, "retry budget", "--explain")
     assert result.exit_code == 0, result.output
-    assert explain_lines(result)[0] == ("explain: mode=hybrid preset=balanced rrf_k=60.0 "
+    assert explain_lines(result)[0] == ("explain: mode=hybrid preset=balanced fusion=rrf rrf_k=60.0 "
                                         "vector_weight=2.0 fts_weight=0.8 cjk_weight=6.0 "
                                         "min_score=0.3")
     flagged = groove(config, warm.db, "retry budget", "--explain", "--vector-weight", "1.5")
-    assert explain_lines(flagged)[0] == ("explain: mode=hybrid preset=balanced rrf_k=60.0 "
+    assert explain_lines(flagged)[0] == ("explain: mode=hybrid preset=balanced fusion=rrf rrf_k=60.0 "
                                          "vector_weight=1.5 fts_weight=0.8 cjk_weight=6.0 "
                                          "min_score=0.3")
 
@@ -293,8 +293,9 @@ def test_cjk_weight_flag_weighs_the_cjk_leg(warm: Warm, config_file: Path, workd
     result = groove(config_file, warm.db, "バックアップ設定", "--explain", "--cjk-weight", "2.5",
                     "--limit", "10")
     doc = ok_json(result)
-    assert explain_lines(result)[0] == ("explain: mode=hybrid preset=- rrf_k=60.0 vector_weight=1.0 "
-                                        "fts_weight=1.0 cjk_weight=2.5 min_score=0.0")
+    assert explain_lines(result)[0] == ("explain: mode=hybrid preset=- fusion=rrf rrf_k=60.0 "
+                                        "vector_weight=1.0 fts_weight=1.0 cjk_weight=2.5 "
+                                        "min_score=0.0")
     assert any(h["explain"]["fts_cjk_rank"] is not None for h in doc["results"])
     for hit in doc["results"]:
         e = hit["explain"]
@@ -440,12 +441,12 @@ def test_json_explain_object(golden_index: tuple[Path, Path], config_file: Path,
     assert first["explain"] == {"fts_rank": None, "fts_word_rank": 1, "fts_cjk_rank": None,
                                 "vec_rank": None, "fused_rank": 1, "fused_raw": 1.0 / 61.0,
                                 "fused_score": 1.0, "rerank_rank": None, "rerank_score": None,
-                                "mmr_rank": None}
+                                "mmr_rank": None, "fusion": "rrf", "leg_scores": None}
     assert [h["explain"]["fts_word_rank"] for h in doc["results"]] == [1, 2, 3, 4, 5]
     lines = explain_lines(result)
     assert len(lines) == 6
-    assert lines[0] == ("explain: mode=fts preset=- rrf_k=60.0 vector_weight=1.0 fts_weight=1.0 "
-                        "cjk_weight=6.0 min_score=0.0")
+    assert lines[0] == ("explain: mode=fts preset=- fusion=rrf rrf_k=60.0 vector_weight=1.0 "
+                        "fts_weight=1.0 cjk_weight=6.0 min_score=0.0")
     assert lines[1] == "explain: fts skipped (no phrase)"
     assert lines[2] == 'explain: words MATCH "retry" OR "budget"'
     assert lines[3] == "explain: cjk skipped (no CJK text)"

@@ -51,6 +51,8 @@ class FingerprintInputs:
     vector_weight: float
     min_score: float
     context_mode: str
+    score_fusion: tuple[float, float] | None = None
+    """(score_alpha, score_cjk_weight) when the fusion method is `score`; None for RRF."""
     leg_weights: tuple[tuple[str, float, float], ...] = ()
     """The full-text legs' fusion weights: (key, value, built-in default), one per distinct
     weight key of retrieve/legs.py's registry, in fusion order."""
@@ -92,13 +94,17 @@ def build_fingerprint(inputs: FingerprintInputs) -> dict[str, object]:
         float(inputs.bm25_context_weight),
         float(inputs.bm25_content_weight),
     )
-    if fusion != (DEFAULT_RRF_K, *DEFAULT_BM25_WEIGHTS):
-        fp["fusion"] = {
+    if fusion != (DEFAULT_RRF_K, *DEFAULT_BM25_WEIGHTS) or inputs.score_fusion is not None:
+        member: dict[str, object] = {
             "rrf_k": fusion[0],
             "bm25_heading_weight": fusion[1],
             "bm25_context_weight": fusion[2],
             "bm25_content_weight": fusion[3],
         }
+        if inputs.score_fusion is not None:
+            member.update(method="score", score_alpha=float(inputs.score_fusion[0]),
+                          score_cjk_weight=float(inputs.score_fusion[1]))
+        fp["fusion"] = member
     retrieval = _retrieval_member(inputs)
     if retrieval:
         fp["retrieval"] = retrieval

@@ -28,19 +28,26 @@ def explain_line(hit: SearchHit) -> str:
     e = hit.explain
     fused = f"{_rank(e.fused_rank)} ({e.fused_score:.4f})" if e.fused_score is not None else "-"
     legs = "".join(f"{leg.name}={_rank(leg.rank)} " for leg in e.leg_ranks)
+    scores = "".join(f" {name}={value:.4f}" if value is not None else f" {name}=-"
+                     for name, value in e.leg_scores)
     return (f"explain: {legs}"
             f"vec={_rank(e.vec_rank)} fused={fused} "
-            f"rerank={_rank(e.rerank_rank)} mmr={_rank(e.mmr_rank)}")
+            f"rerank={_rank(e.rerank_rank)} mmr={_rank(e.mmr_rank)}"
+            f"{' scores:' + scores if scores else ''}")
 
 
 def explain_stderr(result: SearchResult, params: SearchParams) -> None:
     """The run-level `explain:` lines on stderr (always written)."""
     legs = {leg.name: leg for leg in registered()}
-    weights = dict.fromkeys(["vector_weight", *(leg.weight for leg in legs.values())])
-    weight_text = " ".join(f"{key}={getattr(params, key)}" for key in weights)
-    messages.always(
-        f"explain: mode={params.mode} preset={params.preset or '-'} rrf_k={params.rrf_k} "
-        f"{weight_text} min_score={params.min_score}")
+    if params.fusion == "score":
+        fusion = (f"fusion=score score_alpha={params.score_alpha} "
+                  f"score_cjk_weight={params.score_cjk_weight}")
+    else:
+        weights = dict.fromkeys(["vector_weight", *(leg.weight for leg in legs.values())])
+        fusion = f"fusion=rrf rrf_k={params.rrf_k} " + " ".join(
+            f"{key}={getattr(params, key)}" for key in weights)
+    messages.always(f"explain: mode={params.mode} preset={params.preset or '-'} {fusion} "
+                    f"min_score={params.min_score}")
     trace = result.trace
     for name, expr in trace.exprs:
         if expr is not None:

@@ -1,4 +1,5 @@
-"""Weighted Reciprocal Rank Fusion with a normalised score (search.md §5, config.md §4).
+"""Fusion of the legs' lists with a normalised score (search.md §5, config.md §4): weighted
+Reciprocal Rank Fusion (`method = "rrf"`, the default) or score fusion (`method = "score"`).
 
 RRF: G. V. Cormack, C. L. A. Clarke and S. Büttcher, "Reciprocal Rank Fusion outperforms
 Condorcet and individual Rank Learning Methods", SIGIR 2009. Each leg contributes
@@ -6,9 +7,14 @@ Condorcet and individual Rank Learning Methods", SIGIR 2009. Each leg contribute
 Dividing by the best reachable sum makes the score comparable across queries, which is what
 `min_score` filters on.
 
-`weighted_rrf` fuses one search; `fuse_rows` fuses one query's lists under many conditions at
-once (numpy, for tune's sweep) with the same arithmetic term for term, so both give the same
-ranking and the same scores.
+Score fusion (a weighted CombSUM; E. A. Fox and J. A. Shaw, "Combination of Multiple Searches",
+TREC-2, 1994) adds each leg's normalised score instead: a full-text leg's bm25 magnitude divided
+by the best of its list, the vector leg's cosines min-max scaled within its list, 0 where a leg
+did not return the candidate.
+
+`weighted_rrf` and `score_fuse` fuse one search; `fuse_rows` and `score_fuse_rows` fuse one
+query's lists under many conditions at once (numpy, for tune's sweep) with the same arithmetic
+term for term, so both give the same ranking and the same scores.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from groove_cli.config import (
     DEFAULT_LEG_WEIGHT,
@@ -31,11 +37,14 @@ if TYPE_CHECKING:  # numpy is imported only where many conditions are fused
 
 @dataclass(frozen=True, slots=True)
 class Fused:
-    """One fused candidate: the weighted RRF sum and its normalised score in (0, 1]."""
+    """One fused candidate: the raw fused sum and its normalised score in [0, 1]."""
 
     chunk_id: int
     raw: float
     score: float
+    leg_scores: tuple[float | None, ...] = ()
+    """Score fusion: the candidate's normalised score in each leg given to `score_fuse`, in
+    that order (None: the leg did not return it); empty for weighted RRF."""
 
 
 def weighted_rrf(legs: Sequence[tuple[float, Sequence[int]]], rrf_k: float) -> list[Fused]:
@@ -73,8 +82,77 @@ def weighted_rrf(legs: Sequence[tuple[float, Sequence[int]]], rrf_k: float) -> l
     return [Fused(chunk_id, value, value / best) for chunk_id, value in ordered]
 
 
+class ScoredLeg(NamedTuple):
+    """One leg's list for `score_fuse`: its weight, ids best first, their scores (higher =
+    better), and whether the scores are min-max scaled (`spread`: the vector leg's cosines)
+    or divided by the list's best (a full-text leg's bm25 magnitudes)."""
+
+    weight: float
+    ids: Sequence[int]
+    scores: Sequence[float]
+    spread: bool = False
+
+
+def normalised(scores: Sequence[float], spread: bool) -> list[float]:
+    """A leg's scores on [0, 1] (search.md §5): `spread`: `(s − min) / (max − min)` (1.0 when
+    all are equal); else `s / max` (0.0 when max ≤ 0)."""
+    if not scores:
+        return []
+    top = max(scores)
+    if spread:
+        low = min(scores)
+        return [(s - low) / (top - low) if top > low else 1.0 for s in scores]
+    return [s / top if top > 0 else 0.0 for s in scores]
+
+
+def _first_seen(leg: ScoredLeg) -> dict[int, float]:
+    """The leg's normalised score per id; a repeated id keeps its first (best) place."""
+    found: dict[int, float] = {}
+    for chunk_id, value in zip(leg.ids, normalised(leg.scores, leg.spread), strict=True):
+        found.setdefault(chunk_id, value)
+    return found
+
+
+def score_fuse(legs: Sequence[ScoredLeg]) -> list[Fused]:
+    """Fuse scored lists by a weighted sum of normalised scores (search.md §5).
+
+    Args:
+        legs: the legs that ran, vector leg first, the full-text legs in registry order; a leg
+            of weight 0 adds nothing and finds nothing.
+
+    Returns:
+        Candidates sorted by raw sum `Σ w_leg · norm_leg` (a leg that did not return the
+        candidate adds 0) descending, ties by chunk id ascending; `score = raw / max` with
+        `max = Σ w_leg` over the weighted legs that returned at least one id, summed in leg
+        order, so a candidate best in every such leg scores exactly 1.0. Empty when no
+        weighted leg returned anything.
+
+    Raises:
+        ValueError: a weight is not finite and ≥ 0, or a leg's ids and scores differ in length.
+    """
+    raw: dict[int, float] = {}
+    per_leg: list[dict[int, float]] = []
+    best = 0.0
+    for leg in legs:
+        if not (math.isfinite(leg.weight) and leg.weight >= 0):
+            raise ValueError(f"leg weight must be finite and >= 0, got {leg.weight!r}")
+        if len(leg.ids) != len(leg.scores):
+            raise ValueError("a leg's ids and scores differ in length")
+        found = _first_seen(leg) if leg.weight > 0 else {}
+        per_leg.append(found)
+        if not found:
+            continue
+        best += leg.weight
+        for chunk_id, value in found.items():
+            raw[chunk_id] = raw.get(chunk_id, 0.0) + leg.weight * value
+    ordered = sorted(raw.items(), key=lambda item: (-item[1], item[0]))
+    return [Fused(chunk_id, value, value / best, tuple(f.get(chunk_id) for f in per_leg))
+            for chunk_id, value in ordered]
+
+
 def apply_min_score(fused: Sequence[Fused], min_score: float) -> list[Fused]:
-    """Keep the prefix of `fused` (sorted by `weighted_rrf`) whose score is ≥ `min_score`."""
+    """Keep the prefix of `fused` (sorted by `weighted_rrf` or `score_fuse`) whose score is
+    ≥ `min_score`."""
     kept: list[Fused] = []
     for candidate in fused:
         if candidate.score < min_score:
@@ -211,6 +289,53 @@ def fuse_rows(vector_ids: Sequence[int], legs: LegLists, rows: FusionRows, limit
     return FusedRows(top_ids, top_raw, score, valid)
 
 
+KeyedLegs = Sequence[tuple[str, ScoredLeg]]
+"""Per leg in fusion order (vector leg first): its score-weight key and its scored list (the
+list's own `weight` is ignored: row r weighs it `weights[key][r]`)."""
+
+
+def score_fuse_rows(legs: KeyedLegs, weights: Mapping[str, FloatArray], limit: int
+                    ) -> FusedRows:
+    """`score_fuse` of search.md §5 for many rows (leg weights) at once.
+
+    Every candidate of the query is a column; each leg's normalised scores (`normalised`, the
+    same values `score_fuse` uses) are 0.0 where the leg did not return the candidate, so the
+    float64 sum `Σ w · norm` in leg order is the reference's term for term. A stable sort on
+    −raw over id-sorted columns breaks ties by chunk id; a row whose weight for a leg is 0
+    does not count that leg's candidates as found.
+    """
+    import numpy as np
+
+    n_rows = next(iter(weights.values())).size if weights else 1
+    arrays = [np.asarray(leg.ids, dtype=np.int64) for _, leg in legs]
+    universe = np.unique(np.concatenate(arrays)) if arrays else np.empty(0, dtype=np.int64)
+    raw = np.zeros((n_rows, universe.size))
+    present = np.zeros((n_rows, universe.size), dtype=bool)
+    best = np.zeros(n_rows)
+    for key, leg in legs:
+        found = _first_seen(leg)
+        if not found:
+            continue
+        norm = np.zeros(universe.size)
+        hit = np.zeros(universe.size, dtype=bool)
+        columns = np.searchsorted(universe, np.fromiter(found, dtype=np.int64, count=len(found)))
+        norm[columns] = list(found.values())
+        hit[columns] = True
+        weight = weights[key]
+        runs = weight > 0
+        raw = raw + weight[:, None] * norm[None, :]
+        present = present | (hit[None, :] & runs[:, None])
+        best = np.where(runs, best + weight, best)
+    raw = np.where(present, raw, -np.inf)
+    order = np.argsort(-raw, axis=1, kind="stable")[:, :limit]
+    top_raw = np.take_along_axis(raw, order, axis=1)
+    valid = np.isfinite(top_raw)
+    top_ids = np.where(valid, universe[order], -1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = np.where(valid, top_raw / np.where(best > 0, best, 1.0)[:, None], -np.inf)
+    return FusedRows(top_ids, top_raw, score, valid)
+
+
 def fuse_lists(vector_ids: Sequence[int], legs: Sequence[tuple[float, Sequence[int]]], *,
                limit: int, rrf_k: float = DEFAULT_RRF_K,
                vector_weight: float = DEFAULT_LEG_WEIGHT,
@@ -232,3 +357,17 @@ def fuse_lists(vector_ids: Sequence[int], legs: Sequence[tuple[float, Sequence[i
                                                 strict=True)]
 
 
+
+
+def score_fuse_lists(legs: Sequence[ScoredLeg], *, limit: int,
+                     min_score: float = DEFAULT_MIN_SCORE) -> list[tuple[int, float]]:
+    """One score-fusion condition as search.md §5 fuses it, vectorised (`score_fuse_rows`):
+    `(chunk id, normalised score)` pairs, best first. `legs` are the legs that ran, vector leg
+    first, each with its weight."""
+    import numpy as np
+
+    keyed = [(f"leg{i}", leg) for i, leg in enumerate(legs)]
+    fused = score_fuse_rows(keyed, {key: np.array([leg.weight]) for key, leg in keyed}, limit)
+    keep = fused.valid[0] & (fused.score[0] >= min_score)
+    return [(int(i), float(s)) for i, s in zip(fused.ids[0][keep], fused.score[0][keep],
+                                                strict=True)]

@@ -61,7 +61,9 @@ class Leg:
     negative: Callable[[CompiledQuery], str | None] = lambda _query: None
     """The expression of what the query excludes in this leg's table (None: nothing)."""
     weight: str = "fts_weight"
-    """The SearchParams field (and config key) that weighs it in fusion."""
+    """The SearchParams field (and config key) that weighs it in RRF fusion (and switches it)."""
+    score_weight: str = "score_text_weight"
+    """The SearchParams attribute that weighs it in score fusion (search.md §5)."""
     explain_key: str = ""
     """Its rank's key in the JSON `explain` object."""
     evidence: str | None = None
@@ -78,6 +80,11 @@ class Leg:
     def ids(self, store: IndexReader, expr: str, weights: BM25Weights, k: int) -> list[int]:
         """Up to `k` ranked chunk ids for `expr` (bm25 order, ties by id)."""
         return store.fts_search_ids(expr, weights, k, self.table)
+
+    def scored(self, store: IndexReader, expr: str, weights: BM25Weights, k: int
+               ) -> list[tuple[int, float]]:
+        """`ids` with each id's score, higher = better (the magnitude of FTS5's bm25)."""
+        return store.fts_scored_ids(expr, weights, k, self.table)
 
     def matches(self, store: IndexReader, expr: str) -> set[int]:
         """Every chunk id `expr` matches (an exclusion's rows)."""
@@ -108,8 +115,8 @@ TRIGRAM = Leg("fts", "trigram", "fts_chunks", lambda q: q.match_expr, lambda q: 
 WORDS = Leg("words", "word", "fts_words", lambda q: q.word_expr, lambda q: q.word_negative_expr,
             explain_key="fts_word_rank", evidence="text", skip_reason="no Latin word")
 CJK = Leg("cjk", "CJK", "fts_cjk", lambda q: q.cjk_expr, lambda q: q.cjk_negative_expr,
-          weight="cjk_weight", explain_key="fts_cjk_rank", evidence="cjk", own_switch=True,
-          skip_reason="no CJK text")
+          weight="cjk_weight", score_weight="score_cjk_weight", explain_key="fts_cjk_rank",
+          evidence="cjk", own_switch=True, skip_reason="no CJK text")
 
 _LEGS: list[Leg] = [TRIGRAM, WORDS, CJK]
 
@@ -235,6 +242,14 @@ def keep(store: IndexReader, ids: Sequence[int], count: int, row_filter: RowFilt
     return kept
 
 
+def _leg_drop(leg: Leg, query: CompiledQuery, row_filter: RowFilter,
+              excluded: set[int] | None) -> tuple[set[int] | None, bool]:
+    """The ids a leg drops and whether it over-fetches: a leg carrying its own NOT drops the
+    excluded ids only when other tables have exclusions."""
+    drop = excluded if not leg.own_not or _other_negatives(query, leg) else None
+    return drop, row_filter.active or drop is not None
+
+
 def run_leg(leg: Leg, store: IndexReader, query: CompiledQuery, weights: BM25Weights,
             count: int, row_filter: RowFilter, excluded: set[int] | None) -> list[int]:
     """A full-text leg's ranked ids for the query ([] when it has no expression); `excluded`
@@ -243,10 +258,24 @@ def run_leg(leg: Leg, store: IndexReader, query: CompiledQuery, weights: BM25Wei
     expr = leg.expr(query)
     if expr is None:
         return []
-    drop = excluded if not leg.own_not or _other_negatives(query, leg) else None
-    filtered = row_filter.active or drop is not None
+    drop, filtered = _leg_drop(leg, query, row_filter, excluded)
     return keep(store, leg.ids(store, expr, weights, fetch_size(count, filtered)), count,
                 row_filter, drop)
+
+
+def run_leg_scored(leg: Leg, store: IndexReader, query: CompiledQuery, weights: BM25Weights,
+                   count: int, row_filter: RowFilter, excluded: set[int] | None
+                   ) -> list[tuple[int, float]]:
+    """`run_leg` with each kept id's score (`Leg.scored`, higher = better): the same ids in
+    the same order, the same filters and exclusions."""
+    expr = leg.expr(query)
+    if expr is None:
+        return []
+    drop, filtered = _leg_drop(leg, query, row_filter, excluded)
+    found = leg.scored(store, expr, weights, fetch_size(count, filtered))
+    score = dict(found)
+    return [(cid, score[cid]) for cid in keep(store, [cid for cid, _ in found], count,
+                                              row_filter, drop)]
 
 
 def fts_exprs(query: CompiledQuery) -> dict[str, str | None]:
@@ -260,6 +289,38 @@ def vector_leg(knn: Knn, store: IndexReader, vector: npt.NDArray[np.float32], co
     filtered = row_filter.active or excluded is not None
     k = vector_k(count, filtered)
     return keep(store, [cid for cid, _ in knn(vector, k)], count, row_filter, excluded)
+
+
+def vector_leg_scored(knn: Knn, store: IndexReader, vector: npt.NDArray[np.float32], count: int,
+                      row_filter: RowFilter, excluded: set[int] | None, *, dim: int | None,
+                      vectors: VectorRows | None = None) -> list[tuple[int, float]]:
+    """`vector_leg` with each kept id's cosine similarity, computed per hit in float64
+    (`cosines`) rather than taken from the KNN's float32 distances, whose last bits depend on
+    the batch the query was in: so search, eval and tune give one hit the same score."""
+    ids = vector_leg(knn, store, vector, count, row_filter, excluded)
+    found = cosines(store, ids, vector, dim, vectors)
+    return [(cid, found[cid]) for cid in ids if cid in found]
+
+
+def cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32] | None,
+            dim: int | None, vectors: VectorRows | None = None) -> dict[int, float]:
+    """Cosine similarity of the query vector and each chunk's stored vector, in float64
+    (`vectors`: from memory, the KNN snapshot; else read from the store); none without a
+    query vector (the vector leg did not run)."""
+    if vector is None or not ids or not dim:
+        return {}
+    import numpy as np
+
+    q = np.asarray(vector, dtype=np.float64)
+    q_norm = float(np.linalg.norm(q))
+    found: dict[int, float] = {}
+    stored_vectors = vectors(ids) if vectors is not None else store.vectors_by_id(ids, dim)
+    for cid, stored in stored_vectors.items():
+        v = np.asarray(stored, dtype=np.float64)
+        norm = q_norm * float(np.linalg.norm(v))
+        if norm > 0 and v.shape == q.shape:
+            found[cid] = float(q @ v) / norm
+    return found
 
 
 def listed_knn(found: Sequence[tuple[int, float]]) -> Knn:

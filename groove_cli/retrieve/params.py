@@ -42,6 +42,10 @@ class SearchParams:
     cjk_weight: float = config.DEFAULT_CJK_WEIGHT
     min_score: float = config.DEFAULT_MIN_SCORE
     rrf_k: float = config.DEFAULT_RRF_K
+    fusion: str = config.SPECS["search.fusion.method"].default  # type: ignore[assignment]
+    """How the legs are fused (search.md §5): `rrf` or `score`."""
+    score_alpha: float = config.DEFAULT_SCORE_ALPHA
+    score_cjk_weight: float = config.DEFAULT_SCORE_CJK_WEIGHT
     bm25_weights: tuple[float, float, float] = config.DEFAULT_BM25_WEIGHTS
     rerank: bool = False
     mmr: bool = False
@@ -64,6 +68,17 @@ class SearchParams:
     low_confidence_below: float = _default("search.relevance.low_confidence_below")
     disabled_legs: frozenset[str] = frozenset()
     """Full-text legs switched off by name (eval --ablate), whatever their weights."""
+
+    @property
+    def score_vector_weight(self) -> float:
+        """Score fusion's weight of the vector leg: `score_alpha`; 1 in vector mode, where it
+        is the only leg and ranks alone whatever the alpha."""
+        return 1.0 if self.mode == "vector" else self.score_alpha
+
+    @property
+    def score_text_weight(self) -> float:
+        """Score fusion's weight of each trigram and word-level leg: `1 − score_alpha`."""
+        return 1.0 - self.score_alpha
 
 
 def configured_calibration(settings: Settings) -> Calibration | None:
@@ -113,6 +128,9 @@ def build_params(settings: Settings, *, limit: int, rerank: bool, filters: Filte
         cjk_weight=s.float_("search.retrieval.cjk_weight"),
         min_score=s.float_("search.retrieval.min_score"),
         rrf_k=s.float_("search.fusion.rrf_k"),
+        fusion=s.str_("search.fusion.method") or "rrf",
+        score_alpha=s.float_("search.fusion.score_alpha"),
+        score_cjk_weight=s.float_("search.fusion.score_cjk_weight"),
         bm25_weights=(s.float_("search.fusion.bm25_heading_weight"),
                       s.float_("search.fusion.bm25_context_weight"),
                       s.float_("search.fusion.bm25_content_weight")),
@@ -169,7 +187,12 @@ def settings_warnings(settings: Settings, params: SearchParams) -> None:
                          "values ignored")
     if params.mmr and params.mmr_lambda == 1.0 and params.mmr_same_doc_penalty == 0:
         messages.warning("MMR lambda 1.0 with no same-doc penalty ranks by relevance only")
-    text = min_score_warning(params.mode, params.vector_weight, params.fts_weight, params.min_score)
+    if params.fusion == "score":
+        text = min_score_warning(params.mode, params.score_vector_weight,
+                                 params.score_text_weight, params.min_score)
+    else:
+        text = min_score_warning(params.mode, params.vector_weight, params.fts_weight,
+                                 params.min_score)
     if text:
         messages.warning(text)
 

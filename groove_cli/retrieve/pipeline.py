@@ -1,4 +1,5 @@
-"""The search pipeline (search.md §1): legs → weighted RRF → rerank → MMR → parent → spans.
+"""The search pipeline (search.md §1): legs → fusion (weighted RRF or score fusion) → rerank →
+MMR → parent → spans.
 
 `search` runs one compiled query; `Searcher` (retrieve/searcher.py) is how every command calls
 it. It takes an already-computed query vector and KNN source, so a batch can share one
@@ -20,16 +21,20 @@ from groove_cli.errors import IndexReadError
 from groove_cli.retrieve.confidence import low_confidence
 from groove_cli.retrieve.expand import expand_hit, whole_doc_row_limit
 from groove_cli.retrieve.filters import FilterSpec, compile_filters
-from groove_cli.retrieve.fuse import Fused, apply_min_score, weighted_rrf
+from groove_cli.retrieve.fuse import Fused, ScoredLeg, apply_min_score, score_fuse, weighted_rrf
 from groove_cli.retrieve.legs import (
     Knn,
+    Legs,
     VectorRows,
     candidate_pool,
+    cosines,
     leg_exclusions,
     legs_to_run,
     registered,
     run_leg,
+    run_leg_scored,
     vector_leg,
+    vector_leg_scored,
 )
 from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.query import CompiledQuery
@@ -66,6 +71,11 @@ class HitExplain:
     rerank_rank: int | None
     rerank_score: float | None
     mmr_rank: int | None
+    fusion: str = "rrf"
+    """The fusion method that ranked the hit (search.md §5)."""
+    leg_scores: tuple[tuple[str, float | None], ...] = ()
+    """Score fusion: the hit's normalised score per leg that ran (`vec`, then the full-text
+    legs by name), None where the leg did not return it; empty for weighted RRF."""
 
     def rank(self, leg: str) -> int | None:
         """The hit's rank in the full-text leg named `leg` (None: not found there)."""
@@ -192,27 +202,37 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     legs = legs_to_run(query, params)
 
     excluded = leg_exclusions(store, query, legs)
+    scored = params.fusion == "score"  # only score fusion reads the legs' scores
     text_rows: dict[str, list[int]] = {}
+    scores: dict[str, list[float]] = {}
     if legs.text:
         start = time.perf_counter()
         for leg in legs.text:
-            text_rows[leg.name] = run_leg(leg, store, query, params.bm25_weights, pools.fts,
-                                          row_filter, excluded)
+            if scored:
+                listed = run_leg_scored(leg, store, query, params.bm25_weights, pools.fts,
+                                        row_filter, excluded)
+                text_rows[leg.name] = [cid for cid, _ in listed]
+                scores[leg.name] = [value for _, value in listed]
+            else:
+                text_rows[leg.name] = run_leg(leg, store, query, params.bm25_weights, pools.fts,
+                                              row_filter, excluded)
         timings["fts"] = _ms(start)
     vec_rows: list[int] = []
     if legs.vector:
         if vector is None or knn is None:
             raise ValueError("the vector leg runs but no query vector or KNN was given")
         start = time.perf_counter()
-        vec_rows = vector_leg(knn, store, vector, pools.vec, row_filter, excluded)
+        if scored:
+            listed = vector_leg_scored(knn, store, vector, pools.vec, row_filter, excluded,
+                                       dim=dim, vectors=vectors)
+            vec_rows = [cid for cid, _ in listed]
+            scores["vec"] = [value for _, value in listed]
+        else:
+            vec_rows = vector_leg(knn, store, vector, pools.vec, row_filter, excluded)
         timings["vec"] = _ms(start)
 
     start = time.perf_counter()
-    ranked: list[tuple[float, Sequence[int]]] = []
-    if legs.vector:
-        ranked.append((params.vector_weight, vec_rows))
-    ranked.extend((float(getattr(params, leg.weight)), text_rows[leg.name]) for leg in legs.text)
-    fused_all = weighted_rrf(ranked, params.rrf_k)
+    fused_all, fused_legs = _fuse(params, legs, vec_rows, text_rows, scores)
     fused = apply_min_score(fused_all, params.min_score)
     dropped = len(fused_all) - len(fused)
     if pools.fused is not None:
@@ -264,13 +284,13 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
                                          for leg in registered())
                  for c in candidates}
     nearest = list(vec_rows[:1])  # the vector leg's first hit: the query's best cosine
-    cosines = _cosines(store, [c.chunk.chunk_id for c in candidates] + nearest, vector, dim,
-                       vectors)
-    best = max(cosines.values()) if cosines else None
+    found_cosines = cosines(store, [c.chunk.chunk_id for c in candidates] + nearest, vector, dim,
+                            vectors)
+    best = max(found_cosines.values()) if found_cosines else None
     evidence = []
     for c in candidates:
         text, cjk = _evidence_ranks(leg_ranks[c.chunk.chunk_id])
-        evidence.append(features(cosines.get(c.chunk.chunk_id), text, None, cjk,
+        evidence.append(features(found_cosines.get(c.chunk.chunk_id), text, None, cjk,
                                  best_cosine=best))
     calibration = params.calibration or FALLBACK
     hits = tuple(
@@ -289,6 +309,8 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
                 rerank_rank=c.rerank_rank,
                 rerank_score=c.rerank_score,
                 mmr_rank=c.mmr_rank,
+                fusion=params.fusion,
+                leg_scores=tuple(zip(fused_legs, c.fused.leg_scores, strict=True)),
             ),
             relevance=(relevance(calibration, x, c.rerank_score, params.rerank_calibration)
                        if vector is not None else None),
@@ -316,6 +338,27 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     return SearchResult(hits, weak, trace)
 
 
+def _fuse(params: SearchParams, legs: Legs, vec_rows: list[int], text_rows: dict[str, list[int]],
+          scores: dict[str, list[float]]) -> tuple[list[Fused], tuple[str, ...]]:
+    """The fused candidates by `params.fusion` (search.md §5), and the names of the legs their
+    `leg_scores` follow (`vec`, then the full-text legs in fusion order; none for RRF)."""
+    if params.fusion != "score":
+        ranked: list[tuple[float, Sequence[int]]] = []
+        if legs.vector:
+            ranked.append((params.vector_weight, vec_rows))
+        ranked.extend((float(getattr(params, leg.weight)), text_rows[leg.name])
+                      for leg in legs.text)
+        return weighted_rrf(ranked, params.rrf_k), ()
+    scored: list[tuple[str, ScoredLeg]] = []
+    if legs.vector:
+        scored.append(("vec", ScoredLeg(params.score_vector_weight, vec_rows, scores["vec"],
+                                        spread=True)))
+    scored.extend((leg.name, ScoredLeg(float(getattr(params, leg.score_weight)),
+                                       text_rows[leg.name], scores[leg.name]))
+                  for leg in legs.text)
+    return score_fuse([leg for _, leg in scored]), tuple(name for name, _ in scored)
+
+
 def _evidence_ranks(leg_ranks: Sequence[LegRank]) -> tuple[int | None, int | None]:
     """The relevance model's rank evidence from the legs' ranks (Leg.evidence): the best rank
     among the `text` legs and among the `cjk` legs."""
@@ -324,26 +367,6 @@ def _evidence_ranks(leg_ranks: Sequence[LegRank]) -> tuple[int | None, int | Non
         if leg.evidence is not None and found.rank is not None:
             best[leg.evidence] = min(found.rank, best.get(leg.evidence, found.rank))
     return best.get("text"), best.get("cjk")
-
-
-def _cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32] | None,
-             dim: int | None, vectors: VectorRows | None = None) -> dict[int, float]:
-    """Cosine similarity of the query vector and each hit's stored vector (none without a
-    query vector: the vector leg did not run)."""
-    if vector is None or not ids or not dim:
-        return {}
-    import numpy as np
-
-    q = np.asarray(vector, dtype=np.float64)
-    q_norm = float(np.linalg.norm(q))
-    found: dict[int, float] = {}
-    stored_vectors = vectors(ids) if vectors is not None else store.vectors_by_id(ids, dim)
-    for cid, stored in stored_vectors.items():
-        v = np.asarray(stored, dtype=np.float64)
-        norm = q_norm * float(np.linalg.norm(v))
-        if norm > 0 and v.shape == q.shape:
-            found[cid] = float(q @ v) / norm
-    return found
 
 
 def _effective_filters(store: IndexReader, spec: FilterSpec) -> FilterSpec:

@@ -247,7 +247,7 @@ class Searcher:
                 return self._snapshot.knn
         return vec0_knn(reader)
 
-    def _vector_rows(self) -> VectorRows | None:
+    def vector_rows(self) -> VectorRows | None:
         """The loaded snapshot's vectors by id, for the hits' cosines (None: read the store)."""
         return self._snapshot.rows_by_id if self._snapshot is not None else None
 
@@ -312,7 +312,7 @@ class Searcher:
                 embed_ms = (time.perf_counter() - start) * 1000
                 knn = self.knn(store=store)
             return search(store, query, params, vector=vector, knn=knn, reranker=reranker,
-                          dim=self.dim, embed_ms=embed_ms, vectors=self._vector_rows())
+                          dim=self.dim, embed_ms=embed_ms, vectors=self.vector_rows())
 
     def prepare(self, queries: Sequence[CompiledQuery], params: SearchParams) -> Batch:
         """A batch's query vectors (cache first, one embedding batch for the misses), the
@@ -340,7 +340,7 @@ class Searcher:
                   ) -> list[SearchResult]:
         """The prepared batch through the pipeline, on `readers` (from `pinned`; default the
         Searcher's connection), results in query order."""
-        return search_all(readers or (self.store,), batch, self.dim, self._vector_rows())
+        return search_all(readers or (self.store,), batch, self.dim, self.vector_rows())
 
     def search_prepared(self, batch: Batch, index: int, store: Store | PgStore | None = None
                         ) -> SearchResult:
@@ -351,7 +351,7 @@ class Searcher:
         reader = store or self.store
         knn = self.knn(batch=True, store=reader) if vector is not None else None
         return search(reader, batch.queries[index], batch.params, vector=vector, knn=knn,
-                      reranker=batch.reranker, dim=self.dim, vectors=self._vector_rows())
+                      reranker=batch.reranker, dim=self.dim, vectors=self.vector_rows())
 
     def search_many(self, queries: Sequence[CompiledQuery], params: SearchParams
                     ) -> list[SearchResult]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from groove_cli.config import (
     DEFAULT_BM25_WEIGHTS,
@@ -12,6 +12,8 @@ from groove_cli.config import (
     DEFAULT_LEG_WEIGHT,
     DEFAULT_MIN_SCORE,
     DEFAULT_RRF_K,
+    DEFAULT_SCORE_ALPHA,
+    DEFAULT_SCORE_CJK_WEIGHT,
     MAX_LIMIT,
 )
 from groove_cli.evaluate.metrics import METRICS
@@ -19,7 +21,7 @@ from groove_cli.retrieve.legs import candidate_pool, vector_k
 
 __all__ = ["candidate_pool", "vector_k"]  # the legs' pool and k, as tune reports them
 
-Space = Literal["fusion", "retrieval"]
+Space = Literal["fusion", "retrieval", "fusion-method"]
 
 # --------------------------------------------------------------------------- constants (§8)
 
@@ -54,12 +56,19 @@ MIN_SCORES: tuple[float, ...] = (0.0, 0.2, 0.3, 0.4)
 CJK_WEIGHTS: tuple[float, ...] = (0.5 * DEFAULT_CJK_WEIGHT, DEFAULT_CJK_WEIGHT,
                                   2.0 * DEFAULT_CJK_WEIGHT)
 """The CJK leg's weight (issue #13): half, equal to and twice the built-in value."""
+SCORE_ALPHAS: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+"""Score fusion's vector-leg weight (search.md §5), around the built-in 0.6."""
+SCORE_CJK_WEIGHTS: tuple[float, ...] = (0.5 * DEFAULT_SCORE_CJK_WEIGHT, DEFAULT_SCORE_CJK_WEIGHT,
+                                        2.0 * DEFAULT_SCORE_CJK_WEIGHT)
+"""Score fusion's CJK-leg weight: half, equal to and twice the built-in value."""
 
 BUILTIN_RRF_K = DEFAULT_RRF_K
 BUILTIN_BM25_WEIGHTS: tuple[float, float, float] = DEFAULT_BM25_WEIGHTS
 BUILTIN_LEG_WEIGHT = DEFAULT_LEG_WEIGHT
 BUILTIN_CJK_WEIGHT = DEFAULT_CJK_WEIGHT
 BUILTIN_MIN_SCORE = DEFAULT_MIN_SCORE
+BUILTIN_SCORE_ALPHA = DEFAULT_SCORE_ALPHA
+BUILTIN_SCORE_CJK_WEIGHT = DEFAULT_SCORE_CJK_WEIGHT
 
 DEFAULT_K_INDEX = 4
 DEFAULT_WEIGHT_INDEX = (2 * 4 + 1) * 4 + 1
@@ -71,13 +80,20 @@ DEFAULT_CJK_INDEX = 1
 DEFAULT_RETRIEVAL_INDEX = (DEFAULT_RATIO_INDEX * len(CJK_WEIGHTS) + DEFAULT_CJK_INDEX) * len(
     MIN_SCORES)
 """(ratio 1, cjk ×1, min_score 0) = indices (2, 1, 0) ⇒ (2 × 3 + 1) × 4 = 28."""
+DEFAULT_METHOD_INDEX = 0
+"""The fusion-method grid's condition 0 is the built-in weighted RRF; 1 + alpha_index × 3 +
+cjk_index are the score-fusion conditions."""
+DEFAULT_SCORE_ALPHA_INDEX = SCORE_ALPHAS.index(DEFAULT_SCORE_ALPHA)
+DEFAULT_SCORE_CJK_INDEX = 1
 
 BM25_PROBE_WEIGHT_INDICES: tuple[int, int] = ((3 * 4 + 0) * 4 + 0, (0 * 4 + 0) * 4 + 3)
 """Weight sets behind `bm25_sensitive`: (h=4, ctx=0.5, c=0.5) = 48, (h=0.5, ctx=0.5, c=4) = 3."""
 
 FUSION_KEYS = ("rrf_k", "bm25_heading_weight", "bm25_context_weight", "bm25_content_weight")
 RETRIEVAL_KEYS = ("vector_weight", "fts_weight", "cjk_weight", "min_score")
-TABLES: dict[Space, str] = {"fusion": "search.fusion", "retrieval": "search.retrieval"}
+METHOD_KEYS = ("method", "score_alpha", "score_cjk_weight")
+TABLES: dict[Space, str] = {"fusion": "search.fusion", "retrieval": "search.retrieval",
+                            "fusion-method": "search.fusion"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +110,14 @@ class Condition:
     fts_weight: float = BUILTIN_LEG_WEIGHT
     cjk_weight: float = BUILTIN_CJK_WEIGHT
     min_score: float = BUILTIN_MIN_SCORE
+    method: str = "rrf"
+    score_alpha: float = BUILTIN_SCORE_ALPHA
+    score_cjk_weight: float = BUILTIN_SCORE_CJK_WEIGHT
 
     @property
     def grid_indices(self) -> tuple[int, ...]:
-        """Fusion: (h, ctx, content, k) indices; retrieval: (ratio, cjk, min_score) indices."""
+        """Fusion: (h, ctx, content, k) indices; retrieval: (ratio, cjk, min_score) indices;
+        fusion-method: (method, alpha, cjk) indices."""
         return grid_indices(self.space, self.index)
 
     @property
@@ -105,8 +125,11 @@ class Condition:
         """The FTS list this condition reads: its bm25 weight set (fusion), always 0 (retrieval)."""
         return self.index // len(RRF_K_VALUES) if self.space == "fusion" else 0
 
-    def values(self) -> dict[str, float]:
+    def values(self) -> dict[str, float | str]:
         """The config keys this space writes, in spec order (the JSON `condition` object)."""
+        if self.space == "fusion-method":
+            return {"method": self.method, "score_alpha": float(self.score_alpha),
+                    "score_cjk_weight": float(self.score_cjk_weight)}
         keys = FUSION_KEYS if self.space == "fusion" else RETRIEVAL_KEYS
         return {key: float(getattr(self, key)) for key in keys}
 
@@ -139,13 +162,26 @@ def retrieval_grid() -> list[Condition]:
     ]
 
 
+def method_grid() -> list[Condition]:
+    """The 19 fusion-method conditions: 0 = the built-in weighted RRF, then score fusion at
+    index 1 + alpha_index × 3 + cjk_index."""
+    return [Condition("fusion-method", 0), *(
+        Condition("fusion-method", 1 + a * len(SCORE_CJK_WEIGHTS) + c, method="score",
+                  score_alpha=alpha, score_cjk_weight=cjk)
+        for a, alpha in enumerate(SCORE_ALPHAS) for c, cjk in enumerate(SCORE_CJK_WEIGHTS))]
+
+
 def grid(space: Space) -> list[Condition]:
     """The grid of `space`, in condition-index order."""
+    if space == "fusion-method":
+        return method_grid()
     return fusion_grid() if space == "fusion" else retrieval_grid()
 
 
 def default_index(space: Space) -> int:
     """The condition index of the built-in defaults in `space`."""
+    if space == "fusion-method":
+        return DEFAULT_METHOD_INDEX
     return DEFAULT_FUSION_INDEX if space == "fusion" else DEFAULT_RETRIEVAL_INDEX
 
 
@@ -161,6 +197,10 @@ def grid_indices(space: Space, index: int) -> tuple[int, ...]:
         h, rest = divmod(weight_index, 16)
         c, t = divmod(rest, 4)
         return (h, c, t, k_index)
+    if space == "fusion-method":
+        if index == DEFAULT_METHOD_INDEX:
+            return (0, DEFAULT_SCORE_ALPHA_INDEX, DEFAULT_SCORE_CJK_INDEX)
+        return (1, *divmod(index - 1, len(SCORE_CJK_WEIGHTS)))
     pair, m = divmod(index, len(MIN_SCORES))
     return (*divmod(pair, len(CJK_WEIGHTS)), m)
 
@@ -174,8 +214,13 @@ def _rrf_k_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else _num(value)
 
 
-def label_of(values: Mapping[str, float]) -> str:
+def label_of(values: Mapping[str, Any]) -> str:
     """Label of a JSON `condition` object (its keys tell the space)."""
+    if "method" in values:
+        if values["method"] != "score":
+            return f"method={values['method']}"
+        return (f"method=score score_alpha={_num(values['score_alpha'])} "
+                f"score_cjk_weight={_num(values['score_cjk_weight'])}")
     if "rrf_k" in values:
         return (f"h={_num(values['bm25_heading_weight'])} ctx={_num(values['bm25_context_weight'])}"
                 f" content={_num(values['bm25_content_weight'])} k={_rrf_k_text(values['rrf_k'])}")
@@ -185,14 +230,16 @@ def label_of(values: Mapping[str, float]) -> str:
 
 
 def label(condition: Condition) -> str:
-    """`h=4.0 ctx=1.0 content=0.5 k=10` or `vector_weight=1.5 fts_weight=1.0 min_score=0.2`."""
+    """`h=4.0 ctx=1.0 content=0.5 k=10`, `vector_weight=1.5 fts_weight=1.0 min_score=0.2` or
+    `method=score score_alpha=0.6 score_cjk_weight=0.8`."""
     return label_of(condition.values())
 
 
 def toml_snippet(condition: Condition) -> str:
     """The config table that applies `condition`; numbers always carry a decimal point."""
     lines = [f"[{TABLES[condition.space]}]"]
-    lines += [f"{key} = {_num(value)}" for key, value in condition.values().items()]
+    lines += [f'{key} = "{value}"' if isinstance(value, str) else f"{key} = {_num(value)}"
+              for key, value in condition.values().items()]
     return "\n".join(lines)
 
 

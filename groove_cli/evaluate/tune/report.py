@@ -8,12 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groove_cli.config import FUSION_METHODS
 from groove_cli.evaluate.metrics import metric_blocks
 from groove_cli.evaluate.tune.grid import (
     BM25_WEIGHT_VALUES,
     CJK_WEIGHTS,
     PRIMARY_K,
     RRF_K_VALUES,
+    SCORE_ALPHAS,
+    SCORE_CJK_WEIGHTS,
     candidate_pool,
     grid,
     vector_k,
@@ -53,6 +56,14 @@ def _grid_json(sweep: SweepScores, selection: Selection) -> dict[str, Any]:
         return {"condition": conditions[index].values(), "ndcg": float(selection.means[index])}
 
     top = sorted(selection.phase1, key=lambda i: -float(selection.means[i]))[:5]
+    if sweep.space == "fusion-method":
+        return {
+            "methods": list(FUSION_METHODS),
+            "score_alphas": list(SCORE_ALPHAS),
+            "score_cjk_weights": list(SCORE_CJK_WEIGHTS),
+            "alpha_sweep": [entry(i) for i in top],
+            "cjk_sweep": [entry(i) for i in selection.phase2],
+        }
     if sweep.space == "fusion":
         return {
             "rrf_k": [int(k) for k in RRF_K_VALUES],

@@ -27,7 +27,13 @@ from groove_cli.evaluate.tune.grid import (
     tune_limit,
     weight_sets,
 )
-from groove_cli.evaluate.tune.lists import BUILTIN_BM25, ListFetcher, query_lists, vector_lists
+from groove_cli.evaluate.tune.lists import (
+    BUILTIN_BM25,
+    ListFetcher,
+    query_lists,
+    scored_vector_lists,
+    vector_lists,
+)
 from groove_cli.evaluate.tune.preflight import (
     SCOPE_NOTE_DEFAULTS,
     SCOPE_NOTE_STAGES,
@@ -127,15 +133,19 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
         compiled = [compile_query(q.query) for q in usable]
         with _timed("embedding", on_phase):
             vectors = searcher.query_vectors([q.positive_text for q in compiled])
+        scored = req.space == "fusion-method"  # score fusion needs the legs' scores
         with _timed("fetch_vector", on_phase):
-            vec_lists = vector_lists(searcher, compiled, vectors, pool)
+            vec_scored = (scored_vector_lists(searcher, compiled, vectors, pool) if scored
+                          else [])
+            vec_lists = ([[cid for cid, _ in found] for found in vec_scored] if scored
+                         else vector_lists(searcher, compiled, vectors, pool))
         store = searcher.store
         with store.read_transaction():
             with _timed("golden_checks", on_phase):
                 golden_index_warnings(store, golden)  # expected entries the index lacks
             chunk_total = store.chunk_count()
             context_noop = not store.has_context_text()
-            fetchers = [ListFetcher(store, q, pool) for q in compiled]
+            fetchers = [ListFetcher(store, q, pool, scored=scored) for q in compiled]
             with _timed("fetch_preflight", on_phase):
                 diags = [fetcher.diagnostics(golden_query.id, vec_ids, chunk_total, limit)
                          for fetcher, golden_query, vec_ids in zip(fetchers, usable, vec_lists,
@@ -143,7 +153,9 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
             with _timed("preflight", on_phase):
                 effective = check_preflight(diags, context_axis_noop=context_noop)
             with _timed("fetch_grid", on_phase):
-                lists = query_lists(fetchers, usable, vec_lists, sets)
+                lists = query_lists(fetchers, usable, vec_lists, sets,
+                                    [[value for _, value in found] for found in vec_scored]
+                                    if scored else None)
             with _timed("fetch_meta", on_phase):
                 ids = {cid for ql in lists for cid in ql.vector_ids}
                 ids.update(cid for ql in lists for leg_lists in ql.leg_ids.values()

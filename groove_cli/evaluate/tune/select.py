@@ -16,9 +16,13 @@ from groove_cli.arrays import FloatArray
 from groove_cli.evaluate.tune.grid import (
     CJK_WEIGHTS,
     DEFAULT_K_INDEX,
+    DEFAULT_METHOD_INDEX,
+    DEFAULT_SCORE_CJK_INDEX,
     MIN_SCORES,
     PLATEAU_EPS,
     RRF_K_VALUES,
+    SCORE_ALPHAS,
+    SCORE_CJK_WEIGHTS,
     TIE_EPS,
     WEIGHT_RATIOS,
     Space,
@@ -43,7 +47,11 @@ class Selection:
 
 def phase1_conditions(space: Space) -> tuple[int, ...]:
     """Fusion: the 64 weight sets at k = 60; retrieval: the 15 (ratio, CJK weight) pairs at
-    min_score 0."""
+    min_score 0; fusion-method: the built-in RRF and every score_alpha at the built-in
+    score_cjk_weight."""
+    if space == "fusion-method":
+        return (DEFAULT_METHOD_INDEX, *(1 + a * len(SCORE_CJK_WEIGHTS) + DEFAULT_SCORE_CJK_INDEX
+                                        for a in range(len(SCORE_ALPHAS))))
     if space == "fusion":
         return tuple(w * len(RRF_K_VALUES) + DEFAULT_K_INDEX for w in range(len(weight_sets())))
     return tuple(p * len(MIN_SCORES) for p in range(len(WEIGHT_RATIOS) * len(CJK_WEIGHTS)))
@@ -51,14 +59,20 @@ def phase1_conditions(space: Space) -> tuple[int, ...]:
 
 def phase2_conditions(space: Space, phase1_choice: int) -> tuple[int, ...]:
     """Fusion: the 6 k values at the chosen weights; retrieval: the 4 floors at the chosen
-    weights."""
+    weights; fusion-method: every score_cjk_weight at the chosen alpha (RRF: itself)."""
+    if space == "fusion-method":
+        if phase1_choice == DEFAULT_METHOD_INDEX:
+            return (DEFAULT_METHOD_INDEX,)
+        base = phase1_choice - (phase1_choice - 1) % len(SCORE_CJK_WEIGHTS)
+        return tuple(base + i for i in range(len(SCORE_CJK_WEIGHTS)))
     size = len(RRF_K_VALUES) if space == "fusion" else len(MIN_SCORES)
     base = phase1_choice - phase1_choice % size
     return tuple(base + i for i in range(size))
 
 
 def _centre_distance(space: Space, index: int) -> float:
-    centre = (1.5, 1.5, 1.5, 2.5) if space == "fusion" else (2.0, 1.0, 0.0)
+    centre = {"fusion": (1.5, 1.5, 1.5, 2.5), "retrieval": (2.0, 1.0, 0.0),
+              "fusion-method": (1.0, 2.5, 1.0)}[space]
     return sum(abs(i - c) for i, c in zip(grid_indices(space, index), centre, strict=True))
 
 

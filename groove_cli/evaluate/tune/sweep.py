@@ -1,6 +1,7 @@
 """The sweep (tune.md §5): every grid condition fused in memory for every query and scored.
 
-Fusion is search's weighted RRF, vectorised (`retrieve.fuse.fuse_rows`); scoring is eval's
+Fusion is search's weighted RRF or score fusion, vectorised (`retrieve.fuse.fuse_rows`,
+`score_fuse_rows`); scoring is eval's
 metrics, vectorised (each registered metric's vectorised form: `evaluate.metrics.rank_metrics`),
 so a condition ranks and scores a query exactly as `groove search` and `groove eval` would.
 """
@@ -8,7 +9,7 @@ so a condition ranks and scores a query exactly as `groove search` and `groove e
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,11 +25,18 @@ from groove_cli.evaluate.tune.grid import (
     WEIGHT_RATIOS,
     Space,
     fusion_grid,
+    method_grid,
     normalise_k_values,
     retrieval_grid,
     weight_sets,
 )
-from groove_cli.retrieve.fuse import FusionRows, fuse_rows
+from groove_cli.retrieve.fuse import (
+    FusedRows,
+    FusionRows,
+    ScoredLeg,
+    fuse_rows,
+    score_fuse_rows,
+)
 from groove_cli.retrieve.legs import registered
 
 
@@ -38,17 +46,35 @@ class QueryLists:
 
     `leg_ids` holds, per full-text leg name (retrieve/legs.py), one list per bm25 weight set of
     the space: 64 in weight_index order for the fusion space, only the built-in set for the
-    retrieval space; no lists for a leg the query gives no expression (it does not run).
+    retrieval and fusion-method spaces; no lists for a leg the query gives no expression (it
+    does not run). The fusion-method space also needs the scores (`vector_scores`: cosines;
+    `leg_scores`: bm25 magnitudes), parallel to the ids.
     """
 
     id: str
     expected: tuple[tuple[str, str | None], ...]
     vector_ids: tuple[int, ...]
     leg_ids: Mapping[str, tuple[tuple[int, ...], ...]]
+    vector_scores: tuple[float, ...] = ()
+    leg_scores: Mapping[str, tuple[tuple[float, ...], ...]] = field(default_factory=dict)
 
     def fusion_lists(self) -> list[tuple[str, tuple[tuple[int, ...], ...]]]:
         """(weight key, lists) of every registered leg in fusion order, for `fuse_rows`."""
         return [(leg.weight, self.leg_ids.get(leg.name, ())) for leg in registered()]
+
+    def scored_lists(self) -> list[tuple[str, ScoredLeg]]:
+        """(score-weight key, scored list) of the vector leg and every full-text leg that runs,
+        in fusion order (the first weight set's list), for `score_fuse_rows`."""
+        if len(self.vector_scores) != len(self.vector_ids) or any(
+                len(self.leg_scores.get(name, ((),))[0]) != len(lists[0])
+                for name, lists in self.leg_ids.items() if lists):
+            raise ValueError(f"query {self.id!r}: score fusion needs every list's scores")
+        legs = [("score_vector_weight",
+                 ScoredLeg(1.0, self.vector_ids, self.vector_scores, spread=True))]
+        legs += [(leg.score_weight, ScoredLeg(1.0, self.leg_ids[leg.name][0],
+                                              self.leg_scores[leg.name][0]))
+                 for leg in registered() if self.leg_ids.get(leg.name)]
+        return legs
 
 
 ChunkMeta = Mapping[int, tuple[str, str | None]]
@@ -66,8 +92,39 @@ def _leg_weights(fts: FloatArray, cjk: FloatArray) -> dict[str, FloatArray]:
             for leg in registered()}
 
 
+def _method_weights() -> dict[str, FloatArray]:
+    """The fusion-method grid's score-fusion rows (conditions 1…): each score-weight key's
+    weight per row."""
+    from groove_cli.retrieve.params import SearchParams
+
+    rows = [SearchParams(fusion="score", score_alpha=c.score_alpha,
+                         score_cjk_weight=c.score_cjk_weight) for c in method_grid()[1:]]
+    keys = {"score_vector_weight", *(leg.score_weight for leg in registered())}
+    return {key: np.array([float(getattr(p, key)) for p in rows]) for key in keys}
+
+
+def _fuse(query: QueryLists, rows: FusionRows, score_rows: Mapping[str, FloatArray] | None,
+          limit: int) -> FusedRows:
+    """One query fused under every row of the space: weighted RRF rows, then (the
+    fusion-method space) the score-fusion rows `score_rows`."""
+    rrf = fuse_rows(query.vector_ids, query.fusion_lists(), rows, limit)
+    if score_rows is None:
+        return rrf
+    scored = score_fuse_rows(query.scored_lists(), score_rows, limit)
+    # both fuse the same candidates (one list per leg), so both are cut to the same width
+    return FusedRows(np.concatenate([rrf.ids, scored.ids]), np.concatenate([rrf.raw, scored.raw]),
+                     np.concatenate([rrf.score, scored.score]),
+                     np.concatenate([rrf.valid, scored.valid]))
+
+
 def _space_rows(space: Space) -> tuple[FusionRows, IntArray, FloatArray]:
-    """The rows of a space and, per condition, its row and its `min_score` floor."""
+    """The RRF rows of a space and, per condition, its row and its `min_score` floor (the
+    fusion-method space: one RRF row, the built-in, then one row per score condition)."""
+    if space == "fusion-method":
+        conditions = method_grid()
+        rows = FusionRows(np.ones(1), _leg_weights(np.ones(1), np.full(1, BUILTIN_CJK_WEIGHT)),
+                          np.zeros(1, dtype=np.int64), np.full(1, BUILTIN_RRF_K))
+        return rows, np.arange(len(conditions), dtype=np.int64), np.zeros(len(conditions))
     if space == "fusion":
         conditions = fusion_grid()
         rows = FusionRows(
@@ -121,7 +178,8 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
     Args:
         queries: the usable queries with their fetched lists.
         chunk_meta: (path, heading) of every chunk id the lists hold.
-        space: `fusion` (each query needs 64 FTS lists) or `retrieval` (1 list).
+        space: `fusion` (each query needs 64 FTS lists), `retrieval` (1 list) or
+            `fusion-method` (1 list, with scores).
         limit: the fused list is cut to this many hits (the eval depth).
         k_values: metric cut-offs; normalised, so 5 is always present.
         progress: receives one progress line per query (e.g. `messages.progress`).
@@ -135,6 +193,7 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
     """
     ks = normalise_k_values(k_values)
     rows, row_of, floors = _space_rows(space)
+    score_rows = _method_weights() if space == "fusion-method" else None
     n_lists = len(weight_sets()) if space == "fusion" else 1
     n_cond = row_of.size
     scores = {m.name: np.zeros(((len(ks),) if m.at_k else ()) + (n_cond, len(queries)))
@@ -143,7 +202,7 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
         if progress is not None:
             progress(progress_line(q + 1, len(queries), n_cond, query.id))
         _check_lists(query, n_lists)
-        fused = fuse_rows(query.vector_ids, query.fusion_lists(), rows, max(limit, 1))
+        fused = _fuse(query, rows, score_rows, max(limit, 1))
         valid = fused.valid[row_of] & (fused.score[row_of] >= floors[:, None])
         ids = fused.ids[row_of]
         rel = _relevance(query, chunk_meta, ids, valid)

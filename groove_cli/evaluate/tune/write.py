@@ -133,8 +133,9 @@ def _is_table_proxy(value: object) -> bool:
     return type(value).__name__ == "OutOfOrderTableProxy"
 
 
-def _toml_float(value: float) -> str:
-    return tomlkit.item(float(value)).as_string()
+def _toml_float(value: float | str) -> str:
+    """A value as TOML writes it: a float with its decimal point, a string quoted."""
+    return tomlkit.item(value if isinstance(value, str) else float(value)).as_string()
 
 
 def _padded(inline: InlineTable) -> bool:
@@ -167,7 +168,7 @@ def _newline(text: str) -> str:
     return "\r\n" if "\r\n" in text and text.count("\n") == text.count("\r\n") else "\n"
 
 
-def _append_table(text: str, table: str, values: dict[str, float]) -> str:
+def _append_table(text: str, table: str, values: dict[str, float | str]) -> str:
     nl = _newline(text)
     block = nl.join([f"[{table}]"] + [f"{k} = {_toml_float(v)}" for k, v in values.items()]) + nl
     if not text:
@@ -179,14 +180,14 @@ def _append_table(text: str, table: str, values: dict[str, float]) -> str:
     return _checked(text + block, table, values)
 
 
-def _finish(original: str, doc: TOMLDocument, table: str, values: dict[str, float]) -> str:
+def _finish(original: str, doc: TOMLDocument, table: str, values: dict[str, float | str]) -> str:
     edited = tomlkit.dumps(doc)
     if _newline(original) == "\r\n":
         edited = re.sub(r"(?<!\r)\n", "\r\n", edited)
     return _checked(edited, table, values)
 
 
-def _checked(edited: str, table: str, values: dict[str, float]) -> str:
+def _checked(edited: str, table: str, values: dict[str, float | str]) -> str:
     """Re-read the edited text with the strict parser and confirm every value landed."""
     try:
         data: Any = tomllib.loads(edited)

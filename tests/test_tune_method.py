@@ -1,0 +1,113 @@
+"""tune's fusion-method space (tune.md §4): the built-in weighted RRF against score fusion
+(search.md §5) over score_alpha × score_cjk_weight, swept in memory, selected and written."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from groove_cli.cli import app
+from groove_cli.config import validate_text
+from groove_cli.evaluate import tune as T
+from groove_cli.evaluate.tune.grid import method_grid
+from groove_cli.evaluate.tune.sweep import QueryLists
+from groove_cli.evaluate.tune.write import edit_config_text
+
+runner = CliRunner()
+
+
+def test_method_grid_layout_and_default() -> None:
+    grid = method_grid()
+    assert len(grid) == 1 + 6 * 3 and [c.index for c in grid] == list(range(19))
+    assert T.default_index("fusion-method") == 0
+    assert T.label(grid[0]) == "method=rrf" and grid[0].grid_indices == (0, 3, 1)
+    # index = 1 + alpha_index × 3 + cjk_index
+    assert T.label(grid[1 + 3 * 3 + 1]) == "method=score score_alpha=0.6 score_cjk_weight=0.8"
+    assert T.label(grid[1 + 0 * 3 + 2]) == "method=score score_alpha=0.3 score_cjk_weight=1.6"
+    assert grid[1 + 5 * 3 + 0].grid_indices == (1, 5, 0)
+    assert T.phase1_conditions("fusion-method") == (0, 2, 5, 8, 11, 14, 17)
+    assert T.phase2_conditions("fusion-method", 11) == (10, 11, 12)
+    assert T.phase2_conditions("fusion-method", 0) == (0,)
+
+
+def test_method_snippet_and_write_keep_the_rest_of_the_table() -> None:
+    condition = method_grid()[1 + 3 * 3 + 1]
+    assert T.toml_snippet(condition) == (
+        '[search.fusion]\nmethod = "score"\nscore_alpha = 0.6\nscore_cjk_weight = 0.8')
+    edited = edit_config_text("[search.fusion]\nrrf_k = 30.0  # mine\n", "fusion-method",
+                              condition)
+    assert edited == ('[search.fusion]\nrrf_k = 30.0  # mine\nmethod = "score"\n'
+                      "score_alpha = 0.6\nscore_cjk_weight = 0.8\n")
+    assert validate_text(edited, Path("groove.toml"))["search.fusion.method"] == "score"
+    assert tomllib.loads(edited)["search"]["fusion"]["method"] == "score"
+
+
+def _query(n: int) -> QueryLists:
+    """Chunk 3 is the answer: first in the vector leg by a wide cosine margin, absent from the
+    trigram leg. Weighted RRF ranks 2 (second in both legs) first and 1 before 3 (a tie at
+    1/61, by id): 3 is third. Score fusion at alpha ≥ 0.6: 3 scores 0.6 · 1, 1 scores
+    (1 − alpha) · 1, 2 scores 0.6 · 0 + 0.4 · 0.2: 3 is first."""
+    return QueryLists(id=f"q{n}", expected=(("r.md", None),), vector_ids=(3, 2, 4),
+                      leg_ids={"fts": ((1, 2),)}, vector_scores=(0.9, 0.5, 0.5),
+                      leg_scores={"fts": ((5.0, 1.0),)})
+
+
+META = {1: ("x.md", None), 2: ("y.md", None), 3: ("r.md", None), 4: ("w.md", None)}
+
+
+def test_score_fusion_is_adopted_where_it_ranks_the_answer_first() -> None:
+    queries = [_query(n) for n in range(20)]
+    sweep = T.score_matrix(queries, META, "fusion-method", 10, [1, 5, 10])
+    rrf, chosen = 0, 1 + 3 * 3 + 1
+    assert sweep.ndcg5[rrf] == pytest.approx([0.5] * 20)  # 1 / log2(3 + 1)
+    assert sweep.ndcg5[chosen] == pytest.approx([1.0] * 20)
+    # alpha 0.5: 3 and 1 tie at 0.5, by id: 1 first
+    assert sweep.ndcg5[1 + 2 * 3 + 1] == pytest.approx([1 / 1.5849625007211562] * 20)
+    loo = T.loo_cv(sweep.ndcg5, range(20), "fusion-method")
+    assert loo.refit == chosen and loo.stability == 1.0  # the plateau's centre: alpha 0.6
+    decision = T.verdict(sweep, loo)
+    assert decision.decision == "adopt", decision.reasons
+    assert decision.refit.values() == {"method": "score", "score_alpha": 0.6,
+                                       "score_cjk_weight": 0.8}
+
+
+def test_tune_cli_sweeps_the_method_space_and_writes_the_method(
+        golden_copy: tuple[Path, Path], real_models_dir: Path, workdir: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROOVE_OFFLINE", "1")
+    monkeypatch.setattr("groove_cli.messages._verbose", False)  # --verbose below: restored after
+    kb, db = golden_copy
+    config = workdir / "groove.toml"
+    config.write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n\n"
+                      "[search.fusion]\nrrf_k = 60.0\n", encoding="utf-8")
+    result = runner.invoke(app, ["--db", str(db), "tune", "--kb-path", str(kb), "--space",
+                                 "fusion-method", "--format", "json", "--write", "--force"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["space"] == "fusion-method"
+    assert report["grid"]["methods"] == ["rrf", "score"]
+    assert report["grid"]["score_alphas"] == [0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+    swept = {T.label_of(e["condition"]) for e in report["grid"]["alpha_sweep"]}
+    assert len(swept) == 5 and swept <= {T.label(c) for c in method_grid()}
+    refit = report["loo"]["refit"]
+    assert report["written"] == {"path": str(config), "table": "search.fusion",
+                                 "keys": ["method", "score_alpha", "score_cjk_weight"]}
+    assert config.read_text(encoding="utf-8").endswith(
+        f'[search.fusion]\nrrf_k = 60.0\nmethod = "{refit["method"]}"\n'
+        f'score_alpha = {refit["score_alpha"]!r}\n'
+        f'score_cjk_weight = {refit["score_cjk_weight"]!r}\n')
+    text = runner.invoke(app, ["--db", str(db), "tune", "--kb-path", str(kb), "--space",
+                               "fusion-method", "--verbose"])
+    assert text.exit_code == 0, text.output
+    assert "Phase 2: every score_cjk_weight at the phase-1 alpha" in text.stdout
+
+
+def test_the_method_space_needs_the_scores() -> None:
+    unscored = QueryLists(id="q", expected=(("r.md", None),), vector_ids=(3, 2),
+                          leg_ids={"fts": ((1, 2),)})
+    with pytest.raises(ValueError, match="query 'q': score fusion needs every list's scores"):
+        T.score_matrix([unscored], META, "fusion-method", 10, [5])
