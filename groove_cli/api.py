@@ -121,6 +121,7 @@ class Index:
         self.location = location
         self._file_values = file_values
         self._searcher: Searcher | None = None
+        self._index_model: Any = None
         self._lock = threading.Lock()
 
     def __enter__(self) -> Index:
@@ -246,10 +247,12 @@ class Index:
 
     def index(self, *, force: bool = False, progress: ProgressSink | None = None,
               stop: Callable[[], bool] | None = None, verbose: bool = False,
-              quiet: bool = True) -> IndexReport:
+              quiet: bool = True, keep_model: bool = False) -> IndexReport:
         """Index (or incrementally update) the KB folder; `stop` is polled between files
-        (Ctrl-C leaves a valid index). Open searches see the new state on their next call."""
-        from groove_cli.index import IndexOptions, index_kb
+        (Ctrl-C leaves a valid index). Open searches see the new state on their next call.
+        `keep_model` keeps the embedding model loaded for this Index's next `index` call (a
+        watcher re-indexes a few notes at a time and must not reload it each time)."""
+        from groove_cli.index import Indexer, IndexOptions
 
         if self.kb is None:
             raise UsageError("indexing needs the KB folder",
@@ -257,7 +260,18 @@ class Index:
         options = IndexOptions.from_settings(self.settings, self.kb, self.location, force=force,
                                              verbose=verbose, quiet=quiet)
         self.close()  # the vector snapshot and model identity may change
-        return index_kb(options, progress, stop)
+        indexer = Indexer(options, progress, stop)
+        if keep_model and not force:  # without --force the index's recorded model is used
+            indexer.embedder = self._index_model
+        report = indexer.run()
+        runtime = indexer.runtime
+        if keep_model and runtime is not None:
+            loaded = indexer.embedder
+            if loaded is None or loaded.model.name != runtime.name:
+                indexer.embedder = None
+                loaded = indexer.load_embedder()
+            self._index_model = loaded
+        return report
 
     def evaluate(self, golden: PathLike | None = None, *, k: Sequence[int] | str | None = None,
                  limit: int | None = None, history: bool = True, **options: Any) -> EvalReport:

@@ -225,7 +225,8 @@ class Indexer:
         if self.opt.verbose:  # one line per file, even for a path holding a newline
             messages.progress(printable(text, keep_newlines=False))
 
-    def _load_embedder(self) -> Embedder:
+    def load_embedder(self) -> Embedder:
+        """The embedding model, loaded on first need (once the run knows which)."""
         if self.embedder is None:
             from groove_cli.models import Embedder
 
@@ -520,7 +521,7 @@ class Indexer:
         file is committed once its chunks are done, so an interrupt keeps every finished file
         and the progress bar's file count moves while the group is embedded.
         """
-        embedder = self._load_embedder()
+        embedder = self.load_embedder()
         inputs = [text for item in pending for text in item.inputs]
         contents = [chunk.content for item in pending for chunk in item.parsed.chunks]
         counts = embedder.count_tokens(contents)

@@ -31,7 +31,8 @@ HEAVY = ("numpy", "onnxruntime", "mcp", "starlette", "uvicorn", "watchfiles", "a
 """Modules a forwarded search or a cold full-text search must not load."""
 
 
-def make_kb(golden_index: tuple[Path, Path], root: Path, real_models_dir: Path) -> tuple[Path, dict[str, str]]:
+def make_kb(golden_index: tuple[Path, Path], root: Path, real_models_dir: Path
+            ) -> tuple[Path, dict[str, str]]:
     """A copy of the indexed sample KB at `root/kb` (index at `kb/.groove.db`) and the env that
     finds the real model in the default cache."""
     from groove_cli.store import Store

@@ -139,9 +139,10 @@ def serve_http(service: Service, listen: Listen, *, watch: bool = False) -> None
         if task.done():
             await task
             return
+        if watcher is not None:  # clients come once the KBs are caught up and watched
+            watcher.start()
+            await asyncio.to_thread(watcher.ready.wait)
         with state_files(service, address, state_token):
-            if watcher is not None:
-                watcher.start()
             messages.progress(f"groove: serving {', '.join(service.kbs)} at {address} "
                               f"(pid {os.getpid()}; MCP at {address}/mcp)")
             await task
@@ -173,6 +174,7 @@ def serve_stdio(service: Service, *, watch: bool = False) -> None:
 
         watcher = Watcher(list(service.kbs.values()))
         watcher.start()
+        watcher.ready.wait()
 
     def stop(*_: Any) -> None:
         raise KeyboardInterrupt

@@ -8,8 +8,12 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from groove_cli.serve.service import Served
+
+if TYPE_CHECKING:
+    from groove_cli.api import Index
 
 log = logging.getLogger("groove.serve")
 DEBOUNCE_MS = 150
@@ -38,16 +42,13 @@ def note_filter(served: Served) -> object:
     return NoteFilter()
 
 
-def reindex(served: Served) -> None:
-    """Bring the index up to date and serve a fresh Index warmed on it."""
+def reindex(served: Served, writer: Index) -> None:
+    """Bring the index up to date through `writer` (which keeps the embedding model loaded)
+    and serve a fresh Index on the new state."""
     from groove_cli.api import Index
 
+    report = writer.index(quiet=True, keep_model=True)
     current = served.index
-    writer = Index(current.settings, current.kb, current.location)
-    try:
-        report = writer.index(quiet=True)
-    finally:
-        writer.close()
     fresh = Index(current.settings, current.kb, current.location)
     served.swap(fresh)  # full text answers from the new state at once
     fresh.search("warm up", limit=1)  # the models load now, not in the next caller's search
@@ -62,9 +63,16 @@ class Watcher:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self.busy = threading.Event()
-        """Set while a re-index runs (tests and benchmarks wait on it)."""
+        """Set while a re-index runs."""
+        self.ready = threading.Event()
+        """Set once every KB has caught up with the changes made while nothing watched it
+        (and the embedding model is loaded for the next re-index)."""
+        self._pending = len(self.kbs)
+        self._count = threading.Lock()
 
     def start(self) -> None:
+        if not self.kbs:
+            self.ready.set()
         for served in self.kbs:
             thread = threading.Thread(target=self._run, args=(served,), daemon=True,
                                       name=f"groove-watch-{served.name}")
@@ -79,18 +87,34 @@ class Watcher:
     def _run(self, served: Served) -> None:
         from watchfiles import watch
 
-        assert served.kb is not None
-        for _changes in watch(served.kb, watch_filter=note_filter(served),  # type: ignore[arg-type]
-                              debounce=DEBOUNCE_MS, step=20, stop_event=self._stop,
-                              yield_on_timeout=False, raise_interrupt=False):
-            if self._stop.is_set():
-                return
-            self.busy.set()
-            try:
-                reindex(served)
-            except Exception as exc:  # a failed re-index leaves the served state as it was
-                from groove_cli.serve.tools import error_text
+        from groove_cli.api import Index
 
-                log.warning("re-indexing %s failed: %s", served.name, error_text(exc) or exc)
-            finally:
-                self.busy.clear()
+        assert served.kb is not None
+        current = served.index
+        writer = Index(current.settings, current.kb, current.location)
+        caught_up = False
+        for changes in watch(served.kb, watch_filter=note_filter(served),  # type: ignore[arg-type]
+                             debounce=DEBOUNCE_MS, step=20, stop_event=self._stop,
+                             rust_timeout=200, yield_on_timeout=True, raise_interrupt=False):
+            if self._stop.is_set():
+                break
+            if changes or not caught_up:  # the first pass: what changed while unwatched
+                self._update(served, writer)
+                if not caught_up:
+                    caught_up = True
+                    with self._count:
+                        self._pending -= 1
+                        if self._pending == 0:
+                            self.ready.set()
+        writer.close()
+
+    def _update(self, served: Served, writer: Index) -> None:
+        self.busy.set()
+        try:
+            reindex(served, writer)
+        except Exception as exc:  # a failed re-index leaves the served state as it was
+            from groove_cli.serve.tools import error_text
+
+            log.warning("re-indexing %s failed: %s", served.name, error_text(exc) or exc)
+        finally:
+            self.busy.clear()
