@@ -192,12 +192,24 @@ def test_a_dead_foreign_or_silent_server_is_ignored_once(
         silent.close()
 
 
-def test_sigterm_stops_the_server_and_removes_its_file(
-        golden_index: tuple[Path, Path], real_models_dir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_a_signal_stops_the_server_and_removes_its_file(
+        golden_index: tuple[Path, Path], real_models_dir: Path, tmp_path: Path,
+        sig: signal.Signals) -> None:
+    import threading
+    import time
+
     kb, env = make_kb(golden_index, tmp_path, real_models_dir)
     with serving(kb, env) as running:
-        assert running.get("/search", q="retry", mode="fts")[0] == 200
-        running.proc.send_signal(signal.SIGTERM)
+        answers: list[int] = []
+        # the first hybrid search loads the model: still in flight when the signal comes
+        inflight = threading.Thread(target=lambda: answers.append(
+            running.get("/search", q="retry budget", mode="hybrid")[0]))
+        inflight.start()
+        time.sleep(0.3)
+        running.proc.send_signal(sig)
+        inflight.join(timeout=60)
+        assert answers == [200]  # finished, not cut off
         assert running.proc.wait(timeout=30) == 0
         assert not state_file(kb).exists()
 
@@ -209,3 +221,20 @@ def test_a_cold_full_text_search_loads_no_serving_or_model_code(
                                   "--kb-path", str(kb), "--mode", "fts", "--no-server")
     assert run.returncode == 0 and run.stdout.strip()
     assert heavy(modules) == []
+
+
+def test_a_token_guards_every_route_but_health(
+        golden_index: tuple[Path, Path], real_models_dir: Path, tmp_path: Path) -> None:
+    kb, env = make_kb(golden_index, tmp_path, real_models_dir)
+    with serving(kb, env, "--token", "s3cret") as running:
+        assert running.get("/search", q="retry", mode="fts")[0] == 401
+        assert running.get("/search", q="retry", mode="fts",
+                           headers={"Authorization": "Bearer wrong"})[0] == 401
+        assert running.get("/search", q="retry", mode="fts",
+                           headers={"Authorization": "Bearer s3cret"})[0] == 200
+        assert running.get("/health")[0] == 200
+        # the command line reads the token from the state file and forwards
+        run = groove(env, "search", "retry", "--kb-path", str(kb), "--mode", "fts")
+        assert run.returncode == 0 and run.stderr == ""
+        assert run.stdout == groove(env, "search", "retry", "--kb-path", str(kb), "--mode",
+                                    "fts", "--no-server").stdout

@@ -184,3 +184,16 @@ def test_a_kb_that_disappears_mid_session(golden_index: tuple[Path, Path],
     for name in ("search", "multi", "status"):  # answered (from what is still open) or refused
         result = got[name]
         assert result.is_error is False or result.content[0].text.startswith("groove: error: ")
+
+
+def test_the_stdio_server_exits_when_its_client_goes_away(
+        kb_env: tuple[Path, dict[str, str]]) -> None:
+    import subprocess
+
+    kb, env = kb_env
+    proc = subprocess.Popen([sys.executable, "-m", "groove_cli", "mcp", str(kb)], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.close()  # the client is gone
+    assert proc.wait(timeout=60) == 0
