@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed
 GROOVE  := $(BIN)/groove
 DEMO_KB := golden
 
-.PHONY: install test lint demo eval eval-datasets suite bench bench-backends clean lock
+.PHONY: install test lint demo eval eval-datasets suite bench bench-backends bench-serve clean lock
 
 # editable_mode=compat puts the checkout on sys.path with a plain .pth line: the default mode's
 # import hook costs ~20 ms at every interpreter start, 7 % of a cold `groove search` (and an
@@ -61,6 +61,9 @@ bench: $(STAMP)  ## speed benchmarks -> bench/results/*.json + .md
 	$(BIN)/python bench/bench_index.py
 	$(BIN)/python bench/bench_search.py
 	$(BIN)/python bench/bench_tune.py
+
+bench-serve: $(STAMP)  ## groove serve at 10k chunks (issue 27) -> bench/results/serve.*
+	$(BIN)/python bench/bench_serve.py
 
 bench-backends: $(STAMP)  ## SQLite vs Postgres + pgvector (issue 18) -> bench/results/backends.*
 	$(BIN)/python bench/bench_backends.py

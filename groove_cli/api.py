@@ -124,6 +124,7 @@ class Index:
         self._state_folder = state_folder
         """The index is the KB's own (no `db`, no db_path): `index` makes its state folder."""
         self._searcher: Searcher | None = None
+        self._index_model: Any = None
         self._lock = threading.Lock()
 
     def __enter__(self) -> Index:
@@ -265,11 +266,14 @@ class Index:
 
     def index(self, *, force: bool = False, progress: ProgressSink | None = None,
               stop: Callable[[], bool] | None = None, verbose: bool = False,
-              quiet: bool = True, text_only: bool = False) -> IndexReport:
+              quiet: bool = True, text_only: bool = False, keep_model: bool = False
+              ) -> IndexReport:
         """Index (or incrementally update) the KB folder: full text first, then the vectors
         (`text_only` stops after the full text); `stop` is polled between files and batches
-        (Ctrl-C leaves a valid index). Open searches see the new state on their next call."""
-        from groove_cli.index import IndexOptions, index_kb
+        (Ctrl-C leaves a valid index). Open searches see the new state on their next call.
+        `keep_model` keeps the embedding model loaded for this Index's next `index` call (a
+        watcher re-indexes a few notes at a time and must not reload it each time)."""
+        from groove_cli.index import Indexer, IndexOptions
 
         if self.kb is None:
             raise UsageError("indexing needs the KB folder",
@@ -282,7 +286,18 @@ class Index:
         options = IndexOptions.from_settings(self.settings, self.kb, self.location, force=force,
                                              verbose=verbose, quiet=quiet, text_only=text_only)
         self.close()  # the vector snapshot and model identity may change
-        return index_kb(options, progress, stop)
+        indexer = Indexer(options, progress, stop)
+        if keep_model and not force:  # without --force the index's recorded model is used
+            indexer.embedder = self._index_model
+        report = indexer.run()
+        runtime = indexer.runtime
+        if keep_model and runtime is not None:
+            loaded = indexer.embedder
+            if loaded is None or loaded.model.name != runtime.name:
+                indexer.embedder = None
+                loaded = indexer.load_embedder()
+            self._index_model = loaded
+        return report
 
     def evaluate(self, golden: PathLike | None = None, *, k: Sequence[int] | str | None = None,
                  limit: int | None = None, history: bool = True, **options: Any) -> EvalReport:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from groove_cli import cli_commands, cli_kb, config, messages
+from groove_cli import cli_commands, cli_kb, cli_serve, config, messages
 from groove_cli.cli_eval import eval_app, tune_cmd
 from groove_cli.cli_options import (
     CollectionOpt,
@@ -27,6 +27,7 @@ from groove_cli.cli_options import (
     KbOpt,
     ModelOpt,
     NoColorOpt,
+    NoServerOpt,
     RerankerOpt,
     RetrievalFlags,
     VerboseOpt,
@@ -192,18 +193,28 @@ def status_cmd(
     kb_path: KbOpt = None,
     collection: CollectionOpt = None,
     format: FormatOpt = "text",
+    no_server: NoServerOpt = False,
 ) -> None:
-    """Show what the index holds and, with a KB path, what is pending.
+    """Show what the index holds, what is pending (with a KB path), and a running server.
 
     Example: `groove status --kb-path ~/notes`
     """
     from groove_cli.api import Index
+    from groove_cli.serve import client
 
     fmt = check_format(format, ("text", "json"))
+    server: dict[str, object] | None = None
 
     def run() -> StatusReport | None:
+        nonlocal server
         # with --db, status and doctor need no KB path (cli.md §1)
         paths = resolve_paths(ctx, kb_flags(kb_path), kb_required=False)
+        if not no_server:
+            report = client.forward_status(paths.db, paths.kb)
+            running = client.running_server(paths.db, paths.kb)
+            server = {"pid": running.pid, "address": running.address} if running else None
+            if report is not None:
+                return report  # type: ignore[no-any-return]
         if isinstance(paths.db, Path) and not paths.db.exists():
             hint = paths.kb if paths.kb else "<path>"
             messages.note(f"no index found at {paths.db}. Run `groove index --kb-path {hint}` first.")
@@ -218,7 +229,7 @@ def status_cmd(
 
     report = run_core(run)
     if report is not None:
-        output.print_status(report, fmt)
+        output.print_status(report, fmt, server)
 
 
 @app.command("doctor")
@@ -288,6 +299,7 @@ def search_cmd(
         "KB. Several -c NAME do the same for those KBs."))] = False,
     no_color: NoColorOpt = False,
     verbose_flag: VerboseOpt = False,
+    no_server: NoServerOpt = False,
 ) -> None:
     """Search the index: full-text + vector legs fused with weighted RRF.
 
@@ -328,7 +340,15 @@ def search_cmd(
         return
 
     def run() -> Results:
-        paths = resolve_paths(ctx, flags(), kb_required=False)
+        given = flags()
+        paths = resolve_paths(ctx, given, kb_required=False)
+        if not no_server:  # a running `groove serve` answers with its warm index
+            from groove_cli.serve.client import forward_search
+
+            found = forward_search(paths.settings, paths.db, paths.kb, query, limit,
+                                   filters.filters(), given, files=fmt == "files")
+            if found is not None:
+                return found  # type: ignore[no-any-return]
         with Index(paths.settings, paths.kb, paths.db) as index:
             return index.search(query, limit=limit, filters=filters.filters(),
                                 files=fmt == "files")
@@ -342,6 +362,12 @@ def search_cmd(
 
 
 app.command("get")(cli_commands.get_cmd)
+
+
+# --------------------------------------------------------------------------- serve, mcp
+
+app.command("serve")(cli_serve.serve_cmd)
+app.command("mcp")(cli_serve.mcp_cmd)
 
 
 # --------------------------------------------------------------------------- eval, tune

@@ -258,6 +258,8 @@ RerankerOpt = Annotated[str | None, typer.Option(
 GoldenOpt = Annotated[Path | None, typer.Option(
     "--golden", help="Golden file (default [eval].golden, else KB/.groove-eval.yml).")]
 NoColorOpt = Annotated[bool, typer.Option("--no-color", help="Disable colour.")]
+NoServerOpt = Annotated[bool, typer.Option("--no-server", help=(
+    "Run in this process even when `groove serve` serves the index."))]
 VerboseOpt = Annotated[bool, typer.Option(
     "--verbose", "-v",
     help="Also print informational notes (which config file was loaded, …); tune: the full report.")]

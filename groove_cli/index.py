@@ -230,7 +230,8 @@ class Indexer:
         if self.opt.verbose:  # one line per file, even for a path holding a newline
             messages.progress(printable(text, keep_newlines=False))
 
-    def _load_embedder(self) -> Embedder:
+    def load_embedder(self) -> Embedder:
+        """The embedding model, loaded on first need (once the run knows which)."""
         if self.embedder is None:
             from groove_cli.models import Embedder
 
@@ -549,7 +550,7 @@ class Indexer:
                        static: bool) -> None:
         """Phase 2: embed every chunk that has no vector yet, shortest first, one model batch
         per transaction, so an interrupt or a kill keeps every batch already written."""
-        embedder = self._load_embedder()
+        embedder = self.load_embedder()
         self.to_embed = len(pending)
         self._line(f"Embedding {len(pending):,} chunks...")
         self.progress.start(len(pending), "Embedding", "chunks")

@@ -157,36 +157,45 @@ def print_config(settings: Settings, fmt: str,
         print_line(f"{key:<{width}} = {_toml_value(_shown(key, value))}  ({source})")
 
 
-def print_status(report: StatusReport, fmt: str) -> None:
-    """cli.md §8: text lines or the JSON object."""
-    quality = None
-    if report.quality_threshold > 0:
-        quality = {"threshold": report.quality_threshold, "passing": report.quality_passing,
-                   "below": report.quality_below}
+def status_json(report: StatusReport) -> dict[str, Any]:
+    """`status --format json`'s document (cli.md §8)."""
     pending = None
     if report.pending is not None:
         pending = {"new": report.pending.new, "changed": report.pending.changed,
                    "deleted": report.pending.deleted, "renamed": report.pending.renamed,
                    "skipped": report.pending.skipped}
+    return {
+        "index": report.index,
+        "kb_path": report.kb_path,
+        "schema_version": report.schema_version,
+        "documents": report.documents,
+        "chunks": report.chunks,
+        "model": {"name": report.model_name, "dim": report.model_dim,
+                  "max_length": report.model_max_length},
+        "context_mode": report.context_mode,
+        "last_indexed": report.last_indexed,
+        "pending": pending,
+        "pending_vectors": report.pending_vectors,
+        "quality_filter": _quality(report),
+        **({"knowledge_bases": [
+            {"kb": name, "documents": docs, "chunks": chunks, "last_indexed": last}
+            for name, docs, chunks, last in report.knowledge_bases]}
+           if report.knowledge_bases else {}),
+    }
+
+
+def _quality(report: StatusReport) -> dict[str, Any] | None:
+    if report.quality_threshold <= 0:
+        return None
+    return {"threshold": report.quality_threshold, "passing": report.quality_passing,
+            "below": report.quality_below}
+
+
+def print_status(report: StatusReport, fmt: str, server: dict[str, Any] | None = None) -> None:
+    """cli.md §8: text lines or the JSON object; `server` the running `groove serve` of the
+    index (pid, address), shown when there is one."""
     if fmt == "json":
-        print_json({
-            "index": report.index,
-            "kb_path": report.kb_path,
-            "schema_version": report.schema_version,
-            "documents": report.documents,
-            "chunks": report.chunks,
-            "model": {"name": report.model_name, "dim": report.model_dim,
-                      "max_length": report.model_max_length},
-            "context_mode": report.context_mode,
-            "last_indexed": report.last_indexed,
-            "pending": pending,
-            "pending_vectors": report.pending_vectors,
-            "quality_filter": quality,
-            **({"knowledge_bases": [
-                {"kb": name, "documents": docs, "chunks": chunks, "last_indexed": last}
-                for name, docs, chunks, last in report.knowledge_bases]}
-               if report.knowledge_bases else {}),
-        })
+        print_json({**status_json(report), **({"server": server} if server else {})})
         return
     print_line(f"Index: {report.index}")
     print_line(f"KB: {report.kb_path or '-'}")
@@ -197,6 +206,8 @@ def print_status(report: StatusReport, fmt: str) -> None:
                f"max_length {report.model_max_length})")
     print_line(f"Context mode: {report.context_mode}")
     print_line(f"Last indexed: {report.last_indexed or 'never'}")
+    if server:
+        print_line(f"Server: pid {server['pid']} at {server['address']}")
     if report.pending is not None:
         p = report.pending
         skipped = (f" ({p.skipped} skipped: empty, frontmatter-only or not UTF-8)"
@@ -207,7 +218,7 @@ def print_status(report: StatusReport, fmt: str) -> None:
     if report.pending_vectors:
         print_line(f"Pending vectors: {report.pending_vectors:,} of {report.chunks:,} chunks "
                    "(full-text search covers all; `groove index` embeds the rest)")
-    if quality is not None:
+    if report.quality_threshold > 0:
         print_line(f"Quality filter (threshold={report.quality_threshold}): "
                    f"{report.quality_passing} passing, {report.quality_below} below threshold")
     if report.knowledge_bases:

@@ -13,7 +13,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from groove_cli import messages
 from groove_cli.config import MAX_LIMIT
@@ -50,7 +50,8 @@ if TYPE_CHECKING:  # numpy is imported only where vectors are used (fts-only run
     import numpy.typing as npt
 
 
-class LegRank(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class LegRank:
     """A hit's rank in one full-text leg: the leg's name, its JSON explain key, the rank."""
 
     name: str

@@ -1,0 +1,243 @@
+"""The HTTP side of `groove serve`: MCP over streamable HTTP at `/mcp`, the plain JSON routes
+(`/search`, `/get`, `/status`, `/health`) that answer exactly what the command line's
+`--format json` prints, the `/cli/*` routes forwarded commands use, and the guard in front of
+all of them (Host and Origin checked against DNS rebinding, the bearer token when one is set).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from groove_cli.errors import GrooveError, UsageError
+from groove_cli.serve.service import Service
+from groove_cli.serve.tools import build_mcp
+
+log = logging.getLogger("groove.serve")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+MAX_BODY = 1_000_000
+
+
+def error_json(exc: BaseException) -> tuple[dict[str, Any], int] | None:
+    """The error document and HTTP status for an expected failure (None: a bug)."""
+    from groove_cli.failures import translate
+
+    error = translate(exc)
+    if error is None:
+        return None
+    status = 400 if error.exit_code == 2 else 422
+    return {"error": {"message": error.message, "hint": error.hint,
+                      "exit_code": error.exit_code}}, status
+
+
+def json_body(document: Any, status: int = 200, headers: dict[str, str] | None = None
+              ) -> Response:
+    """The document as the command line prints it (2-space indent, non-ASCII kept)."""
+    from groove_cli.render.output import dumps_json
+
+    return Response(dumps_json(document), status_code=status, headers=headers,
+                    media_type="application/json")
+
+
+async def call(action: Callable[[], Any]) -> Any:
+    """Run a blocking engine call on a worker thread; expected failures become JSON errors."""
+    try:
+        return await anyio.to_thread.run_sync(action)
+    except Exception as exc:
+        known = error_json(exc)
+        if known is None:
+            log.exception("request failed")
+            known = ({"error": {"message": f"internal error ({exc.__class__.__name__})",
+                                "hint": "see the server log", "exit_code": 1}}, 500)
+        return json_body(*known)
+
+
+async def arguments(request: Request) -> dict[str, Any]:
+    """A request's arguments: the JSON object of a POST, else the query string (repeated
+    keys become lists)."""
+    if request.method == "POST":
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            raise UsageError("the request body is too large")
+        try:
+            data = json.loads(body or b"{}")
+        except ValueError:
+            raise UsageError("the request body is not JSON") from None
+        if not isinstance(data, dict):
+            raise UsageError("the request body must be a JSON object")
+        return data
+    found: dict[str, Any] = {}
+    for key in request.query_params:
+        values = request.query_params.getlist(key)
+        found[key] = values if len(values) > 1 or key in ("path_glob", "tag_any", "tag_all") \
+            else values[0]
+    return found
+
+
+def int_arg(args: dict[str, Any], key: str, default: int) -> int:
+    value = args.get(key, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{key} {value!r} must be a whole number") from None
+
+
+FILTER_KEYS = ("path_glob", "tag_any", "tag_all", "category", "topic", "date_from", "date_to",
+               "min_quality", "include_low_quality")
+
+
+def search_filters(args: dict[str, Any]) -> dict[str, Any] | None:
+    """The filters of a /search request: a `filters` object, or filter keys at the top."""
+    if "filters" in args:
+        filters = args["filters"]
+        return filters if isinstance(filters, dict) or filters is None else {"bad": filters}
+    found = {key: args[key] for key in FILTER_KEYS if key in args}
+    if isinstance(found.get("min_quality"), str):
+        try:
+            found["min_quality"] = float(found["min_quality"])
+        except ValueError:
+            raise UsageError(f"min_quality {found['min_quality']!r} must be a number") from None
+    if isinstance(found.get("include_low_quality"), str):
+        found["include_low_quality"] = found["include_low_quality"].lower() in ("1", "true", "yes")
+    return found or None
+
+
+def add_routes(server: MCPServer[Any], service: Service, state_token: str) -> None:
+    """The JSON routes and the forwarding routes, on the MCP server's Starlette app."""
+
+    async def guarded(request: Request, action: Callable[[dict[str, Any]], Response]) -> Response:
+        try:
+            args = await arguments(request)
+        except GrooveError as exc:
+            return json_body(*error_json(exc))  # type: ignore[misc]
+        return await call(lambda: action(args))  # type: ignore[no-any-return]
+
+    async def health(request: Request) -> Response:
+        import os
+
+        return JSONResponse({"ok": True, "pid": os.getpid(), "kbs": list(service.kbs),
+                             "indexes": service.indexes()})
+
+    async def search(request: Request) -> Response:
+        def run(args: dict[str, Any]) -> Response:
+            query = args.get("query", args.get("q"))
+            if not isinstance(query, str):
+                raise UsageError("/search needs a query: ?q=… or {\"query\": …}")
+            results = service.search(query, limit=int_arg(args, "limit", 5),
+                                     mode=args.get("mode"), filters=search_filters(args),
+                                     kb=args.get("kb"))
+            messages = [{"kind": m.kind, "text": m.text} for m in results.messages]
+            return json_body(results.to_json(), headers={
+                "Groove-Messages": json.dumps(messages, ensure_ascii=True)})
+        return await guarded(request, run)
+
+    async def get(request: Request) -> Response:
+        def run(args: dict[str, Any]) -> Response:
+            location = args.get("location", args.get("path"))
+            if not isinstance(location, str):
+                raise UsageError("/get needs a location: ?path=PATH[:LINE[:COUNT]]")
+            note = service.get(location, args.get("kb"))
+            return json_body({key: note[key] for key in ("path", "line_start", "line_end",
+                                                         "content")})
+        return await guarded(request, run)
+
+    async def status(request: Request) -> Response:
+        from groove_cli.render.output import status_json
+
+        return await guarded(request, lambda args: json_body(
+            status_json(service.status(args.get("kb")))))
+
+    def forwarded(action: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+        async def route(request: Request) -> Response:
+            if not token_ok(request.headers.get("authorization"), state_token):
+                return JSONResponse({"error": {"message": "a token is required",
+                                               "exit_code": 1}}, status_code=401)
+
+            def run(args: dict[str, Any]) -> Response:
+                try:
+                    return JSONResponse(action(args))
+                except Exception as exc:
+                    known = error_json(exc)
+                    if known is None:
+                        raise
+                    return JSONResponse(known[0])
+            return await guarded(request, run)
+        return route
+
+    server.custom_route("/health", methods=["GET"])(health)
+    server.custom_route("/search", methods=["GET", "POST"])(search)
+    server.custom_route("/get", methods=["GET", "POST"])(get)
+    server.custom_route("/status", methods=["GET"])(status)
+    server.custom_route("/cli/search", methods=["POST"])(forwarded(service.forwarded_search))
+    server.custom_route("/cli/status", methods=["POST"])(forwarded(service.forwarded_status))
+
+
+def token_ok(header: str | None, token: str | None) -> bool:
+    """Whether an Authorization header carries `token` (compared in constant time)."""
+    if not token:
+        return True
+    if not header or not header.startswith("Bearer "):
+        return False
+    return hmac.compare_digest(header[len("Bearer "):].encode(), token.encode())
+
+
+class Guard:
+    """Refuses a request whose Host or Origin is not this server's (DNS rebinding), and one
+    without the bearer token when the server has one."""
+
+    def __init__(self, app: ASGIApp, *, hosts: tuple[str, ...] | None, origins: tuple[str, ...],
+                 token: str | None) -> None:
+        self.app, self.hosts, self.origins, self.token = app, hosts, origins, token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                   for k, v in scope.get("headers", [])}
+        problem = None
+        if self.hosts is not None and headers.get("host", "") not in self.hosts:
+            problem = (421, "this Host is not served (DNS rebinding protection)")
+        elif "origin" in headers and headers["origin"] not in self.origins:
+            problem = (403, "this Origin is not allowed")
+        elif self.token and scope.get("path") != "/health" and not token_ok(
+                headers.get("authorization"), self.token):
+            problem = (401, "a bearer token is required")
+        if problem is None:
+            await self.app(scope, receive, send)
+            return
+        response = JSONResponse({"error": {"message": problem[1], "exit_code": 1}},
+                                status_code=problem[0])
+        await response(scope, receive, send)
+
+
+def local_hosts(port: int) -> tuple[str, ...]:
+    """The Host values a loopback server answers: its loopback names, with and without port."""
+    names = ("127.0.0.1", "localhost", "[::1]")
+    return tuple(f"{n}:{port}" for n in names) + names
+
+
+def build_app(service: Service, *, port: int | None, token: str | None, state_token: str,
+              origins: tuple[str, ...] = (), check_host: bool = True) -> Guard:
+    """The whole HTTP app; `port` None for a unix socket (no Host check: browsers cannot
+    reach one), `check_host` False when a token guards a non-loopback bind."""
+    mcp = build_mcp(service)
+    add_routes(mcp, service, state_token)
+    hosts = local_hosts(port) if (port is not None and check_host) else None
+    allowed_origins = tuple(origins) + (tuple(f"http://{h}" for h in local_hosts(port)[:3])
+                                        if port is not None else ())
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=hosts is not None,
+        allowed_hosts=list(hosts or ()), allowed_origins=list(allowed_origins))
+    app = mcp.streamable_http_app(streamable_http_path="/mcp", transport_security=security)
+    return Guard(app, hosts=hosts, origins=allowed_origins, token=token)

@@ -1,0 +1,329 @@
+"""What the server does, transport-free: the served KBs' warm `Index` objects and the calls
+every transport (MCP tools, the JSON routes, forwarded commands) makes through them.
+
+Every call goes through the public API (`groove_cli.api.Index`): no second search path. Callers
+are untrusted: `get`, `multi_get` and `fetch` read only notes inside a served KB (relative
+paths, no `..`, no symbolic link out of the KB, only the note types the KB indexes), with byte
+caps. A watched re-index builds a fresh `Index`, warms it, and swaps it in; searches already
+running finish on the old one, which is closed when the last of them leaves.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from groove_cli.errors import GrooveError, UsageError
+from groove_cli.serve import codec
+from groove_cli.serve.client import settings_fingerprint
+from groove_cli.serve.state import index_id
+
+if TYPE_CHECKING:
+    from groove_cli.api import Index
+    from groove_cli.results import Results
+    from groove_cli.status import StatusReport
+
+GET_MAX_BYTES = 1_000_000
+"""The largest note `get` and `fetch` return whole (a line range of a bigger one is fine)."""
+MULTI_GET_MAX_BYTES = 200_000
+"""Default byte budget of one `multi_get` answer."""
+MULTI_GET_HARD_MAX = 2_000_000
+MULTI_GET_MAX_FILES = 200
+MAX_QUERY_CHARS = 4_000
+MAX_LIMIT = 100
+
+
+@dataclass
+class Served:
+    """One served KB: its current Index and the leases on every Index still in use."""
+
+    name: str
+    index: Index
+    leases: dict[int, int] = field(default_factory=dict)
+    retired: dict[int, Index] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def kb(self) -> Path | None:
+        return self.index.kb
+
+    @contextmanager
+    def lease(self) -> Iterator[Index]:
+        """The current Index, kept open until the caller is done with it."""
+        with self.lock:
+            index = self.index
+            self.leases[id(index)] = self.leases.get(id(index), 0) + 1
+        try:
+            yield index
+        finally:
+            close = None
+            with self.lock:
+                left = self.leases[id(index)] - 1
+                self.leases[id(index)] = left
+                if left == 0:
+                    del self.leases[id(index)]
+                    close = self.retired.pop(id(index), None)
+            if close is not None:
+                close.close()
+
+    def swap(self, fresh: Index) -> None:
+        """Serve `fresh` from now on; close the old Index once no call uses it."""
+        with self.lock:
+            old, self.index = self.index, fresh
+            if self.leases.get(id(old)):
+                self.retired[id(old)] = old
+                old = None  # type: ignore[assignment]
+        if old is not None:
+            old.close()
+
+    def close(self) -> None:
+        with self.lock:
+            indexes = [self.index, *self.retired.values()]
+            self.retired.clear()
+        for index in indexes:
+            index.close()
+
+
+def kb_names(indexes: Sequence[Index]) -> list[str]:
+    """A short unique name per served KB: its folder name (or store KB id), numbered on clashes."""
+    names: list[str] = []
+    for index in indexes:
+        base = index.kb.name if index.kb is not None else str(index.settings["kb_path"] or "kb")
+        name, n = base or "kb", 2
+        while name in names:
+            name, n = f"{base}-{n}", n + 1
+        names.append(name)
+    return names
+
+
+class Service:
+    """The served KBs and the calls on them (see the module doc)."""
+
+    def __init__(self, indexes: Sequence[Index]) -> None:
+        if not indexes:
+            raise UsageError("nothing to serve", hint="pass one or more KB folders")
+        self.kbs = {name: Served(name, index)
+                    for name, index in zip(kb_names(indexes), indexes, strict=True)}
+
+    def close(self) -> None:
+        for served in self.kbs.values():
+            served.close()
+
+    def served(self, kb: str | None) -> Served:
+        """The KB a call names (the first served one when it names none)."""
+        if kb is None or kb == "":
+            return next(iter(self.kbs.values()))
+        if kb in self.kbs:
+            return self.kbs[kb]
+        raise UsageError(f"unknown kb {kb!r}", hint=f"served: {', '.join(self.kbs)}")
+
+    def by_index(self, index: str) -> Served | None:
+        """The served KB whose index `index_id` is `index`."""
+        for served in self.kbs.values():
+            if index_id(served.index.location) == index:
+                return served
+        return None
+
+    def indexes(self) -> list[str]:
+        return [index_id(s.index.location) for s in self.kbs.values()]
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, query: str, *, limit: int = 5, mode: str | None = None,
+               filters: Mapping[str, Any] | None = None, kb: str | None = None) -> Results:
+        """One search through the KB's warm Index (filters: the fields of `api.Filters`)."""
+        if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
+            raise UsageError(f"the query must be text of at most {MAX_QUERY_CHARS} characters")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise UsageError(f"limit {limit!r} must be a whole number from 1 to {MAX_LIMIT}")
+        with self.served(kb).lease() as index:
+            return index.search(query, limit=limit, mode=mode, filters=make_filters(filters))
+
+    def forwarded_search(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """A `groove search` the command line forwarded: its exact flags on this KB's Index,
+        the Results encoded for the command line's own renderer; `mismatch` when the
+        command line resolved other settings than these flags give here."""
+        served = self.by_index(str(request.get("index")))
+        if served is None:
+            return {"foreign": True}
+        flags = dict(request.get("flags") or {})
+        with served.lease() as index:
+            effective = index.with_settings(**flags)
+            if settings_fingerprint(effective) != request.get("fingerprint"):
+                return {"mismatch": True}
+            results = index.search(str(request.get("query")), limit=int(request.get("limit", 5)),
+                                   filters=make_filters(request.get("filters")),
+                                   files=bool(request.get("files")), **flags)
+        return {"results": codec.encode(results)}
+
+    # ------------------------------------------------------------------ status
+
+    def status(self, kb: str | None = None) -> StatusReport:
+        with self.served(kb).lease() as index:
+            return index.status()
+
+    def forwarded_status(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        served = self.by_index(str(request.get("index")))
+        if served is None:
+            return {"foreign": True}
+        with served.lease() as index:
+            return {"report": codec.encode(index.status())}
+
+    # ------------------------------------------------------------------ notes
+
+    def note_path(self, served: Served, rel: str) -> Path:
+        """The note `rel` names inside the KB, refusing anything else (see the module doc)."""
+        kb = served.kb
+        if kb is None:
+            raise GrooveError("this KB has no folder to read notes from",
+                              hint="serve it with its KB folder")
+        if not isinstance(rel, str) or not rel.strip() or "\x00" in rel:
+            raise UsageError("the path is empty; pass a note path relative to the KB")
+        rel = rel.strip()
+        parts = Path(rel).parts
+        if Path(rel).is_absolute() or rel.startswith("~") or ".." in parts:
+            raise UsageError(f"{rel}: only paths inside the KB, relative to it, are served",
+                             hint="use the path a search hit shows")
+        root = kb.resolve()
+        full = (root / rel).resolve()
+        if not full.is_relative_to(root) or full == root:
+            raise UsageError(f"{rel}: the path leaves the KB", hint="use the path a search hit shows")
+        note_types = {f".{p}" for p in served.index.settings.list_("parsers.enabled")}
+        if full.suffix.lower() not in note_types or any(
+                p.startswith(".") for p in full.relative_to(root).parts):
+            raise UsageError(f"{rel}: not a note of this KB ({', '.join(sorted(note_types))} files)")
+        if not full.is_file():
+            raise GrooveError(f"no such note: {rel} (in {served.name})")
+        return full
+
+    def get(self, location: str, kb: str | None = None,
+            max_bytes: int = GET_MAX_BYTES) -> dict[str, Any]:
+        """`get PATH[:LINE[:COUNT]]` inside a served KB: the document `get --format json`
+        prints, plus the KB-relative path."""
+        from groove_cli.get import parse_location
+
+        served = self.served(kb)
+        if not isinstance(location, str):
+            raise UsageError("the location must be text: PATH, PATH:LINE or PATH:LINE:COUNT")
+        where = parse_location(location)
+        full = self.note_path(served, where.path)
+        if where.line is None and full.stat().st_size > max_bytes:
+            raise GrooveError(f"{where.path} is larger than {max_bytes} bytes",
+                              hint="ask for a line range: PATH:LINE:COUNT")
+        tail = "" if where.line is None else f":{where.line}" + (
+            "" if where.count is None else f":{where.count}")
+        with served.lease() as index:
+            excerpt = index.get(f"{full}{tail}")
+        lines: list[str] = []
+        size = -1  # no newline after the last line
+        for line in excerpt.lines():  # streamed: the cap stops the read, not just the answer
+            size += len(line.encode("utf-8")) + 1
+            if size > max_bytes:
+                raise GrooveError(f"{where.path}:{where.line} gives more than {max_bytes} bytes",
+                                  hint="ask for fewer lines: PATH:LINE:COUNT")
+            lines.append(line)
+        content = "\n".join(lines)
+        return {"path": str(excerpt.path.resolve()), "line_start": excerpt.line_start,
+                "line_end": excerpt.line_start + len(lines) - 1, "content": content,
+                "kb": served.name, "rel_path": full.relative_to(served.kb.resolve()).as_posix()
+                if served.kb else where.path}
+
+    def multi_get(self, paths: str | Sequence[str], kb: str | None = None,
+                  max_bytes: int = MULTI_GET_MAX_BYTES) -> dict[str, Any]:
+        """Several notes: a glob over the KB's notes or a list of paths, whole notes until
+        `max_bytes` is spent; the rest are listed as skipped with the reason."""
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or not (
+                1 <= max_bytes <= MULTI_GET_HARD_MAX):
+            raise UsageError(f"max_bytes {max_bytes!r} must be from 1 to {MULTI_GET_HARD_MAX}")
+        served = self.served(kb)
+        if isinstance(paths, str):
+            wanted = self._glob(served, paths)
+        elif isinstance(paths, list | tuple) and all(isinstance(p, str) for p in paths):
+            wanted = list(paths)
+        else:
+            raise UsageError("paths must be a glob or a list of note paths")
+        if len(wanted) > MULTI_GET_MAX_FILES:
+            raise UsageError(f"{len(wanted)} notes asked for; at most {MULTI_GET_MAX_FILES}",
+                             hint="narrow the glob")
+        notes: list[dict[str, Any]] = []
+        skipped: list[dict[str, str]] = []
+        spent = 0
+        for rel in wanted:
+            try:
+                size = self.note_path(served, rel).stat().st_size
+                if spent + size > max_bytes:
+                    skipped.append({"path": rel, "reason": f"over the {max_bytes}-byte budget"})
+                    continue
+                note = self.get(rel, served.name, max_bytes=max_bytes - spent)
+            except GrooveError as exc:
+                skipped.append({"path": rel, "reason": exc.message})
+                continue
+            spent += len(note["content"].encode("utf-8"))
+            notes.append(note)
+        return {"kb": served.name, "notes": notes, "skipped": skipped, "bytes": spent}
+
+    def _glob(self, served: Served, pattern: str) -> list[str]:
+        if served.kb is None:
+            raise GrooveError("this KB has no folder to read notes from")
+        if not pattern.strip() or pattern.startswith("/") or ".." in Path(pattern).parts:
+            raise UsageError(f"{pattern!r}: give a glob relative to the KB, e.g. ops/*.md")
+        root = served.kb.resolve()
+        note_types = {f".{p}" for p in served.index.settings.list_("parsers.enabled")}
+        found = []
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root)
+            if (path.suffix.lower() in note_types and not any(p.startswith(".") for p in rel.parts)
+                    and fnmatch.fnmatchcase(rel.as_posix(), pattern) and path.is_file()):
+                found.append(rel.as_posix())
+            if len(found) > MULTI_GET_MAX_FILES:
+                break
+        return found
+
+    def fetch(self, id: str) -> dict[str, Any]:
+        """A connector's `fetch`: one note by the id `search` gave (`KB:PATH` or `PATH`,
+        optionally `:LINE`), as {id, title, text, url, metadata}."""
+        if not isinstance(id, str) or not id.strip():
+            raise UsageError("fetch needs the id of a search result")
+        kb, _, rest = id.partition(":") if id.split(":", 1)[0] in self.kbs else ("", "", id)
+        note = self.get(rest, kb or None)
+        path = Path(note["path"])
+        return {"id": id, "title": path.stem, "text": note["content"], "url": path.as_uri(),
+                "metadata": {"kb": note["kb"], "path": note["rel_path"],
+                             "line_start": note["line_start"], "line_end": note["line_end"]}}
+
+
+def make_filters(data: Any) -> Any:
+    """`api.Filters` from a JSON object of its fields (unknown fields are a usage error)."""
+    from groove_cli.api import Filters
+
+    if data is None:
+        return None
+    if not isinstance(data, Mapping):
+        raise UsageError("filters must be an object of filter fields")
+    known = set(Filters.__dataclass_fields__)
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise UsageError(f"unknown filter {unknown[0]!r}", hint=f"use {', '.join(sorted(known))}")
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in ("path_glob", "tag_any", "tag_all"):
+            if isinstance(value, str):
+                value = (value,)
+            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                raise UsageError(f"filter {key} must be text or a list of text")
+            value = tuple(value)
+        elif key == "include_low_quality":
+            if not isinstance(value, bool):
+                raise UsageError("filter include_low_quality must be true or false")
+        elif key == "min_quality":
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+                raise UsageError("filter min_quality must be a number")
+        elif value is not None and not isinstance(value, str):
+            raise UsageError(f"filter {key} must be text")
+        values[key] = value
+    return Filters(**values)

@@ -1,0 +1,120 @@
+"""`groove serve --watch`: notes changed, added, renamed or deleted are re-indexed (debounced)
+through `Index.index()`, and the KB's served Index is swapped for a fresh one, warmed at once;
+searches answer from the last committed state meanwhile. One thread per watched KB (watchfiles).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from groove_cli.serve.service import Served
+
+if TYPE_CHECKING:
+    from groove_cli.api import Index
+
+log = logging.getLogger("groove.serve")
+DEBOUNCE_MS = 150
+"""How long a burst of file events may keep growing before the re-index starts."""
+
+
+def note_filter(served: Served) -> object:
+    """A watchfiles filter keeping the KB's note types outside hidden and excluded folders."""
+    from watchfiles import DefaultFilter
+
+    settings = served.index.settings
+    types = tuple(f".{p}" for p in settings.list_("parsers.enabled"))
+    skip = {str(d).casefold() for d in settings.list_("exclude_dirs")}
+    root = served.kb.resolve() if served.kb else Path("/")
+
+    class NoteFilter(DefaultFilter):
+        def __call__(self, change: object, path: str) -> bool:
+            try:
+                parts = Path(path).resolve().relative_to(root).parts
+            except ValueError:
+                return False
+            return (path.lower().endswith(types) and not any(
+                p.startswith(".") or p.casefold() in skip for p in parts[:-1])
+                and super().__call__(change, path))  # type: ignore[arg-type]
+
+    return NoteFilter()
+
+
+def reindex(served: Served, writer: Index) -> None:
+    """Bring the index up to date through `writer` (which keeps the embedding model loaded)
+    and serve a fresh Index on the new state."""
+    from groove_cli.api import Index
+
+    report = writer.index(quiet=True, keep_model=True)
+    current = served.index
+    fresh = Index(current.settings, current.kb, current.location)
+    served.swap(fresh)  # full text answers from the new state at once
+    fresh.search("warm up", limit=1)  # the models load now, not in the next caller's search
+    log.info("re-indexed %s: %s", served.name, report)
+
+
+class Watcher:
+    """Watches each KB folder in a thread until `stop()`."""
+
+    def __init__(self, kbs: list[Served]) -> None:
+        self.kbs = [s for s in kbs if s.kb is not None]
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.busy = threading.Event()
+        """Set while a re-index runs."""
+        self.ready = threading.Event()
+        """Set once every KB has caught up with the changes made while nothing watched it
+        (and the embedding model is loaded for the next re-index)."""
+        self._pending = len(self.kbs)
+        self._count = threading.Lock()
+
+    def start(self) -> None:
+        if not self.kbs:
+            self.ready.set()
+        for served in self.kbs:
+            thread = threading.Thread(target=self._run, args=(served,), daemon=True,
+                                      name=f"groove-watch-{served.name}")
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    def _run(self, served: Served) -> None:
+        from watchfiles import watch
+
+        from groove_cli.api import Index
+
+        assert served.kb is not None
+        current = served.index
+        writer = Index(current.settings, current.kb, current.location)
+        caught_up = False
+        for changes in watch(served.kb, watch_filter=note_filter(served),  # type: ignore[arg-type]
+                             debounce=DEBOUNCE_MS, step=20, stop_event=self._stop,
+                             rust_timeout=200, yield_on_timeout=True, raise_interrupt=False):
+            if self._stop.is_set():
+                break
+            if changes or not caught_up:  # the first pass: what changed while unwatched
+                self._update(served, writer)
+                if not caught_up:
+                    caught_up = True
+                    with self._count:
+                        self._pending -= 1
+                        if self._pending == 0:
+                            self.ready.set()
+        writer.close()
+
+    def _update(self, served: Served, writer: Index) -> None:
+        self.busy.set()
+        try:
+            reindex(served, writer)
+        except Exception as exc:  # a failed re-index leaves the served state as it was
+            from groove_cli.serve.tools import error_text
+
+            log.warning("re-indexing %s failed: %s", served.name, error_text(exc) or exc)
+        finally:
+            self.busy.clear()

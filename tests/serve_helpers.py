@@ -1,0 +1,128 @@
+"""Shared by the serve tests: a KB folder with its index at the default place, the models in
+the default cache, and `groove serve` started on it as a real process (loopback, port 0)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+PROBE = ("import atexit, json, sys\n"
+         "out = sys.argv.pop(1)\n"
+         "atexit.register(lambda: open(out, 'w').write(json.dumps(sorted(sys.modules))))\n"
+         "sys.argv[0] = 'groove'\n"
+         "from groove_cli.cli import main\n"
+         "main()\n")
+"""Runs the command line and writes the modules it loaded to the file named first."""
+HEAVY = ("numpy", "onnxruntime", "mcp", "starlette", "uvicorn", "watchfiles", "anyio",
+         "groove_cli.serve.service", "groove_cli.serve.app")
+"""Modules a forwarded search or a cold full-text search must not load."""
+
+
+def make_kb(golden_index: tuple[Path, Path], root: Path, real_models_dir: Path
+            ) -> tuple[Path, dict[str, str]]:
+    """A copy of the indexed sample KB at `root/kb` (index at `kb/.groove.db`) and the env that
+    finds the real model in the default cache."""
+    from groove_cli.store import Store
+
+    kb_src, db = golden_index
+    kb = root / "kb"
+    shutil.copytree(kb_src, kb)
+    for side in db.parent.glob(db.name + "*"):
+        shutil.copy2(side, kb / side.name.replace(db.name, ".groove.db", 1))
+    store = Store.open_for_index(kb / ".groove.db")
+    with store.transaction():
+        store.set_meta({"kb_path": str(kb.resolve())})
+    store.close()
+    cache = root / "cache"
+    (cache / "groove").mkdir(parents=True)
+    (cache / "groove" / "models").symlink_to(real_models_dir)
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache), PYTHONPATH=str(REPO), NO_COLOR="1")
+    for name in ("GROOVE_LOG", "GROOVE_OFFLINE", "HF_HUB_OFFLINE", "GROOVE_DB_URL"):
+        env.pop(name, None)
+    return kb, env
+
+
+@dataclass
+class Server:
+    proc: subprocess.Popen[str]
+    state: dict[str, Any]
+    kb: Path
+
+    @property
+    def url(self) -> str:
+        return str(self.state["address"])
+
+    def get(self, route: str, headers: dict[str, str] | None = None,
+            **params: Any) -> tuple[int, bytes, Any]:
+        query = urllib.parse.urlencode(params, doseq=True)
+        request = urllib.request.Request(f"{self.url}{route}?{query}", headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return response.status, response.read(), response.headers
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read(), exc.headers
+
+
+def loaded_modules(env: dict[str, str], out: Path, *args: str
+                   ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run `groove ARGS` and return it with the modules it imported."""
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(out), *args], capture_output=True,
+                          text=True, env=env, timeout=120)
+    return proc, json.loads(out.read_text())
+
+
+def heavy(modules: list[str]) -> list[str]:
+    return [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
+
+
+def state_file(kb: Path) -> Path:
+    return kb / ".groove.db.server.json"
+
+
+def groove(env: dict[str, str], *args: str, cwd: Path | None = None,
+           timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "groove_cli", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd, timeout=timeout)
+
+
+@contextmanager
+def serving(kb: Path, env: dict[str, str], *extra: str) -> Iterator[Server]:
+    """`groove serve KB --port 0 …` until the block ends (SIGTERM, then wait)."""
+    proc = subprocess.Popen([sys.executable, "-m", "groove_cli", "serve", str(kb), "--port", "0",
+                             *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 60
+        path = state_file(kb)
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(f"serve exited {proc.returncode}: {proc.stderr.read()}")
+            if path.exists():
+                state = json.loads(path.read_text())
+                if state.get("pid") == proc.pid:
+                    break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the server wrote no state file")
+        yield Server(proc, state, kb)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

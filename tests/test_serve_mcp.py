@@ -1,0 +1,199 @@
+"""The MCP server driven by the SDK's own client, over stdio (`groove mcp`) and streamable HTTP
+(`groove serve` at /mcp), on the real index with the real model: every tool, bad arguments,
+and a KB that disappears mid-session."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+import groove_cli
+from tests.serve_helpers import Server, make_kb, serving
+
+TOOLS = {"search", "get", "multi_get", "status", "fetch"}
+Connect = Callable[[], Any]
+
+
+@pytest.fixture(scope="module")
+def kb_env(golden_index: tuple[Path, Path], real_models_dir: Path,
+           tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    return make_kb(golden_index, tmp_path_factory.mktemp("mcp"), real_models_dir)
+
+
+@pytest.fixture(scope="module")
+def http_server(kb_env: tuple[Path, dict[str, str]]) -> Iterator[Server]:
+    kb, env = kb_env
+    with serving(kb, env) as running:
+        yield running
+
+
+def stdio(kb: Path, env: dict[str, str]) -> Connect:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "groove_cli", "mcp",
+                                                                 str(kb)], env=env)
+    return lambda: Client(params, read_timeout_seconds=120)
+
+
+@pytest.fixture(params=["stdio", "http"])
+def connect(request: pytest.FixtureRequest, kb_env: tuple[Path, dict[str, str]]) -> Connect:
+    kb, env = kb_env
+    if request.param == "stdio":
+        return stdio(kb, env)
+    server: Server = request.getfixturevalue("http_server")
+    return lambda: Client(server.url + "/mcp", read_timeout_seconds=120)
+
+
+def run(connect: Connect, body: Callable[[Any], Any]) -> Any:
+    async def main() -> Any:
+        async with connect() as client:
+            return await body(client)
+    return anyio.run(main)
+
+
+def test_the_tools_are_listed_read_only(connect: Connect) -> None:
+    async def body(client: Any) -> Any:
+        return (await client.list_tools()).tools
+    tools = run(connect, body)
+    assert {t.name for t in tools} == TOOLS
+    assert all(t.annotations.read_only_hint and not t.annotations.destructive_hint
+               for t in tools)
+
+
+def test_every_tool_answers(connect: Connect, kb_env: tuple[Path, dict[str, str]]) -> None:
+    kb, _ = kb_env
+
+    async def body(client: Any) -> dict[str, Any]:
+        answers = {}
+        answers["search"] = await client.call_tool("search", {"query": "retry budget",
+                                                              "limit": 3})
+        answers["fts"] = await client.call_tool("search", {
+            "query": "retry", "mode": "fts", "filters": {"path_glob": ["reliability/**"]}})
+        answers["get"] = await client.call_tool("get", {"location":
+                                                        "reliability/retry-budgets.md:10:3"})
+        answers["multi"] = await client.call_tool("multi_get", {"paths": "reliability/*.md"})
+        answers["tight"] = await client.call_tool("multi_get", {
+            "paths": ["reliability/retry-budgets.md", "team/onboarding.md"], "max_bytes": 10})
+        answers["status"] = await client.call_tool("status", {})
+        hit_id = answers["search"].structured_content["results"][0]["id"]
+        answers["fetch"] = await client.call_tool("fetch", {"id": hit_id})
+        return answers
+
+    got = run(connect, body)
+    assert not any(r.is_error for r in got.values()), {k: r.content for k, r in got.items()}
+    with groove_cli.open(kb) as index:  # the same engine in-process gives the same hits
+        expected = index.search("retry budget", limit=3).to_json()
+        chunk = index.get(str(kb / "reliability/retry-budgets.md:10"))
+    search = got["search"].structured_content
+    assert [h["path"] for h in search["results"]] == [h["path"] for h in expected["results"]]
+    assert search["results"][0]["path"] == "reliability/retry-budgets.md"
+    assert "reliability/retry-budgets.md:" in got["search"].content[0].text
+    assert all(h["path"].startswith("reliability/") for h in
+               got["fts"].structured_content["results"])
+    lines = (kb / "reliability/retry-budgets.md").read_text().split("\n")
+    note = got["get"].structured_content
+    assert (note["line_start"], note["line_end"], note["content"]) == (10, 12,
+                                                                       "\n".join(lines[9:12]))
+    multi = got["multi"].structured_content
+    assert [n["rel_path"] for n in multi["notes"]] == sorted(
+        p.relative_to(kb).as_posix() for p in (kb / "reliability").glob("*.md"))
+    tight = got["tight"].structured_content
+    assert tight["notes"] == [] and [s["path"] for s in tight["skipped"]] == [
+        "reliability/retry-budgets.md", "team/onboarding.md"]
+    assert got["status"].structured_content["kbs"]["kb"]["documents"] == 27
+    fetched = got["fetch"].structured_content
+    assert fetched["text"] == "\n".join(chunk.lines())
+    assert fetched["metadata"]["path"] == "reliability/retry-budgets.md"
+
+
+def test_bad_arguments_are_tool_errors(connect: Connect, kb_env: tuple[Path, dict[str, str]],
+                                       tmp_path: Path) -> None:
+    kb, _ = kb_env
+    outside = tmp_path / "secret.md"
+    outside.write_text("# secret\n\nnot a note of the KB\n")
+    link = kb / "team" / f"escape-{len(list(kb.glob('team/escape-*')))}.md"
+    link.symlink_to(outside)
+
+    async def body(client: Any) -> dict[str, Any]:
+        calls = {
+            "dotdot": ("get", {"location": "../../../etc/passwd"}),
+            "absolute": ("get", {"location": "/etc/passwd"}),
+            "symlink": ("get", {"location": f"team/{link.name}"}),
+            "index": ("get", {"location": ".groove.db"}),
+            "missing": ("get", {"location": "team/nothing-here.md"}),
+            "limit": ("search", {"query": "retry", "limit": 0}),
+            "mode": ("search", {"query": "retry", "mode": "psychic"}),
+            "empty": ("search", {"query": "   "}),
+            "filter": ("search", {"query": "retry", "filters": {"colour": "red"}}),
+            "date": ("search", {"query": "retry", "filters": {"date_from": "yesterday"}}),
+            "kb": ("search", {"query": "retry", "kb": "nope"}),
+            "glob": ("multi_get", {"paths": "../*"}),
+            "budget": ("multi_get", {"paths": "*.md", "max_bytes": -1}),
+            "fetch": ("fetch", {"id": "kb:../../etc/passwd"}),
+            "type": ("search", {"query": "retry", "limit": "many"}),
+        }
+        answers = {name: await client.call_tool(tool, args) for name, (tool, args) in
+                   calls.items()}
+        answers["after"] = await client.call_tool("status", {})
+        return answers
+
+    try:
+        got = run(connect, body)
+    finally:
+        link.unlink()
+    after = got.pop("after")
+    assert not after.is_error  # the server survived every bad call
+    for name, result in got.items():
+        assert result.is_error, name
+        text = result.content[0].text
+        if name != "type":  # argument validation by the SDK, before groove runs
+            assert text.startswith("groove: error: "), (name, text)
+        assert "secret" not in text and "root:" not in text
+    assert "leaves the KB" in got["symlink"].content[0].text
+    assert "only paths inside the KB" in got["dotdot"].content[0].text
+    assert "unknown kb 'nope'" in got["kb"].content[0].text
+    assert "no such note: team/nothing-here.md" in got["missing"].content[0].text
+
+
+def test_a_kb_that_disappears_mid_session(golden_index: tuple[Path, Path],
+                                          real_models_dir: Path, tmp_path: Path) -> None:
+    kb, env = make_kb(golden_index, tmp_path, real_models_dir)
+
+    async def body(client: Any) -> dict[str, Any]:
+        first = await client.call_tool("search", {"query": "retry budget", "mode": "fts"})
+        shutil.rmtree(kb)
+        answers = {"first": first}
+        for name, (tool, args) in {
+            "search": ("search", {"query": "retry budget"}),
+            "get": ("get", {"location": "reliability/retry-budgets.md"}),
+            "multi": ("multi_get", {"paths": "**/*.md"}),
+            "status": ("status", {}),
+        }.items():
+            answers[name] = await client.call_tool(tool, args)
+        return answers
+
+    got = run(stdio(kb, env), body)
+    assert not got["first"].is_error
+    assert got["get"].is_error and got["get"].content[0].text.startswith("groove: error: ")
+    for name in ("search", "multi", "status"):  # answered (from what is still open) or refused
+        result = got[name]
+        assert result.is_error is False or result.content[0].text.startswith("groove: error: ")
+
+
+def test_the_stdio_server_exits_when_its_client_goes_away(
+        kb_env: tuple[Path, dict[str, str]]) -> None:
+    import subprocess
+
+    kb, env = kb_env
+    proc = subprocess.Popen([sys.executable, "-m", "groove_cli", "mcp", str(kb)], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.close()  # the client is gone
+    assert proc.wait(timeout=60) == 0
