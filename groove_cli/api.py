@@ -387,7 +387,7 @@ def resolve(kb: PathLike | None = None, *, db: PathLike | None = None,
 
 def open(kb: PathLike | None = None, *, db: PathLike | None = None,
          config: PathLike | None = None, **overrides: object) -> Index:
-    """Open a KB's index: `kb` is the notes folder (its index is `<kb>/.groove.db` unless
+    """Open a KB's index: `kb` is the notes folder (its index is `<kb>/.groove/index.db` unless
     groove.toml or `db` says otherwise); `db` a SQLite file or a postgresql:// URL;
     `config` a groove.toml to use instead of discovering one; `overrides` settings by
     config key or its last part (`groove_cli.open("notes", rrf_k=40, model="…")`)."""

@@ -83,7 +83,7 @@ def main_callback(
     db: Annotated[
         str | None,
         typer.Option("--db", help="The index: a file (default: config db_path, else "
-                     "KB/.groove.db) or a postgresql:// URL (a shared Postgres server; "
+                     "KB/.groove/index.db) or a postgresql:// URL (a shared Postgres server; "
                      "needs pip install 'groove-cli[postgres]')."),
     ] = None,
     version: Annotated[

@@ -233,7 +233,7 @@ def check_index_file(path: Path, *, kb_hint: str = "<path>", allow_empty: bool =
     """
     if path.is_dir():
         raise GrooveError(f"--db {path} is a folder, not an index file",
-                          hint="pass --db the path of a file, e.g. <folder>/.groove.db")
+                          hint="pass --db the path of a file, e.g. <folder>/index.db")
     try:
         with path.open("rb") as handle:
             head = handle.read(len(SQLITE_HEADER))

@@ -238,3 +238,18 @@ def test_a_token_guards_every_route_but_health(
         assert run.returncode == 0 and run.stderr == ""
         assert run.stdout == groove(env, "search", "retry", "--kb-path", str(kb), "--mode",
                                     "fts", "--no-server").stdout
+
+
+def test_a_db_that_names_no_file_is_reported_by_the_command_not_the_forwarding(
+        tmp_path: Path) -> None:
+    """`--db /` has no state file beside it: the forwarding check steps aside and the command
+    gives its own one-line error (no traceback)."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("# a\n", encoding="utf-8")
+    for args in (["search", "cats"], ["status"]):
+        proc = subprocess.run([sys.executable, "-m", "groove_cli", "--db", "/", *args,
+                               "--kb-path", str(kb)], capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr
+        assert "groove: error: --db / is a folder, not an index file" in proc.stderr.splitlines()

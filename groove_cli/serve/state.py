@@ -41,9 +41,10 @@ class ServerState:
 
 def state_path(location: IndexLocation, kb: Path | None) -> Path | None:
     """The state file of this index: `{index}.server.json` beside an index file, the KB's
-    `.groove-server.json` for a store URL, None for a store URL without a KB folder."""
+    `.groove-server.json` for a store URL, None for a store URL without a KB folder or a path
+    that names no file (`--db /`: the command itself reports that)."""
     if isinstance(location, Path):
-        return location.with_name(location.name + SUFFIX)
+        return location.with_name(location.name + SUFFIX) if location.name else None
     if kb is not None:
         return kb / PG_STATE
     return None
