@@ -47,8 +47,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("api", ("groove_cli", "groove_cli.api", "groove_cli.results", "groove_cli.multi",
              "groove_cli.engine")),
     ("front", ("groove_cli.cli", "groove_cli.cli_options", "groove_cli.cli_eval",
-               "groove_cli.cli_commands", "groove_cli.cli_kb", "groove_cli.cli_serve", "groove_cli.__main__", "groove_cli.render",
-               "groove_cli.serve")),
+               "groove_cli.cli_commands", "groove_cli.cli_kb", "groove_cli.cli_serve",
+               "groove_cli.__main__", "groove_cli.render", "groove_cli.serve")),
 )
 PUBLIC_API = {"groove_cli", "groove_cli.engine"}
 """The public doors: the package's exports and the engine's stages for benchmarks (engine.py)."""
