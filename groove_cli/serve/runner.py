@@ -106,7 +106,9 @@ def serve_http(service: Service, listen: Listen, *, watch: bool = False) -> None
         import socket
 
         family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP named explicitly: asyncio sets TCP_NODELAY on accepted connections only
+        # then; without it every response waits for the client's delayed ACK
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((listen.host, listen.port))
