@@ -252,6 +252,20 @@ LegLists = Sequence[tuple[str, Sequence[Sequence[int]]]]
 lists empty when the leg does not run for the query."""
 
 
+def _top_rows(universe: IntArray, raw: FloatArray, best: FloatArray, limit: int) -> FusedRows:
+    """Every row's top `limit` columns by raw sum (−inf: not found), ties by the id-sorted
+    column order (a stable sort), with each row's score = raw / its best possible sum."""
+    import numpy as np
+
+    order = np.argsort(-raw, axis=1, kind="stable")[:, :limit]
+    top_raw = np.take_along_axis(raw, order, axis=1)
+    valid = np.isfinite(top_raw)
+    top_ids = np.where(valid, universe[order], -1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = np.where(valid, top_raw / np.where(best > 0, best, 1.0)[:, None], -np.inf)
+    return FusedRows(top_ids, top_raw, score, valid)
+
+
 def fuse_rows(vector_ids: Sequence[int], legs: LegLists, rows: FusionRows, limit: int
               ) -> FusedRows:
     """Weighted RRF of search.md §5 for many rows at once, over the vector leg and every
@@ -279,14 +293,7 @@ def fuse_rows(vector_ids: Sequence[int], legs: LegLists, rows: FusionRows, limit
     sums = _Sums(raw, present, best)
     for weight_key, lists in legs:
         sums = _add_leg(sums, universe, lists, rows.leg_weights[weight_key], rows)
-    raw, best = np.where(sums.present, sums.raw, -np.inf), sums.best
-    order = np.argsort(-raw, axis=1, kind="stable")[:, :limit]
-    top_raw = np.take_along_axis(raw, order, axis=1)
-    valid = np.isfinite(top_raw)
-    top_ids = np.where(valid, universe[order], -1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        score = np.where(valid, top_raw / np.where(best > 0, best, 1.0)[:, None], -np.inf)
-    return FusedRows(top_ids, top_raw, score, valid)
+    return _top_rows(universe, np.where(sums.present, sums.raw, -np.inf), sums.best, limit)
 
 
 KeyedLegs = Sequence[tuple[str, ScoredLeg]]
@@ -326,14 +333,7 @@ def score_fuse_rows(legs: KeyedLegs, weights: Mapping[str, FloatArray], limit: i
         raw = raw + weight[:, None] * norm[None, :]
         present = present | (hit[None, :] & runs[:, None])
         best = np.where(runs, best + weight, best)
-    raw = np.where(present, raw, -np.inf)
-    order = np.argsort(-raw, axis=1, kind="stable")[:, :limit]
-    top_raw = np.take_along_axis(raw, order, axis=1)
-    valid = np.isfinite(top_raw)
-    top_ids = np.where(valid, universe[order], -1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        score = np.where(valid, top_raw / np.where(best > 0, best, 1.0)[:, None], -np.inf)
-    return FusedRows(top_ids, top_raw, score, valid)
+    return _top_rows(universe, np.where(present, raw, -np.inf), best, limit)
 
 
 def fuse_lists(vector_ids: Sequence[int], legs: Sequence[tuple[float, Sequence[int]]], *,
