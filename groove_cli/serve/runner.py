@@ -10,10 +10,10 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from groove_cli import messages
 from groove_cli.errors import GrooveError, UsageError
@@ -28,6 +28,9 @@ from groove_cli.serve.state import (
     state_path,
     write_state,
 )
+
+if TYPE_CHECKING:
+    from groove_cli.serve.watch import Watcher
 
 GRACE_S = 10
 """How long a stopping server waits for in-flight requests."""
@@ -149,9 +152,22 @@ def serve_http(service: Service, listen: Listen, *, watch: bool = False) -> None
                               f"(pid {os.getpid()}; MCP at {address}/mcp)")
             await task
 
-    previous = signal.signal(signal.SIGTERM, lambda *_: None)  # uvicorn re-raises it at the end
     try:
-        asyncio.run(main())
+        with _until_stopped(service, watcher, lambda *_: None):  # uvicorn re-raises SIGTERM
+            asyncio.run(main())
+    finally:
+        if listen.socket is not None:
+            listen.socket.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _until_stopped(service: Service, watcher: Watcher | None,
+                   on_term: Callable[..., Any]) -> Iterator[None]:
+    """Run the block with SIGTERM handled by `on_term`; Ctrl-C ends it quietly; the watcher
+    and the served indexes are closed however it ends."""
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
     except KeyboardInterrupt:
         pass
     finally:
@@ -159,8 +175,6 @@ def serve_http(service: Service, listen: Listen, *, watch: bool = False) -> None
         if watcher is not None:
             watcher.stop()
         service.close()
-        if listen.socket is not None:
-            listen.socket.unlink(missing_ok=True)
 
 
 def serve_stdio(service: Service, *, watch: bool = False) -> None:
@@ -181,16 +195,8 @@ def serve_stdio(service: Service, *, watch: bool = False) -> None:
     def stop(*_: Any) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
+    with _until_stopped(service, watcher, stop):
         anyio.run(mcp.run_stdio_async)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        if watcher is not None:
-            watcher.stop()
-        service.close()
 
 
 def wait_for_state(path: Path, timeout: float = 30.0) -> ServerState:
