@@ -91,5 +91,5 @@ def run_peer(docs: Path, queries: Sequence[dict[str, Any]], tokeniser: Tokeniser
         found, scores = retriever.retrieve(tokens, k=min(DEPTH, len(paths)), show_progress=False)
         hits = [HitRecord(rank=i + 1, path=paths[int(d)], heading=None, score=float(s))
                 for i, (d, s) in enumerate(zip(found[0], scores[0], strict=True)) if s > 0]
-        out[q["id"]] = score_query(expected_of(q), hits, (DEPTH,)).ndcg_at_k[DEPTH]
+        out[q["id"]] = score_query(expected_of(q), hits, (DEPTH,)).at_k["ndcg"][DEPTH]
     return out
