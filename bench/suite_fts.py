@@ -34,7 +34,16 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from _common import WORK, machine, machine_line, median, run_groove, with_kept_part, write_results
+from _common import (
+    WORK,
+    machine,
+    machine_line,
+    median,
+    package_versions,
+    run_groove,
+    with_kept_part,
+    write_results,
+)
 from bench_search import compile_bytecode
 from suite import load_queries, with_grades
 from suite_fusion import loco, ndcg10, rrf
@@ -343,7 +352,9 @@ def markdown(data: Mapping[str, Any]) -> str:
         lines += [f"| {c} | {r['median_wall_s']:.3f} | {r['median_cpu_s']:.3f} | "
                   f"{'met' if r['met'] else 'NOT met'} |" for c, r in colds.items()]
         lines.append("")
-    lines += [machine_line(data["machine"]), "",
+    versions = ", ".join(f"{k} {v}" for k, v in data["machine"]["packages"].items())
+    stemmer = data.get("stemmer", {}).get("PyStemmer")
+    lines += [machine_line(data["machine"]), "", f"Packages: {versions}, PyStemmer {stemmer}.", "",
               "Command: `python bench/suite_fts.py` (after `make suite` built the indexes)."]
     return "\n".join(lines)
 
@@ -357,6 +368,7 @@ def main() -> None:
     per = {c.name: measure(c) for c in suite_collections(args.collections)}
     data: dict[str, Any] = {"benchmark": "suite_fts", "machine": info, "collections": {
         c: {k: v for k, v in r.items() if k not in ("weights", "words")} for c, r in per.items()}}
+    data["stemmer"] = package_versions(("PyStemmer",))
     data["weights"] = family_table(per, "weights")
     if any("words" in r for r in per.values()):
         data["words"] = family_table(per, "words")
