@@ -41,7 +41,7 @@ from suite_lists import load_or_fetch
 from suite_peers import peers_for, run_peer
 from suite_report import markdown
 
-from groove_cli.engine import bootstrap_ci, randomization_p
+from groove_cli.engine import FTS_QUERY_VERSION, bootstrap_ci, randomization_p
 
 MODES = ("fts", "vector", "hybrid")
 RESULT_VERSION = 1
@@ -96,7 +96,8 @@ def measure_systems(coll: SuiteCollection, queries: list[dict[str, Any]]
     """groove's three modes and the peers, nDCG@10 per query id (cached beside the index:
     they change only with the index, i.e. the collection or groove's code)."""
     cached = coll.work / "systems.json"
-    stamp = {**coll.stamp(), "version": RESULT_VERSION, "queries": len(queries)}
+    stamp = {**coll.stamp(), "version": RESULT_VERSION, "queries": len(queries),
+             "fts_query_version": FTS_QUERY_VERSION}  # the compiler is not index code
     if cached.is_file():
         data: dict[str, Any] = json.loads(cached.read_text(encoding="utf-8"))
         if data.get("stamp") == stamp:

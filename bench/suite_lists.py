@@ -24,6 +24,7 @@ from suite_index import SuiteCollection
 import groove_cli
 from groove_cli.engine import (
     DEFAULT_BM25_WEIGHTS,
+    FTS_QUERY_VERSION,
     NO_FILTER,
     ListFetcher,
     Searcher,
@@ -119,7 +120,8 @@ def load_or_fetch(coll: SuiteCollection, queries: list[dict[str, Any]]) -> dict[
     """The collection's lists file (`lists.json` beside its index), fetched when missing or
     made for another index stamp; holds the golden queries' and the pseudo-queries' lists."""
     path = coll.work / "lists.json"
-    stamp = {**coll.stamp(), "version": LIST_VERSION, "queries": len(queries)}
+    stamp = {**coll.stamp(), "version": LIST_VERSION, "queries": len(queries),
+             "fts_query_version": FTS_QUERY_VERSION}
     if path.is_file():
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         if data.get("stamp") == stamp:

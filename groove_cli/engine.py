@@ -80,14 +80,21 @@ if TYPE_CHECKING:
     )
     from groove_cli.retrieve.params import SearchParams, build_params
     from groove_cli.retrieve.pipeline import pool_sizes, search
-    from groove_cli.retrieve.query import CompiledQuery, compile_query
+    from groove_cli.retrieve.query import FTS_QUERY_VERSION, CompiledQuery, compile_query
     from groove_cli.retrieve.relevance import FEATURES, Calibration, default_calibration, relevance
     from groove_cli.retrieve.searcher import Searcher
     from groove_cli.store import FTS_TABLES, SCHEMA_VERSION, Store, open_writer, utc_now
     from groove_cli.store.postgres.reads import knn_sql
     from groove_cli.store.postgres.store import HNSW_EF_CONSTRUCTION
     from groove_cli.text import cjk
-    from groove_cli.text.words import match_expression, or_expr
+    from groove_cli.text.words import (
+        ENGLISH_STOPWORDS,
+        is_latin_text,
+        latin_words,
+        match_expression,
+        or_expr,
+        select_terms,
+    )
     from groove_cli.types import ChunkRow, DocumentRow
     from groove_cli.vectors import refresh_snapshot
 
@@ -113,8 +120,9 @@ _GROUPS: dict[str, tuple[str, ...]] = {
     "groove_cli.config": ("DEFAULT_BM25_WEIGHTS", "DEFAULT_CJK_WEIGHT", "DEFAULT_LEG_WEIGHT",
                           "DEFAULT_RRF_K"),
     "groove_cli.text": ("cjk",),
-    "groove_cli.text.words": ("match_expression", "or_expr"),
-    "groove_cli.retrieve.query": ("CompiledQuery", "compile_query"),
+    "groove_cli.text.words": ("ENGLISH_STOPWORDS", "is_latin_text", "latin_words",
+                              "match_expression", "or_expr", "select_terms"),
+    "groove_cli.retrieve.query": ("FTS_QUERY_VERSION", "CompiledQuery", "compile_query"),
     "groove_cli.retrieve.filters": ("FilterSpec", "compile_filters"),
     "groove_cli.retrieve.params": ("SearchParams", "build_params"),
     "groove_cli.retrieve.legs": ("NO_FILTER", "candidate_pool", "excluded_ids", "fetch_size",
@@ -142,21 +150,21 @@ _HOME = {name: module for module, names in _GROUPS.items() for name in names}
 
 __all__ = [
     "DEFAULT_BM25_WEIGHTS", "DEFAULT_CJK_WEIGHT", "DEFAULT_EF_SEARCH", "DEFAULT_LEG_WEIGHT",
-    "DEFAULT_RRF_K", "FEATURES", "FTS_TABLES", "HNSW_EF_CONSTRUCTION", "NO_FILTER",
-    "PACK_VARIANT", "PROBES", "REGISTRY", "SCHEMA_VERSION", "TUNE_PHASES", "Calibration",
-    "ChunkRow", "CompiledQuery", "DocumentRow", "Embedder", "Expected", "FilterSpec",
-    "HitRecord", "LabelledHit", "ListFetcher", "PgTarget", "ResolvedModel", "SearchParams",
-    "Searcher", "Store", "TuneRequest", "aggregate", "bootstrap_ci", "build_params",
-    "candidate_pool", "chunker_fingerprint", "cjk", "compile_filters", "compile_query",
-    "compiling_with", "convert", "cross_fitted", "default_calibration", "default_models_dir",
-    "default_settings", "embedding_input", "entry_matches", "excluded_ids",
-    "expected_calibration_error", "fetch_size", "file_sha256", "find_pack", "fit_logistic",
-    "fts_exprs", "kb_name_for", "keep", "knn_sql", "label_of", "length_batches", "load_golden",
-    "match_expression", "model_record", "open_writer", "or_expr", "pad_batch",
-    "paired_delta", "parse_document", "pool_sizes", "quantize_int8", "randomization_p",
-    "read_pack", "refresh_snapshot", "registered", "relevance", "resolve_model", "run_tune",
-    "score_query", "search", "searcher_of", "split_half", "utc_now", "vector_k", "vector_leg",
-    "write_converted", "write_model_toml",
+    "DEFAULT_RRF_K", "ENGLISH_STOPWORDS", "FEATURES", "FTS_QUERY_VERSION", "FTS_TABLES",
+    "HNSW_EF_CONSTRUCTION", "NO_FILTER", "PACK_VARIANT", "PROBES", "REGISTRY", "SCHEMA_VERSION",
+    "TUNE_PHASES", "Calibration", "ChunkRow", "CompiledQuery", "DocumentRow", "Embedder",
+    "Expected", "FilterSpec", "HitRecord", "LabelledHit", "ListFetcher", "PgTarget",
+    "ResolvedModel", "SearchParams", "Searcher", "Store", "TuneRequest", "aggregate",
+    "bootstrap_ci", "build_params", "candidate_pool", "chunker_fingerprint", "cjk",
+    "compile_filters", "compile_query", "compiling_with", "convert", "cross_fitted",
+    "default_calibration", "default_models_dir", "default_settings", "embedding_input",
+    "entry_matches", "excluded_ids", "expected_calibration_error", "fetch_size", "file_sha256",
+    "find_pack", "fit_logistic", "fts_exprs", "is_latin_text", "kb_name_for", "keep", "knn_sql",
+    "label_of", "latin_words", "length_batches", "load_golden", "match_expression", "model_record",
+    "open_writer", "or_expr", "pad_batch", "paired_delta", "parse_document", "pool_sizes",
+    "quantize_int8", "randomization_p", "read_pack", "refresh_snapshot", "registered", "relevance",
+    "resolve_model", "run_tune", "score_query", "search", "searcher_of", "select_terms",
+    "split_half", "utc_now", "vector_k", "vector_leg", "write_converted", "write_model_toml",
 ]
 
 

@@ -111,7 +111,7 @@ def test_search_and_eval_rank_japanese_queries_alike(ja: Groove, tmp_path: Path)
                         "--format", "json", "--no-history", "--limit", "3")
         assert result.exit_code == 0, result.stderr
         report = json.loads(result.stdout)
-        assert report["fingerprint"]["fts_query_version"] == 4
+        assert report["fingerprint"]["fts_query_version"] == 5
         per_query = {q["id"]: [h["path"] for h in q["top_k"]] for q in report["per_query"]}
         for i, query in enumerate(queries):
             found = search_paths(ja, query, "--mode", mode, "--limit", "3")

@@ -42,7 +42,7 @@ MINIMAL = {
     "k_values": [1, 5, 10],
     "golden_hash": "ab" * 32,
     "metric_version": 1,
-    "fts_query_version": 4,  # 2: the word-level table (#8); 3: the CJK table (#13); 4: no kana pairs
+    "fts_query_version": 5,  # 2: word table (#8); 3: CJK table (#13); 4: no kana pairs; 5: #25
 }
 
 

@@ -272,23 +272,24 @@ def test_legs_to_run() -> None:
     assert ran(latin, hybrid) == (True, False, True, False)
     assert ran(cjk, hybrid) == (True, False, False, True)
     assert ran(mixed, hybrid) == (True, True, True, False)
-    assert ran(mixed_cjk, hybrid) == (True, False, True, True)
+    assert ran(mixed_cjk, hybrid) == (True, False, False, True)  # Latin words: CJK tokens
     assert ran(quoted, hybrid) == (True, True, False, True)
     assert ran(nothing, hybrid) == (True, False, False, False)
     for query in (latin, cjk, mixed, mixed_cjk):
         assert ran(query, SearchParams(mode="vector")) == (True, False, False, False)
     assert ran(latin, SearchParams(mode="fts")) == (False, False, True, False)
     assert ran(mixed, SearchParams(mode="fts")) == (False, True, True, False)
-    assert ran(mixed_cjk, SearchParams(mode="fts")) == (False, False, True, True)
+    assert ran(mixed_cjk, SearchParams(mode="fts")) == (False, False, False, True)
     assert ran(nothing, SearchParams(mode="fts")) == (False, False, False, False)
     assert not legs_to_run(nothing, SearchParams(mode="fts")).any
     assert ran(mixed, SearchParams(vector_weight=0.0)) == (False, True, True, False)
     # fts_weight weighs the trigram and word legs: 0 turns both off; cjk_weight the CJK leg
     assert ran(mixed, SearchParams(fts_weight=0.0)) == (True, False, False, False)
     assert ran(mixed_cjk, SearchParams(fts_weight=0.0)) == (True, False, False, True)
-    assert ran(mixed_cjk, SearchParams(cjk_weight=0.0)) == (True, False, True, False)
+    assert ran(mixed_cjk, SearchParams(cjk_weight=0.0)) == (True, False, False, False)
     # cjk_weight 0 turns the CJK leg off in every mode (fusion refuses a weight-0 leg)
-    assert ran(mixed_cjk, SearchParams(mode="fts", cjk_weight=0.0)) == (False, False, True, False)
+    assert ran(mixed_cjk, SearchParams(mode="fts", cjk_weight=0.0)) == (False, False, False,
+                                                                        False)
     # eval --ablate switches one leg off by name, whatever its weight
     assert ran(mixed_cjk, SearchParams(disabled_legs=frozenset({"words"}))) == (
         True, False, False, True)
@@ -434,6 +435,29 @@ def test_a_cjk_query_runs_the_cjk_leg_only(mixed: Store) -> None:
     raw = 6.0 / (K + 1) + 1.0 / (K + vec_rank_8)
     assert hybrid.hits[0].explain.fused_raw == raw
     assert hybrid.hits[0].score == raw / (1.0 / (K + 1) + 6.0 / (K + 1))
+
+
+# A Japanese query with Latin words (issue #25). The word table's unicode61 tokens cannot see a
+# Latin word glued to Japanese text (`NTTドコモの…` is one token there), so a word leg would rank
+# chunk 2, which has the words alone, first and outvote the CJK leg: chunk 1 6/61, chunk 2
+# 6/62 + 1/61. The CJK table holds `ntt` and `android` as tokens: it alone ranks the query.
+GLUED = [
+    Note("a.md", [Chunk("NTTドコモがAndroidの新機種を発表", (1.0, 0.0))]),
+    Note("b.md", [Chunk("NTT と Android の話題 NTT Android", (0.0, 1.0))]),
+]
+
+
+def test_a_cjk_query_leaves_its_latin_words_to_the_cjk_leg(tmp_path: Path) -> None:
+    store = build(tmp_path / "index.db", GLUED)
+    result = run(store, "NTTドコモのAndroid新機種", SearchParams(mode="fts"), vector=None)
+    assert (result.trace.expr("fts"), result.trace.expr("words")) == (None, None)
+    # chunk 1 holds ntt android ドコ コモ 新機 機種 …; chunk 2 only ntt and android (twice)
+    assert ids(result) == [1, 2]
+    assert [h.explain.rank("cjk") for h in result.hits] == [1, 2]
+    assert [h.score for h in result.hits] == [1.0, (6 / (K + 2)) / (6 / (K + 1))]
+    # an identifier the CJK tokens split stays on the trigram table too; a one-token one not
+    assert run(store, "SC-01D の新機種", SearchParams(mode="fts")).trace.expr("fts") == '"SC-01D"'
+    assert run(store, "ISW13HT の新機種", SearchParams(mode="fts")).trace.expr("fts") is None
 
 
 def test_a_latin_query_runs_the_word_leg_only(mixed: Store) -> None:

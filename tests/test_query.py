@@ -21,12 +21,13 @@ from groove_cli.text.words import ENGLISH_STOPWORDS, MAX_WORD_TERMS, MIN_WORD_CH
 # MATCH) since issue #8: an all-Latin query goes to `fts_words` only; a query with a non-Latin
 # (e.g. number-only) phrase keeps every phrase on the trigram table, and the word leg joins it
 # from MIN_MIXED_WORD_TERMS (2) Latin terms on. Since issue #13 a query with CJK text goes to
-# `fts_cjk` instead of the trigram table, which keeps only its quoted phrases (CJK_PINNED below).
+# `fts_cjk` instead of the trigram table, which keeps only its quoted phrases (CJK_PINNED below);
+# since issue #25 its Latin words stay there too (no word-level leg: they are CJK-table tokens).
 # Word terms are plain words of >= 2 characters minus English stopwords (unless quoted, or unless
 # nothing else is left), repeats kept.
 PINNED: list[tuple[str, str | None, str | None]] = [
     ("再ランキングの評価について", None, None),
-    ("retry budget の設定", None, '"retry" OR "budget"'),
+    ("retry budget の設定", None, None),  # retry, budget: CJK-table tokens
     # one Latin term (the quoted phrase) in a mixed query: the word leg does not join; the quoted
     # phrase stays on the trigram table as an exact substring
     ('"Foundry Local" の設定', '"Foundry Local"', None),
@@ -39,7 +40,7 @@ PINNED: list[tuple[str, str | None, str | None]] = [
     ('"say ""hi"""', None, '"say ""hi"""'),
     ("UI について", None, None),
     ("ML pipelines", None, '"ML" OR "pipelines"'),  # 2-letter words count in the word table
-    ("UI と ML", None, '"UI" OR "ML"'),
+    ("UI と ML", None, None),
     ("!!! ??? 、。", '"!!! ??? 、。"', None),  # fallback
     ("---", '"---"', None),
     ("sqlite-vec", None, '"sqlite-vec"'),
@@ -64,7 +65,7 @@ PINNED: list[tuple[str, str | None, str | None]] = [
     ("ab", None, '"ab"'),
     ('"x"', None, '"x"'),  # a quoted Latin term has no minimum length
     ("Python入門", None, None),  # one Latin word in a CJK query: served by the CJK table
-    ("Python と Rust の比較", None, '"Python" OR "Rust"'),
+    ("Python と Rust の比較", None, None),  # two Latin words in a CJK query: the CJK table too
     # a number-only phrase is not Latin: it keeps the query's phrases on the trigram table
     ("error 404 page", '"error" OR "404" OR "page"', '"error" OR "page"'),
     ("2024", '"2024"', None),
@@ -75,7 +76,7 @@ PINNED: list[tuple[str, str | None, str | None]] = [
 
 
 def test_constants() -> None:
-    assert (MIN_PHRASE_CHARS, MAX_PHRASES, MAX_NEG_PHRASES, FTS_QUERY_VERSION) == (3, 32, 32, 4)
+    assert (MIN_PHRASE_CHARS, MAX_PHRASES, MAX_NEG_PHRASES, FTS_QUERY_VERSION) == (3, 32, 32, 5)
     assert (MIN_WORD_CHARS, MAX_WORD_TERMS, MIN_MIXED_WORD_TERMS) == (2, 32, 2)
     assert len(ENGLISH_STOPWORDS) == 179  # NLTK's English list
     assert {"the", "of", "and", "or", "not", "what", "don't", "should've"} <= ENGLISH_STOPWORDS
@@ -164,9 +165,9 @@ def test_full_compiled_record_mixed_script() -> None:
         negative_expr='"再試行" OR "old"',
         phrases_capped=False,
         negatives_capped=False,
-        word_terms=("retry", "budget"),
-        word_expr='("retry" OR "budget") NOT ("old")',
-        word_negative_expr='"old"',
+        word_terms=(),  # CJK text: its Latin words are CJK-table tokens (issue #25)
+        word_expr=None,
+        word_negative_expr='"old"',  # still excluded everywhere, through the word table's ids
         cjk_terms=("retry", "budget", "の設", "設", "設定", "定"),  # the lone の is dropped
         cjk_expr='"retry" OR "budget" OR "の設" OR "設" OR "設定" OR "定"',
         cjk_negative_expr=None,  # 再試行 and old are 3+ characters: the trigram NOT holds them
@@ -431,14 +432,17 @@ CJK_PINNED: list[tuple[str, str | None, str | None, str | None]] = [
     ("障害が起きたときの連絡手順", None,
      '"障" OR "障害" OR "害" OR "害が" OR "が起" OR "起" OR "起き" OR "の連" OR "連" OR "連絡" OR '
      '"絡" OR "絡手" OR "手" OR "手順" OR "順"', None),  # not きた, たと, とき, きの
-    # NFKC + case folding in the CJK table; the identifier also stays on the trigram table
-    ("ＡＢＣ１２３のテスト", '"ＡＢＣ１２３"',
+    # NFKC + case folding in the CJK table; one token there, so not on the trigram table
+    ("ＡＢＣ１２３のテスト", None,
      '"abc123" OR "のテ" OR "テ" OR "テス" OR "ス" OR "スト" OR "ト"', None),
-    # identifiers and numbers: substrings on the trigram table, words in the CJK table
+    # identifiers the CJK table cuts into several tokens: also substrings on the trigram table
     ("BK-1107 が起きた原因", '"BK-1107"',
      '"bk" OR "1107" OR "が起" OR "起" OR "起き" OR "た原" OR "原" OR "原因" OR "因"',
      None),
-    ("1945年に何が", '"1945"', '"1945" OR "年" OR "年に" OR "に何" OR "何" OR "何が"', None),
+    # a number or a one-token identifier: the CJK table alone (issue #25)
+    ("1945年に何が", None, '"1945" OR "年" OR "年に" OR "に何" OR "何" OR "何が"', None),
+    ("ISW13HT の価格", None, '"isw13ht" OR "の価" OR "価" OR "価格" OR "格"', None),
+    ("SC-01D の価格", '"SC-01D"', '"sc" OR "01d" OR "の価" OR "価" OR "価格" OR "格"', None),
     ("E-0382 の対処 -評価", '"E-0382"', '"e" OR "0382" OR "の対" OR "対" OR "対処" OR "処"',
      '"評価"'),
     ('"再ランキング" 評価', '"再ランキング"', '"評" OR "評価" OR "価"', None),  # quoted: exact

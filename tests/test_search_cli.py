@@ -457,26 +457,21 @@ def test_json_explain_object(golden_index: tuple[Path, Path], config_file: Path,
 
 def test_explain_of_a_mixed_script_query(golden_index: tuple[Path, Path], config_file: Path,
                                          workdir: Path) -> None:
-    # CJK text goes to the CJK table (issue #13); 2 Latin words add the word leg
+    # CJK text goes to the CJK table (issue #13), its Latin words too (issue #25: no word leg)
     result = groove(config_file, golden_index[1], "retry budget の設定", "--mode", "fts",
                     "--explain", "--limit", "10")
     doc = ok_json(result)
     assert explain_lines(result)[1:5] == [
         "explain: fts skipped (no phrase)",
-        'explain: words MATCH "retry" OR "budget"',
+        "explain: words skipped (no Latin word, or CJK text)",
         'explain: cjk MATCH "retry" OR "budget" OR "の設" OR "設" OR "設定" OR "定"',
         "explain: pool vec=- fts=50 fused=10 (dropped by min_score: 0)"]
-    best = 1 / 61 + 6 / 61  # both full-text legs returned rows; the CJK leg weighs 6
-    assert any(h["explain"]["fts_cjk_rank"] is not None
-               and h["explain"]["fts_word_rank"] is not None for h in doc["results"])
+    assert doc["results"]
     for hit in doc["results"]:
         e = hit["explain"]
-        raw = 0.0
-        for rank, weight in ((e["fts_word_rank"], 1.0), (e["fts_cjk_rank"], 6.0)):  # leg order
-            if rank is not None:
-                raw += weight / (60.0 + rank)
-        assert e["vec_rank"] is None and e["fts_rank"] is None and e["fused_raw"] == raw
-        assert hit["score"] == raw / best
+        raw = 6.0 / (60.0 + e["fts_cjk_rank"])  # the CJK leg alone, weight 6
+        assert (e["vec_rank"], e["fts_rank"], e["fts_word_rank"]) == (None, None, None)
+        assert e["fused_raw"] == raw and hit["score"] == raw / (6.0 / 61.0)
 
 
 def test_explain_without_a_phrase(golden_index: tuple[Path, Path], config_file: Path,
@@ -489,7 +484,7 @@ def test_explain_without_a_phrase(golden_index: tuple[Path, Path], config_file: 
             "Latin word of 2 or more letters, and the vector leg is off; nothing to search"
             ) in result.stderr.splitlines()
     assert explain_lines(result)[1:3] == ["explain: fts skipped (no phrase)",
-                                          "explain: words skipped (no Latin word)"]
+                                          "explain: words skipped (no Latin word, or CJK text)"]
     two = groove(config_file, golden_index[1], "ab", "--mode", "fts", "--explain")
     assert ok_json(two)["results"] == [] and "nothing to search" not in two.stderr
     assert explain_lines(two)[1:3] == ["explain: fts skipped (no phrase)",

@@ -113,7 +113,8 @@ class Leg:
 TRIGRAM = Leg("fts", "trigram", "fts_chunks", lambda q: q.match_expr, lambda q: q.negative_expr,
               explain_key="fts_rank", evidence="text", own_not=True, skip_reason="no phrase")
 WORDS = Leg("words", "word", "fts_words", lambda q: q.word_expr, lambda q: q.word_negative_expr,
-            explain_key="fts_word_rank", evidence="text", skip_reason="no Latin word")
+            explain_key="fts_word_rank", evidence="text",
+            skip_reason="no Latin word, or CJK text")
 CJK = Leg("cjk", "CJK", "fts_cjk", lambda q: q.cjk_expr, lambda q: q.cjk_negative_expr,
           weight="cjk_weight", score_weight="score_cjk_weight", explain_key="fts_cjk_rank",
           evidence="cjk", own_switch=True, skip_reason="no CJK text")

@@ -27,18 +27,20 @@ from groove_cli.text.words import (
 )
 
 MIN_PHRASE_CHARS = 3
-# In a query with CJK phrases a lone Latin token (a unit such as "km", a single name) is served
-# by the trigram match; the word-level leg joins only from 2 Latin words on (on JSQuAD closer to
-# no word leg than a word leg for every Latin token: bench/results/code-notes.md#mixed-queries).
+# In a query with a non-Latin phrase (a number, another script) a lone Latin token (a unit such
+# as "km", a single name) is served by the trigram match; the word-level leg joins only from 2
+# Latin words on (on JSQuAD, before the CJK table, closer to no word leg than a word leg for every
+# Latin token: bench/results/code-notes.md#mixed-queries). A query with CJK text never runs it.
 MIN_MIXED_WORD_TERMS = 2
 MAX_PHRASES = 32
 MAX_NEG_PHRASES = 32
 MAX_CJK_TERMS = 256
 """CJK-table tokens searched per query: about two per character, so a 130-character question
 fits (the longest of 1,000 JSQuAD questions has 98)."""
-FTS_QUERY_VERSION = 4
+FTS_QUERY_VERSION = 5
 """2: Latin words go to fts_words; 3: CJK text also goes to fts_cjk; 4: hiragana-only bigrams
-are left out of the CJK terms like hiragana unigrams."""
+are left out of the CJK terms like hiragana unigrams; 5: a query with CJK text leaves its Latin
+words and its one-token identifiers to the CJK table (no word-level leg, no `2012` phrase)."""
 
 EMPTY_QUERY = "the query is empty"
 ONLY_EXCLUSIONS = (
@@ -346,6 +348,17 @@ def _cjk_terms(segments: list[_Segment]) -> tuple[tuple[str, ...], bool]:
     return tuple(kept), bool(set(terms[MAX_CJK_TERMS:]) - set(kept))
 
 
+def _split_identifiers(phrases: tuple[str, ...]) -> list[str]:
+    """The phrases of a query with CJK text that stay on the trigram table besides its quoted
+    ones: identifiers without CJK that hold a digit and that the CJK table cuts into several
+    tokens (`BK-1107` is `bk` + `1107` there), so the trigram's exact substring adds the order
+    the CJK tokens lose. A number or word the CJK table holds as one token (`2012`, `ISW13HT`)
+    stays there alone: a second leg ranking the chunks that hold only that token outvotes the
+    CJK leg's ranking of the whole question (bench/results/suite_fts.md)."""
+    return [p for p in phrases if not cjk.has_cjk(p) and any(ch.isdigit() for ch in p)
+            and len(cjk.tokens(p)) > 1]
+
+
 @functools.lru_cache(maxsize=4096)
 def compile_query(text: str) -> CompiledQuery:
     """Compile a query into phrases, negatives and the FTS5 MATCH expressions (§2).
@@ -375,13 +388,13 @@ def compile_query(text: str) -> CompiledQuery:
     phrases, phrases_capped = _dedupe_cap(_positive_phrases(positive_segments), MAX_PHRASES)
     negatives, negatives_capped = _dedupe_cap(negative_list, MAX_NEG_PHRASES)
 
-    # Routing by script (issues #8, #13): a query with CJK text goes to the CJK table, and only
-    # its quoted phrases and its identifiers and numbers (`BK-1107`, `1945`: substrings) stay on
-    # the trigram table; an all-Latin query sends its words to the word-level table only; other
-    # queries with a non-Latin phrase (numbers, identifiers) keep every phrase on the trigram
-    # table. On JSQuAD the identifiers and numbers on the trigram table change nDCG@10 within
-    # noise (bench/results/code-notes.md#identifiers); a Japanese question about an error code
-    # needs them.
+    # Routing by script (issues #8, #13, #25): a query with CJK text goes to the CJK table,
+    # which holds its Latin words and numbers as tokens too; only its quoted phrases and the
+    # identifiers the CJK tokens split (`BK-1107`: `bk` + `1107`; substrings) stay on the
+    # trigram table, and the word-level leg does not run (its unicode61 tokens cannot see a
+    # Latin word glued to Japanese text: `NTTドコモ` is one token there). An all-Latin query
+    # sends its words to the word-level table only; other queries with a non-Latin phrase
+    # (numbers, identifiers) keep every phrase on the trigram table.
     has_cjk = any(cjk.has_cjk(seg.content) for seg in positive_segments)
     cjk_terms, cjk_capped = _cjk_terms(positive_segments)
     mixed = any(not is_latin_text(p) for p in phrases)
@@ -389,8 +402,7 @@ def compile_query(text: str) -> CompiledQuery:
     if has_cjk:
         quoted = [s.content for s in positive_segments
                   if s.kind == "quoted" and _quoted_phrase_ok(s.content)]
-        codes = [p for p in phrases if not cjk.has_cjk(p) and any(ch.isdigit() for ch in p)]
-        positive = tuple(dict.fromkeys([*quoted, *codes]))
+        positive = tuple(dict.fromkeys([*quoted, *_split_identifiers(phrases)]))
     if not phrases and not has_cjk:
         plain = "".join(s.content for s in positive_segments if s.kind == "plain").strip()
         if _quoted_phrase_ok(plain):
@@ -404,8 +416,8 @@ def compile_query(text: str) -> CompiledQuery:
         else:
             word_candidates.extend((w, False) for w in latin_words(seg.content))
     word_terms, words_capped = select_terms(word_candidates)
-    if mixed and len(word_terms) < MIN_MIXED_WORD_TERMS:
-        word_terms = ()
+    if has_cjk or (mixed and len(word_terms) < MIN_MIXED_WORD_TERMS):
+        word_terms, words_capped = (), False
     word_negatives, word_negatives_capped = dedupe_cap(negative_word_list)
 
     negative_expr = _or(negatives) if negatives else None
