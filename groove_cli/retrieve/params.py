@@ -96,9 +96,13 @@ class SearchParams:
         query with CJK text; else `score_alpha_short` up to `short_query_words` word-level
         terms and `score_alpha_long` above (short keyword queries lean on the vector leg,
         long descriptive ones on full text as much)."""
-        if query.cjk_terms:
+        return self.alpha_for(bool(query.cjk_terms), len(query.word_terms))
+
+    def alpha_for(self, cjk_text: bool, words: int) -> tuple[float, str]:
+        """`alpha_of` from the query's two inputs: whether it has CJK text and how many
+        word-level terms it has (tune keeps these per golden query)."""
+        if cjk_text:
             return self.score_alpha, "CJK text"
-        words = len(query.word_terms)
         if words <= self.short_query_words:
             return self.score_alpha_short, f"{words} word terms <= {self.short_query_words}"
         return self.score_alpha_long, f"{words} word terms > {self.short_query_words}"
