@@ -18,62 +18,21 @@ query-adaptive weights, scored in memory like suite_fusion's.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from itertools import product
 
-from suite_fusion import Candidate, Query, _normalised, _top
+from suite_fusion import Candidate, Query, _top, combined, rrf_sums, score_weights
 
 from groove_cli.engine import DEFAULT_CJK_WEIGHT, DEFAULT_LEG_WEIGHT, DEFAULT_RRF_K, compile_query
 
 
-def _dbsf(scores: Sequence[float]) -> list[float]:
-    """Scores scaled by mean ± 3 standard deviations of the list, clipped to [0, 1]."""
-    if not scores:
-        return []
-    mean = sum(scores) / len(scores)
-    sd = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
-    if sd == 0:
-        return [1.0 for _ in scores]
-    return [min(1.0, max(0.0, (s - mean + 3 * sd) / (6 * sd))) for s in scores]
-
-
 def _weights(alpha: float, cjk: float, sub: float = 1.0, has_cjk: bool = False
              ) -> dict[str, float]:
-    text = (1 - alpha) * (sub if has_cjk else 1.0)
-    return {"vector": alpha, "fts_chunks": text, "fts_words": text, "fts_cjk": (1 - alpha) * cjk}
+    return score_weights(alpha, cjk, sub if has_cjk else 1.0)
 
 
-def combined(q: Query, weights: Mapping[str, float], how: str) -> dict[int, float]:
-    """Weighted sum of normalised leg scores over the legs that returned something, divided
-    by the sum of their weights (so in [0, 1])."""
-    legs = [leg for leg in weights if q["ids"][leg] and weights[leg] > 0]
-    total = sum(weights[leg] for leg in legs)
-    raw: dict[int, float] = {}
-    for leg in legs:
-        norm = (_dbsf(q["scores"][leg]) if how == "dbsf"
-                else _normalised(q["scores"][leg], how, leg)[0])
-        seen: set[int] = set()
-        for cid, value in zip(q["ids"][leg], norm, strict=True):
-            if cid in seen:
-                continue
-            seen.add(cid)
-            raw[cid] = raw.get(cid, 0.0) + weights[leg] * value
+def _scaled(raw: dict[int, float], total: float) -> dict[int, float]:
     return {cid: v / total for cid, v in raw.items()} if total > 0 else {}
-
-
-def rrf_scores(q: Query, weights: Mapping[str, float], k: float) -> dict[int, float]:
-    """Weighted RRF divided by its best reachable sum (search.md §5's score)."""
-    raw: dict[int, float] = {}
-    best = 0.0
-    for leg, weight in weights.items():
-        ids = q["ids"][leg]
-        if weight <= 0 or not ids:
-            continue
-        best += weight / (k + 1)
-        for position, cid in enumerate(ids):
-            raw[cid] = raw.get(cid, 0.0) + weight / (k + position + 1)
-    return {cid: v / best for cid, v in raw.items()} if best > 0 else {}
 
 
 BUILTIN_RRF = {"vector": DEFAULT_LEG_WEIGHT, "fts_chunks": 1.0, "fts_words": 1.0,
@@ -89,8 +48,10 @@ def dbsf_family() -> list[Candidate]:
 
 
 def mix(q: Query, alpha: float, cjk: float, beta: float) -> list[int]:
-    score = combined(q, _weights(alpha, cjk), "max")
-    ranks = rrf_scores(q, BUILTIN_RRF, DEFAULT_RRF_K)
+    weights = _weights(alpha, cjk)
+    score = _scaled(combined(q, weights, "max"),
+                    sum(w for leg, w in weights.items() if q["ids"][leg] and w > 0))
+    ranks = _scaled(*rrf_sums(q, BUILTIN_RRF, DEFAULT_RRF_K))
     return _top({cid: (1 - beta) * score.get(cid, 0.0) + beta * ranks.get(cid, 0.0)
                  for cid in score.keys() | ranks.keys()})
 
