@@ -11,11 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 import groove_cli
+from groove_cli import config
 from groove_cli.api import Filters
 from groove_cli.cli import app
 from groove_cli.retrieve.fuse import ScoredLeg, score_fuse
 from groove_cli.retrieve.legs import CJK, WORDS
-from groove_cli.retrieve.params import SearchParams
+from groove_cli.retrieve.filters import FilterSpec
+from groove_cli.retrieve.params import SearchParams, build_params, settings_warnings
 from groove_cli.retrieve.query import compile_query
 
 runner = CliRunner()
@@ -120,3 +122,19 @@ def test_bad_length_settings_are_config_errors(golden_index: tuple[Path, Path],
     assert result.exit_code == 1  # a bad config file is a runtime error (config.md)
     assert "search.fusion.short_query_words = -1 is out of range [0, 32]" in result.stderr
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("flags", "ceiling"), [
+    ({}, "0.1000"),  # short queries: min(0.9, 0.1) / 1.0
+    # 0.7: min(0.7, 0.3) = 0.3, below score_alpha 0.6 (0.4) and score_alpha_long 0.5 (0.5)
+    ({"search.fusion.score_alpha_short": 0.7}, "0.3000"),
+    ({"search.fusion.score_alpha_short": 0.6, "search.fusion.score_alpha_long": 0.35},
+     "0.3500"),
+])
+def test_min_score_warning_takes_the_alpha_that_reaches_least(
+        flags: dict[str, object], ceiling: str, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = config.resolve({}, {"search.fusion.method": "score",
+                                   "search.retrieval.min_score": 0.38, **flags})
+    params = build_params(settings, limit=5, rerank=False, filters=FilterSpec())
+    settings_warnings(settings, params)
+    assert f"min_score 0.38 exceeds {ceiling}, the highest score" in capsys.readouterr().err
