@@ -14,9 +14,9 @@ import groove_cli
 from groove_cli import config
 from groove_cli.api import Filters
 from groove_cli.cli import app
+from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.fuse import ScoredLeg, score_fuse
 from groove_cli.retrieve.legs import CJK, WORDS
-from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.params import SearchParams, build_params, settings_warnings
 from groove_cli.retrieve.query import compile_query
 
