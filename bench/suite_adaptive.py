@@ -11,6 +11,8 @@ query-adaptive weights, scored in memory like suite_fusion's.
   after stopwords, repeats kept: `CompiledQuery.word_terms`) and `alpha_long` above; the
   vector share stays ≤ 0.9, so full text keeps a say in every query (exact names and codes).
 - `qlen1`: `qlen` with `alpha_short` up to 1 (short Latin queries may drop full text).
+- `rqlen`: the same length rule on weighted RRF: the vector weight is `v_short` up to `words`
+  word-level terms and `v_long` above (1 for a query with CJK text), CJK weight × rrf_k swept.
 - `cjksub`: score fusion (max) where, for a query with CJK text, the trigram and word-level legs
   weigh `sub` × their share (the CJK leg carries Japanese queries; the other two re-order its
   near-ties).
@@ -21,7 +23,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import product
 
-from suite_fusion import Candidate, Query, _top, combined, rrf_sums, score_weights
+from suite_fusion import (
+    Candidate,
+    Query,
+    _top,
+    combined,
+    rrf,
+    rrf_sums,
+    rrf_weights,
+    score_weights,
+)
 
 from groove_cli.engine import DEFAULT_CJK_WEIGHT, DEFAULT_LEG_WEIGHT, DEFAULT_RRF_K, compile_query
 
@@ -102,6 +113,17 @@ def cjksub_family() -> list[Candidate]:
     return [make(a, c, s) for a, c, s in product(ALPHAS, (1.0, 2.0), (0.0, 0.25, 0.5, 1.0))]
 
 
+def rqlen_family() -> list[Candidate]:
+    def make(short: float, long: float, t: int, c: float, k: float) -> Candidate:
+        def rank(q: Query) -> list[int]:
+            v = 1.0 if q["cjk_terms"] else (short if int(q["word_terms"]) <= t else long)
+            return rrf(q, rrf_weights(v, 1.0, c), k)
+        return Candidate("rqlen", f"rqlen v{short:g}/{long:g} t{t} cjk{c:g} k{k:g}",
+                         {"v_short": short, "v_long": long, "words": t, "cjk": c, "k": k}, rank)
+    return [make(s, lo, t, c, k) for s, lo, t, c, k in product(
+        (1.0, 1.5, 2.0, 3.0, 4.0), (0.5, 0.75, 1.0), SHORT_WORDS, (4.0, 6.0), (30.0, 60.0))]
+
+
 def word_counts(queries: Sequence[dict[str, object]]) -> None:
     """Add each query's `word_terms` count (what `qlen` reads) to its lists, in place."""
     for q in queries:
@@ -110,4 +132,4 @@ def word_counts(queries: Sequence[dict[str, object]]) -> None:
 
 def adaptive_families() -> dict[str, list[Candidate]]:
     return {"dbsf": dbsf_family(), "mix": mix_family(), "cjksub": cjksub_family(),
-            "qlen": qlen_family(), "qlen1": qlen1_family()}
+            "qlen": qlen_family(), "qlen1": qlen1_family(), "rqlen": rqlen_family()}

@@ -21,6 +21,8 @@ FAMILY_TITLES = {
     "qlen": "score fusion (max) whose vector share follows the query: CJK text → alpha_cjk; "
             "else ≤ t word terms → alpha_short (≤ 0.9), more → alpha_long",
     "qlen1": "qlen with alpha_short up to 1 (short Latin queries may drop full text)",
+    "rqlen": "weighted RRF whose vector weight follows the query's length like qlen's alpha "
+             "(v_short up to t word terms, v_long above, 1 with CJK text)",
 }
 
 
