@@ -159,7 +159,6 @@ DEFAULT_SCORE_ALPHA = default_float("search.fusion.score_alpha")
 DEFAULT_SCORE_CJK_WEIGHT = default_float("search.fusion.score_cjk_weight")
 DEFAULT_SCORE_ALPHA_SHORT = default_float("search.fusion.score_alpha_short")
 DEFAULT_SCORE_ALPHA_LONG = default_float("search.fusion.score_alpha_long")
-DEFAULT_SHORT_QUERY_WORDS = default_int("search.fusion.short_query_words")
 
 PRESET_VALUES: dict[str, dict[str, object]] = {
     "fast": {
