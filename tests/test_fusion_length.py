@@ -73,9 +73,9 @@ def test_the_same_lists_rank_by_the_query_s_length() -> None:
     assert _fused(settings.for_query(long)) == [30, 10, 20, 40]
 
 
-def test_search_uses_the_query_s_alpha(golden_index: tuple[Path, Path],
+def test_search_uses_the_query_s_alpha(golden_copy: tuple[Path, Path],
                                        real_models_dir: Path) -> None:
-    kb, db = golden_index
+    kb, db = golden_copy  # a copy: the search caches its query vectors in the index
     everything = Filters(include_low_quality=True)
     with groove_cli.open(kb, db=db, models_dir=str(real_models_dir)) as index:
         short = index.search("retry budget", limit=5, fusion="score", filters=everything)
