@@ -5,8 +5,9 @@
 
 For each collection already prepared by `bench/eval_datasets.py` (`<work>/<name>/` holding
 groove.toml, index.db, golden.yml and the kb link; a copy serves as well), run `groove eval
---mode hybrid` with the built-in fusion and with `--fusion score` (built-in score_alpha and
-score_cjk_weight), pair the per-query nDCG@10 (bootstrap CI, randomization test), and run
+--mode hybrid` with the built-in fusion and with `--fusion score` (its built-in alphas, which
+follow the query, and score_cjk_weight), pair the per-query nDCG@10 (bootstrap CI,
+randomization test), and run
 `groove tune --space fusion-method` to see what the golden set itself would choose. Writes
 bench/results/fusion_method.{json,md}.
 """
@@ -70,8 +71,10 @@ def _ci(row: dict[str, Any], key: str = "ndcg@10") -> str:
 
 def markdown(data: dict[str, Any]) -> str:
     lines = ["# Score fusion vs weighted RRF through `groove eval` (issue 25)", "",
-             "Hybrid mode, built-in settings; `--fusion score` at score_alpha 0.6, "
-             "score_cjk_weight 0.8 (search.md §5). nDCG@10 [95 % bootstrap CI over queries]; "
+             "Hybrid mode, built-in settings; `--fusion score` at its built-in alphas, which "
+             "follow the query (score_alpha 0.6 with CJK text, else score_alpha_short 0.9 up to "
+             "6 word terms and score_alpha_long 0.5 above; score_cjk_weight 0.8; search.md §5). "
+             "nDCG@10 [95 % bootstrap CI over queries]; "
              "delta = score − rrf per query, paired bootstrap CI, two-sided randomization test.",
              "", "| collection | queries | rrf (built-in) | score | score − rrf | p |",
              "|---|---:|---|---|---|---:|"]
@@ -94,7 +97,8 @@ def markdown(data: dict[str, Any]) -> str:
               "", "Packages: " + ", ".join(f"{k} {v}" for k, v in data["machine"]["packages"].items()
                                           if v), "",
               "Command: `.venv/bin/python bench/fusion_method.py --work <dir>` "
-              "(collections prepared by `bench/eval_datasets.py`)."]
+              "(collections prepared by `bench/eval_datasets.py`, or the suite's work folder "
+              "`bench/work/suite` with `--collections cisi,jsquad,dbpedia,msmarco`)."]
     return "\n".join(lines)
 
 

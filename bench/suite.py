@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 from _common import RESULTS, machine, package_versions, run_groove, with_kept_part, write_results
+from suite_adaptive import adaptive_families, word_counts
 from suite_fusion import (
     Candidate,
     agree_family,
@@ -88,7 +89,8 @@ def groove_modes(coll: SuiteCollection, golden: Path) -> dict[str, dict[str, flo
 
 def families() -> dict[str, list[Candidate]]:
     return {"builtin": [builtin()], "rrf": rrf_family(), "score": score_family(),
-            "agree": agree_family(), "gap": gap_family(), "lang": lang_family()}
+            "agree": agree_family(), "gap": gap_family(), "lang": lang_family(),
+            **adaptive_families()}
 
 
 def measure_systems(coll: SuiteCollection, queries: list[dict[str, Any]]
@@ -116,6 +118,7 @@ def measure(coll: SuiteCollection) -> dict[str, Any]:
     queries = with_grades(load_queries(coll))
     systems = measure_systems(coll, queries)
     lists = load_or_fetch(coll, queries)
+    word_counts(lists["queries"])
     meta = {int(k): (v[0], v[1]) for k, v in lists["meta"].items()}
     grades = [{f"{d}.md": int(g) for d, g in q["grades"].items()} for q in queries]
     ids = [q["id"] for q in lists["queries"]]

@@ -8,9 +8,9 @@ heading). Families:
 - `rrf`: weighted RRF as search.md §5 (vector, trigram + word-level at `fts`, CJK at `cjk`,
   constant `k`); the built-in setting is one of its members.
 - `score`: convex combination of per-leg normalised scores (`max`: bm25 / the leg's best
-  bm25 and min-max cosines; `minmax`; `zscore`; a candidate a leg did not return gets that
-  leg's floor: 0, or the list's lowest z), `alpha` on the vector leg and `1 − alpha` on the
-  full-text legs (the CJK leg × `cjk`).
+  bm25 and min-max cosines; `minmax`; `zscore`; `dbsf` for suite_adaptive's family: mean ± 3σ;
+  a candidate a leg did not return gets that leg's floor: 0, or the list's lowest z), `alpha`
+  on the vector leg and `1 − alpha` on the full-text legs (the CJK leg × `cjk`).
 - `agree`: weighted RRF whose vector weight follows the legs' agreement on the query:
   `w_vector × (lam + (1 − lam) × overlap@10)`, overlap = share of the vector top 10 found in
   the full-text legs' top 10.
@@ -58,15 +58,24 @@ def rrf_weights(vector: float, fts: float, cjk: float) -> dict[str, float]:
     return {"vector": vector, "fts_chunks": fts, "fts_words": fts, "fts_cjk": cjk}
 
 
-def rrf(q: Query, weights: Mapping[str, float], k: float) -> list[int]:
-    """Weighted RRF (search.md §5) of the legs with weight > 0."""
+def rrf_sums(q: Query, weights: Mapping[str, float], k: float) -> tuple[dict[int, float], float]:
+    """Weighted RRF sums (search.md §5) of the legs with weight > 0, and the best reachable sum
+    (Σ w / (k + 1) over the legs that returned something: search's normaliser)."""
     raw: dict[int, float] = {}
+    best = 0.0
     for leg, weight in weights.items():
         if weight <= 0:
             continue
+        if q["ids"][leg]:
+            best += weight / (k + 1)
         for position, cid in enumerate(q["ids"][leg]):
             raw[cid] = raw.get(cid, 0.0) + weight / (k + position + 1)
-    return _top(raw)
+    return raw, best
+
+
+def rrf(q: Query, weights: Mapping[str, float], k: float) -> list[int]:
+    """Weighted RRF (search.md §5) of the legs with weight > 0."""
+    return _top(rrf_sums(q, weights, k)[0])
 
 
 def _normalised(scores: Sequence[float], how: str, leg: str = "vector"
@@ -78,6 +87,11 @@ def _normalised(scores: Sequence[float], how: str, leg: str = "vector"
     narrow band, so only their spread within the list carries information)."""
     if not scores:
         return [], 0.0
+    if how == "dbsf":  # mean ± 3 standard deviations of the list, clipped to [0, 1]
+        mean = sum(scores) / len(scores)
+        sd = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+        return ([min(1.0, max(0.0, (s - mean + 3 * sd) / (6 * sd))) if sd > 0 else 1.0
+                 for s in scores], 0.0)
     if how == "max" and leg != "vector":
         top = max(scores)
         return ([s / top if top > 0 else 0.0 for s in scores], 0.0)
@@ -90,10 +104,21 @@ def _normalised(scores: Sequence[float], how: str, leg: str = "vector"
     return z, min(z)
 
 
+def score_weights(alpha: float, cjk: float, text: float = 1.0) -> dict[str, float]:
+    """Score fusion's leg weights: `alpha` on the vector leg, `(1 − alpha) × text` on the
+    trigram and word-level legs, `(1 − alpha) × cjk` on the CJK leg."""
+    return {"vector": alpha, "fts_chunks": (1 - alpha) * text, "fts_words": (1 - alpha) * text,
+            "fts_cjk": (1 - alpha) * cjk}
+
+
 def score_fusion(q: Query, how: str, alpha: float, cjk: float) -> list[int]:
     """Convex combination of normalised leg scores (CombSUM with weights)."""
-    weights = {"vector": alpha, "fts_chunks": 1 - alpha, "fts_words": 1 - alpha,
-               "fts_cjk": (1 - alpha) * cjk}
+    return _top(combined(q, score_weights(alpha, cjk), how))
+
+
+def combined(q: Query, weights: Mapping[str, float], how: str) -> dict[int, float]:
+    """`Σ w_leg · normalised score` per candidate over the legs with weight > 0 that returned
+    something; a candidate a leg did not return gets that leg's floor."""
     legs = [leg for leg in weights if q["ids"][leg] and weights[leg] > 0]
     values: dict[str, dict[int, float]] = {}
     floors: dict[str, float] = {}
@@ -101,9 +126,8 @@ def score_fusion(q: Query, how: str, alpha: float, cjk: float) -> list[int]:
         norm, floors[leg] = _normalised(q["scores"][leg], how, leg)
         values[leg] = dict(zip(q["ids"][leg], norm, strict=True))
     universe = {cid for leg in legs for cid in values[leg]}
-    raw = {cid: sum(weights[leg] * values[leg].get(cid, floors[leg]) for leg in legs)
-           for cid in universe}
-    return _top(raw)
+    return {cid: sum(weights[leg] * values[leg].get(cid, floors[leg]) for leg in legs)
+            for cid in universe}
 
 
 def overlap(q: Query) -> float:

@@ -15,6 +15,14 @@ FAMILY_TITLES = {
     "gap": "query-adaptive RRF: leg weights follow each leg's score gap (s1 − s10) / s1",
     "lang": "weighted RRF with one vector weight for queries with CJK text, one for the rest",
     "pseudo": "per-KB choice of the RRF member on the KB's own pseudo-queries (no golden set)",
+    "dbsf": "distribution-based score fusion: each leg scaled by its mean ± 3σ, convex combination",
+    "mix": "(1 − beta) × score fusion (max) + beta × built-in weighted RRF",
+    "cjksub": "score fusion (max), the trigram and word-level legs × sub for queries with CJK text",
+    "qlen": "score fusion (max) whose vector share follows the query: CJK text → alpha_cjk; "
+            "else ≤ t word terms → alpha_short (≤ 0.9), more → alpha_long",
+    "qlen1": "qlen with alpha_short up to 1 (short Latin queries may drop full text)",
+    "rqlen": "weighted RRF whose vector weight follows the query's length like qlen's alpha "
+             "(v_short up to t word terms, v_long above, 1 with CJK text)",
 }
 
 

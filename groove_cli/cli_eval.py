@@ -209,7 +209,8 @@ def tune_cmd(
     space: Annotated[str, typer.Option(
         "--space", help="Grid to sweep: fusion (rrf_k x bm25 weights), retrieval "
                         "(vector/fts weight ratio x cjk_weight x min_score) or fusion-method "
-                        "(built-in RRF vs score fusion x score_alpha x score_cjk_weight); "
+                        "(built-in RRF vs score fusion at one score_alpha or the built-in "
+                        "length rule, x score_cjk_weight); "
                         "calibration refits the relevance model on the golden set.")] = "fusion",
     k: Annotated[str | None, typer.Option(
         "--k", help="Comma list of cut-offs (0s dropped, 5 always added).")] = None,

@@ -369,8 +369,9 @@ RETRIEVAL_OPTIONS: dict[str, Any] = {
         "--fusion", help="Fusion of the legs: rrf (weighted RRF, default) or score (weighted sum "
                          "of normalised bm25 and cosine scores).", metavar="rrf|score")],
     "score_alpha": Annotated[float | None, typer.Option(
-        "--score-alpha", help="Score fusion: vector-leg weight; trigram and word-level legs weigh "
-                              "1 - alpha (0-1; default 0.6).")],
+        "--score-alpha", help="Score fusion: vector-leg weight for a query with CJK text; "
+                              "trigram and word-level legs weigh 1 - alpha (0-1; default 0.6; "
+                              "other queries: score_alpha_short / score_alpha_long).")],
     "score_cjk_weight": Annotated[float | None, typer.Option(
         "--score-cjk-weight", help="Score fusion: CJK-leg weight (0-1e6; default 0.8).")],
     "mmr": Annotated[str | None, typer.Option(

@@ -96,11 +96,20 @@ SCHEMA: tuple[KeySpec, ...] = (
             help="Fusion of the legs: rrf (weighted RRF of ranks) or score (weighted sum of "
                  "normalised bm25 and cosine scores)."),
     KeySpec("search.fusion.rrf_k", "float", 60.0, 1.0, 1e6, finite=True),
-    # 0.6 and 0.8: the score-fusion member chosen in 7 of 8 leave-one-collection-out folds
+    # 0.6 and 0.8, then 0.9 / 0.5 / 6 for Latin queries: the `qlen` member refit on all 8
+    # collections of the suite, the family chosen by leave-one-collection-out
     # (bench/results/suite.md).
     KeySpec("search.fusion.score_alpha", "float", 0.6, 0.0, 1.0,
-            help="Score fusion: weight of the vector leg; the trigram and word-level legs "
-                 "each weigh 1 - score_alpha."),
+            help="Score fusion: weight of the vector leg for a query with CJK text; the "
+                 "trigram and word-level legs each weigh 1 - the query's alpha."),
+    KeySpec("search.fusion.score_alpha_short", "float", 0.9, 0.0, 1.0,
+            help="Score fusion: weight of the vector leg for a query without CJK text of at "
+                 "most short_query_words word terms."),
+    KeySpec("search.fusion.score_alpha_long", "float", 0.5, 0.0, 1.0,
+            help="Score fusion: weight of the vector leg for a longer query without CJK text."),
+    KeySpec("search.fusion.short_query_words", "int", 6, 0, 32,
+            help="Score fusion: a query without CJK text of at most this many word terms "
+                 "(stopwords dropped, repeats kept) takes score_alpha_short."),
     KeySpec("search.fusion.score_cjk_weight", "float", 0.8, 0.0, 1e6, finite=True,
             help="Score fusion: weight of the CJK full-text leg."),
     KeySpec("search.fusion.bm25_heading_weight", "float", 2.0, 0.0, 1e6, finite=True),
@@ -148,6 +157,8 @@ DEFAULT_MIN_SCORE = default_float("search.retrieval.min_score")
 DEFAULT_CJK_WEIGHT = default_float("search.retrieval.cjk_weight")
 DEFAULT_SCORE_ALPHA = default_float("search.fusion.score_alpha")
 DEFAULT_SCORE_CJK_WEIGHT = default_float("search.fusion.score_cjk_weight")
+DEFAULT_SCORE_ALPHA_SHORT = default_float("search.fusion.score_alpha_short")
+DEFAULT_SCORE_ALPHA_LONG = default_float("search.fusion.score_alpha_long")
 
 PRESET_VALUES: dict[str, dict[str, object]] = {
     "fast": {

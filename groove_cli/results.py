@@ -59,6 +59,7 @@ def hit_json(hit: SearchHit, explain: bool, kb_root: str | Path | None = None) -
             "fused_rank": e.fused_rank,
             "fused_raw": e.fused_raw, "fused_score": e.fused_score, "rerank_rank": e.rerank_rank,
             "rerank_score": e.rerank_score, "mmr_rank": e.mmr_rank, "fusion": e.fusion,
+            "alpha": e.alpha,
             "leg_scores": dict(e.leg_scores) if e.fusion == "score" else None,
         }
     return doc

@@ -100,3 +100,42 @@ def test_max_normalisation_divides_bm25_by_the_best(fusion: ModuleType) -> None:
     assert fusion.score_fusion(q, "max", 0.6, 1.0) == [1, 2, 3]
     # alpha .3: 1 → .3 + .28 = .58, 2 → .225, 3 → .7
     assert fusion.score_fusion(q, "max", 0.3, 1.0) == [3, 1, 2]
+
+
+@pytest.fixture
+def adaptive(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCH))
+    for name in ("suite_fusion", "suite_adaptive"):
+        sys.modules.pop(name, None)
+    import suite_adaptive
+
+    return suite_adaptive
+
+
+def test_dbsf_scales_by_mean_and_three_standard_deviations(fusion: ModuleType) -> None:
+    # mean 2, sd 1: (s − 2 + 3) / 6
+    assert fusion._normalised([1.0, 3.0], "dbsf") == (pytest.approx([1 / 3, 2 / 3]), 0.0)
+    assert fusion._normalised([5.0, 5.0], "dbsf") == ([1.0, 1.0], 0.0)  # no spread
+
+
+def test_qlen_alpha_follows_the_query_s_script_and_length(adaptive: ModuleType) -> None:
+    q = {**_query([1, 2, 3], [0.9, 0.8, 0.5], [3, 1], [10.0, 4.0]), "word_terms": 2}
+    assert adaptive.length_alpha(q, 0.9, 0.5, 0.6, 6) == 0.9
+    assert adaptive.length_alpha({**q, "word_terms": 7}, 0.9, 0.5, 0.6, 6) == 0.5
+    assert adaptive.length_alpha({**q, "word_terms": 7, "cjk_terms": 4}, 0.9, 0.5, 0.6, 6) == 0.6
+    member = next(c for c in adaptive.qlen_family() if c.label == "qlen a0.9/0.5 t6 ja0.6")
+    # max normalisation: vector → 1, .75, 0; bm25 / 10 → 3: 1, 1: .4
+    # 2 terms, alpha .9: 1 → .9 + .1 × .4 = .94, 2 → .675, 3 → .1
+    assert member.rank(q) == [1, 2, 3]
+    # 7 terms, alpha .5: 1 → .5 + .5 × .4 = .7, 3 → .5, 2 → .375
+    assert member.rank({**q, "word_terms": 7}) == [1, 3, 2]
+
+
+def test_mix_adds_a_share_of_the_built_in_rrf(adaptive: ModuleType) -> None:
+    q = _query([1, 2, 3], [0.9, 0.8, 0.5], [3, 1], [10.0, 4.0])
+    # score (alpha .3, ÷ 1.0): 1 → .58, 2 → .225, 3 → .7; RRF (÷ 2/61): 1 → (1/61 + 1/62)·61/2
+    # = .99194, 3 → (1/63 + 1/61)·61/2 = .98413, 2 → (1/62)·61/2 = .49194
+    # beta .75: 1 → .145 + .74395 = .88895, 3 → .175 + .7381 = .9131, 2 → .05625 + .36895
+    assert adaptive.mix(q, 0.3, 1.0, 0.75) == [3, 1, 2]
+    # beta 1: the built-in RRF alone
+    assert adaptive.mix(q, 0.3, 1.0, 1.0) == [1, 3, 2]

@@ -5,9 +5,10 @@ batch (`run_eval`: one embedding batch, one batched KNN, pinned readers; `search
 same batch path on its own) and tune's lists fused in memory (`fuse_lists`, the vectorised RRF
 the sweep runs, or `score_fuse_lists`, the vectorised score fusion). Hypothesis draws the
 condition: the fusion method, rrf_k, the three leg weights (vector, full-text, CJK), score
-fusion's alpha and CJK weight, the three bm25 column weights, the floor and the mode, over the
-sample KB whose queries use all four legs (trigram, word-level, CJK, vector): its golden file
-plus a few Japanese queries with 1–2 character exclusions, which only the CJK table can hold.
+fusion's three alphas, short-query length and CJK weight, the three bm25 column weights, the
+floor and the mode, over the sample KB whose queries use all four legs (trigram, word-level,
+CJK, vector): its golden file plus a few Japanese queries with 1–2 character exclusions, which
+only the CJK table can hold.
 """
 
 from __future__ import annotations
@@ -115,6 +116,9 @@ conditions = st.fixed_dictionaries({
     "search.fusion.method": st.sampled_from(config.FUSION_METHODS),
     # alpha 1 in fts mode weighs the trigram and word-level legs 0: (almost) nothing is found
     "search.fusion.score_alpha": st.sampled_from([0.0, 0.6]) | st.floats(0.0, 0.95),
+    "search.fusion.score_alpha_short": st.sampled_from([0.9]) | st.floats(0.0, 0.95),
+    "search.fusion.score_alpha_long": st.sampled_from([0.5]) | st.floats(0.0, 0.95),
+    "search.fusion.short_query_words": st.sampled_from([0, 2, 6, 32]),
     "search.fusion.score_cjk_weight": st.sampled_from([0.0, 0.8]) | st.floats(0.0, 4.0),
     "search.fusion.rrf_k": st.sampled_from([1.0, 5.0, 20.0, 60.0, 100.0])
     | st.floats(1.0, 200.0, allow_nan=False),
@@ -132,7 +136,9 @@ conditions = st.fixed_dictionaries({
 def tune_ranking(engine: Engine, i: int, flags: dict[str, object]) -> list[tuple[int, float]]:
     """Query i fused in memory from tune's lists, as the sweep fuses a grid condition."""
     s = config.resolve({}, flags)
-    params = build_params(s, limit=LIMIT, rerank=False, filters=FilterSpec())
+    # the sweep fixes score fusion's alpha per query from the query's script and length
+    params = build_params(s, limit=LIMIT, rerank=False, filters=FilterSpec()).for_query(
+        engine.compiled[i])
     legs = legs_to_run(engine.compiled[i], params)
     fetcher = engine.fetchers[i]
     if params.fusion == "score":

@@ -160,9 +160,16 @@ def test_corpus_block() -> None:
 
 def test_score_fusion_adds_the_method_to_the_fusion_member() -> None:
     # a score-fusion run is never compared with an RRF run, even at the built-in bm25 / rrf_k
-    assert fingerprint(score_fusion=(0.6, 0.8))["fusion"] == {
+    assert fingerprint(score_fusion=(0.6, 0.8, 0.9, 0.5, 6))["fusion"] == {
         "rrf_k": 60.0, "bm25_heading_weight": 2.0, "bm25_context_weight": 1.0,
         "bm25_content_weight": 1.0, "method": "score", "score_alpha": 0.6,
-        "score_cjk_weight": 0.8}
-    assert fingerprint(score_fusion=(0.5, 0.8)) != fingerprint(score_fusion=(0.6, 0.8))
+        "score_cjk_weight": 0.8, "score_alpha_short": 0.9, "score_alpha_long": 0.5,
+        "short_query_words": 6}
+    assert (fingerprint(score_fusion=(0.5, 0.8, 0.9, 0.5, 6))
+            != fingerprint(score_fusion=(0.6, 0.8, 0.9, 0.5, 6)))
+    # the length rule's knobs change the ranking too
+    assert (fingerprint(score_fusion=(0.6, 0.8, 0.9, 0.5, 4))
+            != fingerprint(score_fusion=(0.6, 0.8, 0.9, 0.5, 6)))
+    assert (fingerprint(score_fusion=(0.6, 0.8, 0.9, 0.4, 6))
+            != fingerprint(score_fusion=(0.6, 0.8, 0.9, 0.5, 6)))
     assert "fusion" not in fingerprint(score_fusion=None)

@@ -192,15 +192,18 @@ def test_fts_score_fusion_hit_scores_are_bm25_over_the_best(
 def test_search_cli_fusion_score_explains_the_method_and_leg_scores(
         golden_copy: tuple[Path, Path], real_models_dir: Path, tmp_path: Path) -> None:
     config = tmp_path / "groove.toml"
-    config.write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n", encoding="utf-8")
+    # a short Latin query takes score_alpha_short (search.md §5)
+    config.write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n"
+                      "[search.fusion]\nscore_alpha_short = 0.5\n", encoding="utf-8")
     # a copy: the search caches its query vector in the index
     result = runner.invoke(app, ["--config", str(config), "--db", str(golden_copy[1]), "search",
-                                 "retry budget", "--fusion", "score", "--score-alpha", "0.5",
+                                 "retry budget", "--fusion", "score", "--score-alpha", "0.4",
                                  "--explain", "--format", "json", "--include-low-quality"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     lines = [x for x in result.stderr.splitlines() if x.startswith("explain:")]
-    assert lines[0] == ("explain: mode=hybrid preset=- fusion=score score_alpha=0.5 "
+    assert lines[0] == ("explain: mode=hybrid preset=- fusion=score score_alpha=0.4 "
+                        "score_alpha_short=0.5 score_alpha_long=0.5 short_query_words=6 "
                         "score_cjk_weight=0.8 min_score=0.0")
     hits = doc["results"]
     assert hits and all(h["explain"]["fusion"] == "score" for h in hits)

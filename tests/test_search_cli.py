@@ -111,7 +111,8 @@ def explain_lines(result: Result) -> list[str]:
 HIT_KEYS = ["score", "relevance", "path", "abs_path", "line_start", "line_end", "title", "heading", "topic",
             "date", "tags", "content", "match_spans"]
 EXPLAIN_KEYS = ["fts_rank", "fts_word_rank", "fts_cjk_rank", "vec_rank", "fused_rank", "fused_raw",
-                "fused_score", "rerank_rank", "rerank_score", "mmr_rank", "fusion", "leg_scores"]
+                "fused_score", "rerank_rank", "rerank_score", "mmr_rank", "fusion", "alpha",
+                "leg_scores"]
 
 
 # --------------------------------------------------------------------------- query cache
@@ -441,7 +442,8 @@ def test_json_explain_object(golden_index: tuple[Path, Path], config_file: Path,
     assert first["explain"] == {"fts_rank": None, "fts_word_rank": 1, "fts_cjk_rank": None,
                                 "vec_rank": None, "fused_rank": 1, "fused_raw": 1.0 / 61.0,
                                 "fused_score": 1.0, "rerank_rank": None, "rerank_score": None,
-                                "mmr_rank": None, "fusion": "rrf", "leg_scores": None}
+                                "mmr_rank": None, "fusion": "rrf", "alpha": None,
+                                "leg_scores": None}
     assert [h["explain"]["fts_word_rank"] for h in doc["results"]] == [1, 2, 3, 4, 5]
     lines = explain_lines(result)
     assert len(lines) == 6

@@ -1,5 +1,6 @@
 """tune's fusion-method space (tune.md §4): the built-in weighted RRF against score fusion
-(search.md §5) over score_alpha × score_cjk_weight, swept in memory, selected and written."""
+(search.md §5) with one alpha for every query or the built-in length rule, × score_cjk_weight,
+swept in memory, selected and written."""
 
 from __future__ import annotations
 
@@ -22,38 +23,45 @@ runner = CliRunner()
 
 def test_method_grid_layout_and_default() -> None:
     grid = method_grid()
-    assert len(grid) == 1 + 6 * 3 and [c.index for c in grid] == list(range(19))
+    assert len(grid) == 1 + 6 * 3 + 3 and [c.index for c in grid] == list(range(22))
     assert T.default_index("fusion-method") == 0
     assert T.label(grid[0]) == "method=rrf" and grid[0].grid_indices == (0, 3, 1)
     # index = 1 + alpha_index × 3 + cjk_index
     assert T.label(grid[1 + 3 * 3 + 1]) == "method=score score_alpha=0.6 score_cjk_weight=0.8"
     assert T.label(grid[1 + 0 * 3 + 2]) == "method=score score_alpha=0.3 score_cjk_weight=1.6"
     assert grid[1 + 5 * 3 + 0].grid_indices == (1, 5, 0)
-    assert T.phase1_conditions("fusion-method") == (0, 2, 5, 8, 11, 14, 17)
+    # then the built-in length rule (search.md §5) × score_cjk_weight
+    assert T.label(grid[19 + 1]) == ("method=score score_alpha=0.6 score_alpha_short=0.9 "
+                                     "score_alpha_long=0.5 score_cjk_weight=0.8")
+    assert grid[19 + 2].grid_indices == (2, 3, 2)
+    assert T.phase1_conditions("fusion-method") == (0, 2, 5, 8, 11, 14, 17, 20)
     assert T.phase2_conditions("fusion-method", 11) == (10, 11, 12)
+    assert T.phase2_conditions("fusion-method", 20) == (19, 20, 21)
     assert T.phase2_conditions("fusion-method", 0) == (0,)
 
 
 def test_method_snippet_and_write_keep_the_rest_of_the_table() -> None:
     condition = method_grid()[1 + 3 * 3 + 1]
     assert T.toml_snippet(condition) == (
-        '[search.fusion]\nmethod = "score"\nscore_alpha = 0.6\nscore_cjk_weight = 0.8')
+        '[search.fusion]\nmethod = "score"\nscore_alpha = 0.6\nscore_alpha_short = 0.6\n'
+        'score_alpha_long = 0.6\nscore_cjk_weight = 0.8')
     edited = edit_config_text("[search.fusion]\nrrf_k = 30.0  # mine\n", "fusion-method",
                               condition)
     assert edited == ('[search.fusion]\nrrf_k = 30.0  # mine\nmethod = "score"\n'
-                      "score_alpha = 0.6\nscore_cjk_weight = 0.8\n")
+                      "score_alpha = 0.6\nscore_alpha_short = 0.6\nscore_alpha_long = 0.6\n"
+                      "score_cjk_weight = 0.8\n")
     assert validate_text(edited, Path("groove.toml"))["search.fusion.method"] == "score"
     assert tomllib.loads(edited)["search"]["fusion"]["method"] == "score"
 
 
-def _query(n: int) -> QueryLists:
+def _query(n: int, words: int = 0) -> QueryLists:
     """Chunk 3 is the answer: first in the vector leg by a wide cosine margin, absent from the
     trigram leg. Weighted RRF ranks 2 (second in both legs) first and 1 before 3 (a tie at
     1/61, by id): 3 is third. Score fusion at alpha ≥ 0.6: 3 scores 0.6 · 1, 1 scores
     (1 − alpha) · 1, 2 scores 0.6 · 0 + 0.4 · 0.2: 3 is first."""
     return QueryLists(id=f"q{n}", expected=(("r.md", None),), vector_ids=(3, 2, 4),
                       leg_ids={"fts": ((1, 2),)}, vector_scores=(0.9, 0.5, 0.5),
-                      leg_scores={"fts": ((5.0, 1.0),)})
+                      leg_scores={"fts": ((5.0, 1.0),)}, word_terms=words)
 
 
 META = {1: ("x.md", None), 2: ("y.md", None), 3: ("r.md", None), 4: ("w.md", None)}
@@ -72,7 +80,19 @@ def test_score_fusion_is_adopted_where_it_ranks_the_answer_first() -> None:
     decision = T.verdict(sweep, loo)
     assert decision.decision == "adopt", decision.reasons
     assert decision.refit.values() == {"method": "score", "score_alpha": 0.6,
+                                       "score_alpha_short": 0.6, "score_alpha_long": 0.6,
                                        "score_cjk_weight": 0.8}
+
+
+def test_the_length_rule_gives_each_query_its_alpha() -> None:
+    # the built-in rule: 2 word terms -> alpha 0.9 (3 first: 0.9 against 1's 0.1); 7 word
+    # terms -> alpha 0.5 (3 and 1 tie at 0.5, by id: 1 first, 3 second)
+    sweep = T.score_matrix([_query(0, words=2), _query(1, words=7)], META, "fusion-method", 10,
+                           [5])
+    rule = 19 + 1
+    assert sweep.ndcg5[rule] == pytest.approx([1.0, 1 / 1.5849625007211562])
+    # one alpha for every query (0.6): both first
+    assert sweep.ndcg5[1 + 3 * 3 + 1] == pytest.approx([1.0, 1.0])
 
 
 def test_tune_cli_sweeps_the_method_space_and_writes_the_method(
@@ -95,15 +115,18 @@ def test_tune_cli_sweeps_the_method_space_and_writes_the_method(
     assert len(swept) == 5 and swept <= {T.label(c) for c in method_grid()}
     refit = report["loo"]["refit"]
     assert report["written"] == {"path": str(config), "table": "search.fusion",
-                                 "keys": ["method", "score_alpha", "score_cjk_weight"]}
+                                 "keys": ["method", "score_alpha", "score_alpha_short",
+                                          "score_alpha_long", "score_cjk_weight"]}
     assert config.read_text(encoding="utf-8").endswith(
         f'[search.fusion]\nrrf_k = 60.0\nmethod = "{refit["method"]}"\n'
         f'score_alpha = {refit["score_alpha"]!r}\n'
+        f'score_alpha_short = {refit["score_alpha_short"]!r}\n'
+        f'score_alpha_long = {refit["score_alpha_long"]!r}\n'
         f'score_cjk_weight = {refit["score_cjk_weight"]!r}\n')
     text = runner.invoke(app, ["--db", str(db), "tune", "--kb-path", str(kb), "--space",
                                "fusion-method", "--verbose"])
     assert text.exit_code == 0, text.output
-    assert "Phase 2: every score_cjk_weight at the phase-1 alpha" in text.stdout
+    assert "Phase 2: every score_cjk_weight at the phase-1 alpha or rule" in text.stdout
 
 
 def test_the_method_space_needs_the_scores() -> None:

@@ -106,7 +106,8 @@ def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
         preset=params.preset, mode=params.mode, dense_top_k=params.dense_top_k,
         sparse_top_k=params.sparse_top_k, vector_weight=params.vector_weight,
         leg_weights=leg_weights(params), min_score=params.min_score,
-        score_fusion=((params.score_alpha, params.score_cjk_weight)
+        score_fusion=((params.score_alpha, params.score_cjk_weight, params.score_alpha_short,
+                       params.score_alpha_long, params.short_query_words)
                       if params.fusion == "score" else None),
         context_mode=context_mode,
     )

@@ -41,6 +41,9 @@ def explain_stderr(result: SearchResult, params: SearchParams) -> None:
     legs = {leg.name: leg for leg in registered()}
     if params.fusion == "score":
         fusion = (f"fusion=score score_alpha={params.score_alpha} "
+                  f"score_alpha_short={params.score_alpha_short} "
+                  f"score_alpha_long={params.score_alpha_long} "
+                  f"short_query_words={params.short_query_words} "
                   f"score_cjk_weight={params.score_cjk_weight}")
     else:
         weights = dict.fromkeys(["vector_weight", *(leg.weight for leg in legs.values())])
@@ -49,6 +52,8 @@ def explain_stderr(result: SearchResult, params: SearchParams) -> None:
     messages.always(f"explain: mode={params.mode} preset={params.preset or '-'} {fusion} "
                     f"min_score={params.min_score}")
     trace = result.trace
+    if trace.alpha is not None:
+        messages.always(f"explain: alpha={trace.alpha[0]} ({trace.alpha[1]})")
     for name, expr in trace.exprs:
         if expr is not None:
             messages.always(f"explain: {name} MATCH {expr}")

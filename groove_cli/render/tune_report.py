@@ -72,10 +72,11 @@ def _grid(r: Mapping[str, Any]) -> list[str]:
     lines = [f"## Grid (coordinate descent over {r['effective_query_count']} effective queries)"]
     if r["space"] == "fusion-method":
         phase1, phase2 = grid["alpha_sweep"], grid["cjk_sweep"]
-        lines.append("  Phase 1: top 5 of the built-in RRF and score fusion at each score_alpha "
-                     "(score_cjk_weight 0.8) by mean nDCG@5")
+        lines.append("  Phase 1: top 5 of the built-in RRF, score fusion at each score_alpha "
+                     "for every query and at the built-in length rule (score_cjk_weight 0.8) "
+                     "by mean nDCG@5")
         lines += [_grid_line(e) for e in phase1]
-        lines.append("  Phase 2: every score_cjk_weight at the phase-1 alpha")
+        lines.append("  Phase 2: every score_cjk_weight at the phase-1 alpha or rule")
     elif r["space"] == "fusion":
         phase1, phase2 = grid["top_weight_conditions"], grid["rrf_k_sweep"]
         lines.append("  Phase 1: top 5 of the 64 bm25 weight sets at k=60 by mean nDCG@5")

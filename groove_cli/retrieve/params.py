@@ -9,7 +9,7 @@ warnings about settings and queries (cli.md §5). Every default comes from the c
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from groove_cli import config, messages
@@ -46,6 +46,12 @@ class SearchParams:
     """How the legs are fused (search.md §5): `rrf` or `score`."""
     score_alpha: float = config.DEFAULT_SCORE_ALPHA
     score_cjk_weight: float = config.DEFAULT_SCORE_CJK_WEIGHT
+    score_alpha_short: float = _default("search.fusion.score_alpha_short")
+    score_alpha_long: float = _default("search.fusion.score_alpha_long")
+    short_query_words: int = config.default_int("search.fusion.short_query_words")
+    query_alpha: float | None = None
+    """Score fusion's vector share fixed for one query (`for_query`); None: not fixed yet,
+    `score_alpha` applies."""
     bm25_weights: tuple[float, float, float] = config.DEFAULT_BM25_WEIGHTS
     rerank: bool = False
     mmr: bool = False
@@ -70,15 +76,42 @@ class SearchParams:
     """Full-text legs switched off by name (eval --ablate), whatever their weights."""
 
     @property
+    def alpha(self) -> float:
+        """Score fusion's vector share: the query's (`for_query`), else `score_alpha`."""
+        return self.score_alpha if self.query_alpha is None else self.query_alpha
+
+    @property
     def score_vector_weight(self) -> float:
-        """Score fusion's weight of the vector leg: `score_alpha`; 1 in vector mode, where it
-        is the only leg and ranks alone whatever the alpha."""
-        return 1.0 if self.mode == "vector" else self.score_alpha
+        """Score fusion's weight of the vector leg: the alpha; 1 in vector mode, where it is
+        the only leg and ranks alone whatever the alpha."""
+        return 1.0 if self.mode == "vector" else self.alpha
 
     @property
     def score_text_weight(self) -> float:
-        """Score fusion's weight of each trigram and word-level leg: `1 − score_alpha`."""
-        return 1.0 - self.score_alpha
+        """Score fusion's weight of each trigram and word-level leg: `1 − alpha`."""
+        return 1.0 - self.alpha
+
+    def alpha_of(self, query: CompiledQuery) -> tuple[float, str]:
+        """Score fusion's vector share for `query` and why (search.md §5): `score_alpha` for a
+        query with CJK text; else `score_alpha_short` up to `short_query_words` word-level
+        terms and `score_alpha_long` above (short keyword queries lean on the vector leg,
+        long descriptive ones on full text as much)."""
+        return self.alpha_for(bool(query.cjk_terms), len(query.word_terms))
+
+    def alpha_for(self, cjk_text: bool, words: int) -> tuple[float, str]:
+        """`alpha_of` from the query's two inputs: whether it has CJK text and how many
+        word-level terms it has (tune keeps these per golden query)."""
+        if cjk_text:
+            return self.score_alpha, "CJK text"
+        if words <= self.short_query_words:
+            return self.score_alpha_short, f"{words} word terms <= {self.short_query_words}"
+        return self.score_alpha_long, f"{words} word terms > {self.short_query_words}"
+
+    def for_query(self, query: CompiledQuery) -> SearchParams:
+        """These settings with score fusion's alpha fixed for `query` (unchanged under RRF)."""
+        if self.fusion != "score":
+            return self
+        return replace(self, query_alpha=self.alpha_of(query)[0])
 
 
 def configured_calibration(settings: Settings) -> Calibration | None:
@@ -131,6 +164,9 @@ def build_params(settings: Settings, *, limit: int, rerank: bool, filters: Filte
         fusion=s.str_("search.fusion.method") or "rrf",
         score_alpha=s.float_("search.fusion.score_alpha"),
         score_cjk_weight=s.float_("search.fusion.score_cjk_weight"),
+        score_alpha_short=s.float_("search.fusion.score_alpha_short"),
+        score_alpha_long=s.float_("search.fusion.score_alpha_long"),
+        short_query_words=s.int_("search.fusion.short_query_words") or 0,
         bm25_weights=(s.float_("search.fusion.bm25_heading_weight"),
                       s.float_("search.fusion.bm25_context_weight"),
                       s.float_("search.fusion.bm25_content_weight")),
@@ -187,9 +223,12 @@ def settings_warnings(settings: Settings, params: SearchParams) -> None:
                          "values ignored")
     if params.mmr and params.mmr_lambda == 1.0 and params.mmr_same_doc_penalty == 0:
         messages.warning("MMR lambda 1.0 with no same-doc penalty ranks by relevance only")
-    if params.fusion == "score":
-        text = min_score_warning(params.mode, params.score_vector_weight,
-                                 params.score_text_weight, params.min_score)
+    if params.fusion == "score":  # the query's alpha whose lighter leg can reach the least
+        lightest = replace(params, query_alpha=min(
+            (params.score_alpha, params.score_alpha_short, params.score_alpha_long),
+            key=lambda a: min(a, 1.0 - a)))
+        text = min_score_warning(params.mode, lightest.score_vector_weight,
+                                 lightest.score_text_weight, params.min_score)
     else:
         text = min_score_warning(params.mode, params.vector_weight, params.fts_weight,
                                  params.min_score)

@@ -74,6 +74,8 @@ class HitExplain:
     mmr_rank: int | None
     fusion: str = "rrf"
     """The fusion method that ranked the hit (search.md §5)."""
+    alpha: float | None = None
+    """Score fusion: the query's vector share (`SearchParams.alpha_of`); None under RRF."""
     leg_scores: tuple[tuple[str, float | None], ...] = ()
     """Score fusion: the hit's normalised score per leg that ran (`vec`, then the full-text
     legs by name), None where the leg did not return it; empty for weighted RRF."""
@@ -130,6 +132,8 @@ class SearchTrace:
     fused: int
     dropped_by_min_score: int
     timings_ms: dict[str, float | None]
+    alpha: tuple[float, str] | None = None
+    """Score fusion: the query's vector share and why (`SearchParams.alpha_of`); None: RRF."""
 
     def expr(self, leg: str) -> str | None:
         """The MATCH expression the full-text leg named `leg` ran (None: it did not run)."""
@@ -233,7 +237,8 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
         timings["vec"] = _ms(start)
 
     start = time.perf_counter()
-    fused_all, fused_legs = _fuse(params, legs, vec_rows, text_rows, scores)
+    fusing = params.for_query(query)  # score fusion's alpha follows the query (search.md §5)
+    fused_all, fused_legs = _fuse(fusing, legs, vec_rows, text_rows, scores)
     fused = apply_min_score(fused_all, params.min_score)
     dropped = len(fused_all) - len(fused)
     if pools.fused is not None:
@@ -311,6 +316,7 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
                 rerank_score=c.rerank_score,
                 mmr_rank=c.mmr_rank,
                 fusion=params.fusion,
+                alpha=fusing.query_alpha,
                 leg_scores=tuple(zip(fused_legs, c.fused.leg_scores, strict=True)),
             ),
             relevance=(relevance(calibration, x, c.rerank_score, params.rerank_calibration)
@@ -328,7 +334,8 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     trace = SearchTrace(tuple((leg.name, leg.expr(query) if leg.name in running else None)
                               for leg in registered()),
                         pools.vec if legs.vector else 0, pools.fts if legs.text else 0,
-                        len(fused), dropped, timings)
+                        len(fused), dropped, timings,
+                        params.alpha_of(query) if params.fusion == "score" else None)
     if not hits:  # search.md §12: nothing found is nothing to trust
         weak = True
     elif vector is not None:  # search.md §12: the best hit's relevance

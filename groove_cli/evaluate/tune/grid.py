@@ -13,6 +13,8 @@ from groove_cli.config import (
     DEFAULT_MIN_SCORE,
     DEFAULT_RRF_K,
     DEFAULT_SCORE_ALPHA,
+    DEFAULT_SCORE_ALPHA_LONG,
+    DEFAULT_SCORE_ALPHA_SHORT,
     DEFAULT_SCORE_CJK_WEIGHT,
     MAX_LIMIT,
 )
@@ -69,6 +71,8 @@ BUILTIN_CJK_WEIGHT = DEFAULT_CJK_WEIGHT
 BUILTIN_MIN_SCORE = DEFAULT_MIN_SCORE
 BUILTIN_SCORE_ALPHA = DEFAULT_SCORE_ALPHA
 BUILTIN_SCORE_CJK_WEIGHT = DEFAULT_SCORE_CJK_WEIGHT
+BUILTIN_SCORE_ALPHA_SHORT = DEFAULT_SCORE_ALPHA_SHORT
+BUILTIN_SCORE_ALPHA_LONG = DEFAULT_SCORE_ALPHA_LONG
 
 DEFAULT_K_INDEX = 4
 DEFAULT_WEIGHT_INDEX = (2 * 4 + 1) * 4 + 1
@@ -91,7 +95,8 @@ BM25_PROBE_WEIGHT_INDICES: tuple[int, int] = ((3 * 4 + 0) * 4 + 0, (0 * 4 + 0) *
 
 FUSION_KEYS = ("rrf_k", "bm25_heading_weight", "bm25_context_weight", "bm25_content_weight")
 RETRIEVAL_KEYS = ("vector_weight", "fts_weight", "cjk_weight", "min_score")
-METHOD_KEYS = ("method", "score_alpha", "score_cjk_weight")
+METHOD_KEYS = ("method", "score_alpha", "score_alpha_short", "score_alpha_long",
+               "score_cjk_weight")
 TABLES: dict[Space, str] = {"fusion": "search.fusion", "retrieval": "search.retrieval",
                             "fusion-method": "search.fusion"}
 
@@ -113,6 +118,8 @@ class Condition:
     method: str = "rrf"
     score_alpha: float = BUILTIN_SCORE_ALPHA
     score_cjk_weight: float = BUILTIN_SCORE_CJK_WEIGHT
+    score_alpha_short: float = BUILTIN_SCORE_ALPHA_SHORT
+    score_alpha_long: float = BUILTIN_SCORE_ALPHA_LONG
 
     @property
     def grid_indices(self) -> tuple[int, ...]:
@@ -129,6 +136,8 @@ class Condition:
         """The config keys this space writes, in spec order (the JSON `condition` object)."""
         if self.space == "fusion-method":
             return {"method": self.method, "score_alpha": float(self.score_alpha),
+                    "score_alpha_short": float(self.score_alpha_short),
+                    "score_alpha_long": float(self.score_alpha_long),
                     "score_cjk_weight": float(self.score_cjk_weight)}
         keys = FUSION_KEYS if self.space == "fusion" else RETRIEVAL_KEYS
         return {key: float(getattr(self, key)) for key in keys}
@@ -162,13 +171,22 @@ def retrieval_grid() -> list[Condition]:
     ]
 
 
+LENGTH_RULE_INDEX = 1 + len(SCORE_ALPHAS) * len(SCORE_CJK_WEIGHTS)
+"""The fusion-method grid's first condition with the built-in length rule (search.md §5)."""
+
+
 def method_grid() -> list[Condition]:
-    """The 19 fusion-method conditions: 0 = the built-in weighted RRF, then score fusion at
-    index 1 + alpha_index × 3 + cjk_index."""
+    """The 22 fusion-method conditions: 0 = the built-in weighted RRF; score fusion with one
+    alpha for every query (score_alpha = score_alpha_short = score_alpha_long) at index
+    1 + alpha_index × 3 + cjk_index; then the built-in alphas (the query's length and script
+    choose, search.md §5) at LENGTH_RULE_INDEX + cjk_index."""
     return [Condition("fusion-method", 0), *(
         Condition("fusion-method", 1 + a * len(SCORE_CJK_WEIGHTS) + c, method="score",
-                  score_alpha=alpha, score_cjk_weight=cjk)
-        for a, alpha in enumerate(SCORE_ALPHAS) for c, cjk in enumerate(SCORE_CJK_WEIGHTS))]
+                  score_alpha=alpha, score_cjk_weight=cjk, score_alpha_short=alpha,
+                  score_alpha_long=alpha)
+        for a, alpha in enumerate(SCORE_ALPHAS) for c, cjk in enumerate(SCORE_CJK_WEIGHTS)), *(
+        Condition("fusion-method", LENGTH_RULE_INDEX + c, method="score", score_cjk_weight=cjk)
+        for c, cjk in enumerate(SCORE_CJK_WEIGHTS))]
 
 
 def grid(space: Space) -> list[Condition]:
@@ -200,6 +218,8 @@ def grid_indices(space: Space, index: int) -> tuple[int, ...]:
     if space == "fusion-method":
         if index == DEFAULT_METHOD_INDEX:
             return (0, DEFAULT_SCORE_ALPHA_INDEX, DEFAULT_SCORE_CJK_INDEX)
+        if index >= LENGTH_RULE_INDEX:
+            return (2, DEFAULT_SCORE_ALPHA_INDEX, index - LENGTH_RULE_INDEX)
         return (1, *divmod(index - 1, len(SCORE_CJK_WEIGHTS)))
     pair, m = divmod(index, len(MIN_SCORES))
     return (*divmod(pair, len(CJK_WEIGHTS)), m)
@@ -219,7 +239,13 @@ def label_of(values: Mapping[str, Any]) -> str:
     if "method" in values:
         if values["method"] != "score":
             return f"method={values['method']}"
-        return (f"method=score score_alpha={_num(values['score_alpha'])} "
+        alphas = (values["score_alpha"], values.get("score_alpha_short", values["score_alpha"]),
+                  values.get("score_alpha_long", values["score_alpha"]))
+        if alphas[0] == alphas[1] == alphas[2]:  # one alpha for every query
+            return (f"method=score score_alpha={_num(values['score_alpha'])} "
+                    f"score_cjk_weight={_num(values['score_cjk_weight'])}")
+        return (f"method=score score_alpha={_num(alphas[0])} score_alpha_short="
+                f"{_num(alphas[1])} score_alpha_long={_num(alphas[2])} "
                 f"score_cjk_weight={_num(values['score_cjk_weight'])}")
     if "rrf_k" in values:
         return (f"h={_num(values['bm25_heading_weight'])} ctx={_num(values['bm25_context_weight'])}"

@@ -143,5 +143,7 @@ def query_lists(fetchers: Sequence[ListFetcher], usable: Sequence[GoldenQuery],
             leg_ids=leg_ids,
             vector_scores=tuple(vector_scores[i]) if vector_scores is not None else (),
             leg_scores=leg_scores,
+            cjk_text=bool(fetcher.query.cjk_terms),
+            word_terms=len(fetcher.query.word_terms),
         ))
     return out

@@ -18,6 +18,7 @@ from groove_cli.evaluate.tune.grid import (
     DEFAULT_K_INDEX,
     DEFAULT_METHOD_INDEX,
     DEFAULT_SCORE_CJK_INDEX,
+    LENGTH_RULE_INDEX,
     MIN_SCORES,
     PLATEAU_EPS,
     RRF_K_VALUES,
@@ -47,11 +48,12 @@ class Selection:
 
 def phase1_conditions(space: Space) -> tuple[int, ...]:
     """Fusion: the 64 weight sets at k = 60; retrieval: the 15 (ratio, CJK weight) pairs at
-    min_score 0; fusion-method: the built-in RRF and every score_alpha at the built-in
-    score_cjk_weight."""
+    min_score 0; fusion-method: the built-in RRF, every one-for-all score_alpha and the
+    built-in length rule, at the built-in score_cjk_weight."""
     if space == "fusion-method":
         return (DEFAULT_METHOD_INDEX, *(1 + a * len(SCORE_CJK_WEIGHTS) + DEFAULT_SCORE_CJK_INDEX
-                                        for a in range(len(SCORE_ALPHAS))))
+                                        for a in range(len(SCORE_ALPHAS))),
+                LENGTH_RULE_INDEX + DEFAULT_SCORE_CJK_INDEX)
     if space == "fusion":
         return tuple(w * len(RRF_K_VALUES) + DEFAULT_K_INDEX for w in range(len(weight_sets())))
     return tuple(p * len(MIN_SCORES) for p in range(len(WEIGHT_RATIOS) * len(CJK_WEIGHTS)))
@@ -59,7 +61,8 @@ def phase1_conditions(space: Space) -> tuple[int, ...]:
 
 def phase2_conditions(space: Space, phase1_choice: int) -> tuple[int, ...]:
     """Fusion: the 6 k values at the chosen weights; retrieval: the 4 floors at the chosen
-    weights; fusion-method: every score_cjk_weight at the chosen alpha (RRF: itself)."""
+    weights; fusion-method: every score_cjk_weight at the chosen alpha or length rule (RRF:
+    itself)."""
     if space == "fusion-method":
         if phase1_choice == DEFAULT_METHOD_INDEX:
             return (DEFAULT_METHOD_INDEX,)

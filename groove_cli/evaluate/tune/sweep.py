@@ -9,7 +9,7 @@ so a condition ranks and scores a query exactly as `groove search` and `groove e
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -57,6 +57,10 @@ class QueryLists:
     leg_ids: Mapping[str, tuple[tuple[int, ...], ...]]
     vector_scores: tuple[float, ...] = ()
     leg_scores: Mapping[str, tuple[tuple[float, ...], ...]] = field(default_factory=dict)
+    cjk_text: bool = False
+    """The query has CJK text (score fusion's alpha follows it, search.md §5)."""
+    word_terms: int = 0
+    """The query's word-level terms (score fusion's alpha follows their number)."""
 
     def fusion_lists(self) -> list[tuple[str, tuple[tuple[int, ...], ...]]]:
         """(weight key, lists) of every registered leg in fusion order, for `fuse_rows`."""
@@ -92,13 +96,17 @@ def _leg_weights(fts: FloatArray, cjk: FloatArray) -> dict[str, FloatArray]:
             for leg in registered()}
 
 
-def _method_weights() -> dict[str, FloatArray]:
-    """The fusion-method grid's score-fusion rows (conditions 1…): each score-weight key's
-    weight per row."""
+def _method_weights(query: QueryLists) -> dict[str, FloatArray]:
+    """The fusion-method grid's score-fusion rows (conditions 1…) for one query: each
+    score-weight key's weight per row, at the alpha each row gives this query."""
     from groove_cli.retrieve.params import SearchParams
 
     rows = [SearchParams(fusion="score", score_alpha=c.score_alpha,
+                         score_alpha_short=c.score_alpha_short,
+                         score_alpha_long=c.score_alpha_long,
                          score_cjk_weight=c.score_cjk_weight) for c in method_grid()[1:]]
+    rows = [replace(p, query_alpha=p.alpha_for(query.cjk_text, query.word_terms)[0])
+            for p in rows]
     keys = {"score_vector_weight", *(leg.score_weight for leg in registered())}
     return {key: np.array([float(getattr(p, key)) for p in rows]) for key in keys}
 
@@ -193,7 +201,6 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
     """
     ks = normalise_k_values(k_values)
     rows, row_of, floors = _space_rows(space)
-    score_rows = _method_weights() if space == "fusion-method" else None
     n_lists = len(weight_sets()) if space == "fusion" else 1
     n_cond = row_of.size
     scores = {m.name: np.zeros(((len(ks),) if m.at_k else ()) + (n_cond, len(queries)))
@@ -202,6 +209,7 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
         if progress is not None:
             progress(progress_line(q + 1, len(queries), n_cond, query.id))
         _check_lists(query, n_lists)
+        score_rows = _method_weights(query) if space == "fusion-method" else None
         fused = _fuse(query, rows, score_rows, max(limit, 1))
         valid = fused.valid[row_of] & (fused.score[row_of] >= floors[:, None])
         ids = fused.ids[row_of]

@@ -1,0 +1,140 @@
+"""Score fusion whose vector share follows the query (search.md §5): CJK text → `score_alpha`,
+else `score_alpha_short` up to `short_query_words` word-level terms and `score_alpha_long`
+above; hand-computed rankings, the search pipeline and `--explain`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import groove_cli
+from groove_cli import config
+from groove_cli.api import Filters
+from groove_cli.cli import app
+from groove_cli.retrieve.filters import FilterSpec
+from groove_cli.retrieve.fuse import ScoredLeg, score_fuse
+from groove_cli.retrieve.legs import CJK, WORDS
+from groove_cli.retrieve.params import SearchParams, build_params, settings_warnings
+from groove_cli.retrieve.query import compile_query
+
+runner = CliRunner()
+SCORE = SearchParams(fusion="score")
+
+
+def test_alpha_follows_script_and_word_terms() -> None:
+    assert SCORE.alpha_of(compile_query("retry budget")) == (0.9, "2 word terms <= 6")
+    # stopwords are not word terms: 6 terms, still short
+    six = compile_query("how do the retry budget and the backoff limit the load of a queue")
+    assert len(six.word_terms) == 6
+    assert SCORE.alpha_of(six)[0] == 0.9
+    seven = compile_query("retry budget backoff limit load queue storm")
+    assert SCORE.alpha_of(seven) == (0.5, "7 word terms > 6")
+    # any CJK text takes score_alpha, however many Latin words come with it
+    assert SCORE.alpha_of(compile_query("評価方法 retry budget backoff limit load queue storm")
+                          ) == (0.6, "CJK text")
+    custom = SearchParams(fusion="score", score_alpha_short=0.7, score_alpha_long=0.3,
+                          short_query_words=1)
+    assert custom.alpha_of(compile_query("retry"))[0] == 0.7
+    assert custom.alpha_of(compile_query("retry budget"))[0] == 0.3
+
+
+def test_for_query_fixes_the_leg_weights() -> None:
+    short = SCORE.for_query(compile_query("retry budget"))
+    assert short.query_alpha == 0.9
+    assert short.score_vector_weight == 0.9
+    assert getattr(short, WORDS.score_weight) == pytest.approx(0.1)
+    long = SCORE.for_query(compile_query("retry budget backoff limit load queue storm"))
+    assert (long.score_vector_weight, getattr(long, WORDS.score_weight)) == (0.5, 0.5)
+    cjk = SCORE.for_query(compile_query("評価方法"))
+    assert (cjk.score_vector_weight, getattr(cjk, CJK.score_weight)) == (0.6, 0.8)
+    # the query's alpha is derived from the settings, not from a previous query's
+    assert short.for_query(compile_query("評価方法")).query_alpha == 0.6
+    # RRF settings are left alone
+    rrf = SearchParams()
+    assert rrf.for_query(compile_query("retry")) is rrf and rrf.query_alpha is None
+
+
+def _fused(params: SearchParams) -> list[int]:
+    # vector cosines 0.9, 0.7, 0.5 -> 1, 0.5, 0; word-level bm25 4, 2, 1 -> 1, 0.5, 0.25
+    return [f.chunk_id for f in score_fuse([
+        ScoredLeg(params.score_vector_weight, [10, 20, 30], [0.9, 0.7, 0.5], spread=True),
+        ScoredLeg(getattr(params, WORDS.score_weight), [30, 40, 20], [4.0, 2.0, 1.0])])]
+
+
+def test_the_same_lists_rank_by_the_query_s_length() -> None:
+    settings = SearchParams(fusion="score", score_alpha_long=0.4)
+    # short, alpha 0.9: 10 = 0.9; 20 = 0.45 + 0.1 · 0.25 = 0.475; 30 = 0.1; 40 = 0.05
+    assert _fused(settings.for_query(compile_query("retry budget"))) == [10, 20, 30, 40]
+    # long, alpha 0.4: 30 = 0.6; 10 = 0.4; 20 = 0.2 + 0.6 · 0.25 = 0.35; 40 = 0.3
+    long = compile_query("retry budget backoff limit load queue storm")
+    assert _fused(settings.for_query(long)) == [30, 10, 20, 40]
+
+
+def test_search_uses_the_query_s_alpha(golden_copy: tuple[Path, Path],
+                                       real_models_dir: Path) -> None:
+    kb, db = golden_copy  # a copy: the search caches its query vectors in the index
+    everything = Filters(include_low_quality=True)
+    with groove_cli.open(kb, db=db, models_dir=str(real_models_dir)) as index:
+        short = index.search("retry budget", limit=5, fusion="score", filters=everything)
+        long = index.search("how should a retry budget limit backoff storms across many "
+                            "services", limit=5, fusion="score", filters=everything)
+    assert short.result.trace.alpha == (0.9, "2 word terms <= 6")
+    assert long.result.trace.alpha is not None and long.result.trace.alpha[0] == 0.5
+    for results, alpha in ((short, 0.9), (long, 0.5)):
+        for hit in results.result.hits:
+            assert hit.explain.alpha == alpha
+            legs = dict(hit.explain.leg_scores)
+            text = sum(v or 0.0 for name, v in legs.items() if name != "vec")
+            ran = [name for name in legs if name != "vec"]
+            expected = (alpha * (legs["vec"] or 0.0) + (1 - alpha) * text) / (
+                alpha + (1 - alpha) * len(ran))
+            assert hit.score == pytest.approx(expected, abs=1e-12)
+
+
+def test_explain_shows_the_alpha_and_its_inputs(golden_copy: tuple[Path, Path],
+                                                real_models_dir: Path, tmp_path: Path) -> None:
+    config = tmp_path / "groove.toml"
+    config.write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n"
+                      "[search.fusion]\nmethod = \"score\"\nscore_alpha_short = 0.7\n",
+                      encoding="utf-8")
+    result = runner.invoke(app, ["--config", str(config), "--db", str(golden_copy[1]), "search",
+                                 "retry budget", "--explain", "--format", "json",
+                                 "--include-low-quality"])
+    assert result.exit_code == 0, result.output
+    lines = [x for x in result.stderr.splitlines() if x.startswith("explain:")]
+    assert lines[0] == ("explain: mode=hybrid preset=- fusion=score score_alpha=0.6 "
+                        "score_alpha_short=0.7 score_alpha_long=0.5 short_query_words=6 "
+                        "score_cjk_weight=0.8 min_score=0.0")
+    assert lines[1] == "explain: alpha=0.7 (2 word terms <= 6)"
+    hits = json.loads(result.stdout)["results"]
+    assert hits and all(h["explain"]["alpha"] == 0.7 for h in hits)
+
+
+def test_bad_length_settings_are_config_errors(golden_index: tuple[Path, Path],
+                                               tmp_path: Path) -> None:
+    config = tmp_path / "groove.toml"
+    config.write_text("[search.fusion]\nshort_query_words = -1\n", encoding="utf-8")
+    result = runner.invoke(app, ["--config", str(config), "--db", str(golden_index[1]),
+                                 "search", "retry"])
+    assert result.exit_code == 1  # a bad config file is a runtime error (config.md)
+    assert "search.fusion.short_query_words = -1 is out of range [0, 32]" in result.stderr
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("flags", "ceiling"), [
+    ({}, "0.1000"),  # short queries: min(0.9, 0.1) / 1.0
+    # 0.7: min(0.7, 0.3) = 0.3, below score_alpha 0.6 (0.4) and score_alpha_long 0.5 (0.5)
+    ({"search.fusion.score_alpha_short": 0.7}, "0.3000"),
+    ({"search.fusion.score_alpha_short": 0.6, "search.fusion.score_alpha_long": 0.35},
+     "0.3500"),
+])
+def test_min_score_warning_takes_the_alpha_that_reaches_least(
+        flags: dict[str, object], ceiling: str, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = config.resolve({}, {"search.fusion.method": "score",
+                                   "search.retrieval.min_score": 0.38, **flags})
+    params = build_params(settings, limit=5, rerank=False, filters=FilterSpec())
+    settings_warnings(settings, params)
+    assert f"min_score 0.38 exceeds {ceiling}, the highest score" in capsys.readouterr().err
