@@ -16,18 +16,38 @@ query-adaptive weights, scored in memory like suite_fusion's.
 - `cjksub`: score fusion (max) where, for a query with CJK text, the trigram and word-level legs
   weigh `sub` × their share (the CJK leg carries Japanese queries; the other two re-order its
   near-ties).
+
+Signal families (issue 25, after `qlen1`): `qlen1`'s alpha for a query without CJK text, moved
+by what the legs already know about the query, against a KB-level reference taken over the
+texts of the KB's own queries (no labels: a system sees the queries it is asked):
+
+- `qlen3`: three length tiers (≤ t1 word terms, ≤ t2, more), each with its own alpha.
+- `fconf`: full-text confidence — alpha − d when the word-level leg's score gap
+  (s1 − s10) / s1 (suite_fusion.gap; the trigram leg's when no word-level list) is at least the
+  KB's median gap over its queries without CJK text, alpha + d below it.
+- `fconfL`: `fconf` on long queries only (short ones keep alpha_short).
+- `vconf`: vector confidence — alpha + d when the vector leg's cosine gap s1 − s10 is at least
+  the KB's median, alpha − d below it.
+- `kbov`: long queries take alpha lo when the KB's mean leg overlap@10 (suite_fusion.overlap,
+  over its queries without CJK text) is below th (the legs disagree), else hi.
+- `qov`: the same with the query's own overlap@10.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import statistics
+from collections.abc import Callable, Sequence
 from itertools import product
+from typing import Any
 
 from suite_fusion import (
+    LIMIT,
     Candidate,
     Query,
     _top,
     combined,
+    gap,
+    overlap,
     rrf,
     rrf_sums,
     rrf_weights,
@@ -124,12 +144,124 @@ def rqlen_family() -> list[Candidate]:
         (1.0, 1.5, 2.0, 3.0, 4.0), (0.5, 0.75, 1.0), SHORT_WORDS, (4.0, 6.0), (30.0, 60.0))]
 
 
-def word_counts(queries: Sequence[dict[str, object]]) -> None:
-    """Add each query's `word_terms` count (what `qlen` reads) to its lists, in place."""
+def word_counts(queries: Sequence[dict[str, Any]]) -> None:
+    """Add each query's `word_terms` count (what `qlen` reads), its leg signals and the KB's
+    references over the queries without CJK text (what the signal families read), in place."""
     for q in queries:
         q["word_terms"] = len(compile_query(str(q["query"])).word_terms)
+        q["fts_gap"] = gap(q["scores"]["fts_words"] or q["scores"]["fts_chunks"])
+        vec = q["scores"]["vector"][:LIMIT]
+        q["vector_gap"] = vec[0] - vec[-1] if vec else 0.0
+        q["overlap"] = overlap(q)
+    latin = [q for q in queries if not q["cjk_terms"]]
+    refs = {key: statistics.median(q[key] for q in latin) if latin else None
+            for key in ("fts_gap", "vector_gap")}
+    kb_overlap = statistics.mean(q["overlap"] for q in latin) if latin else 1.0
+    for q in queries:
+        q["kb_fts_gap"], q["kb_vector_gap"] = refs["fts_gap"], refs["vector_gap"]
+        q["kb_overlap"] = kb_overlap
+
+
+def fused_at(q: Query, alpha: float) -> list[int]:
+    """Score fusion (max, CJK × 2) at vector share `alpha`, kept on the query's dict: the signal
+    families only pick an alpha per query, so one ranking per (query, alpha) serves them all."""
+    alpha = round(min(1.0, max(0.0, alpha)), 6)
+    cache: dict[float, list[int]] = q.setdefault("_fused", {})  # type: ignore[attr-defined]
+    if alpha not in cache:
+        cache[alpha] = _top(combined(q, _weights(alpha, 2.0), "max"))
+    return cache[alpha]
+
+
+def shifted(value: float, ref: float | None, d: float) -> float:
+    """+d when `value` is at least the KB reference `ref`, −d below it, 0 without one."""
+    if ref is None:
+        return 0.0
+    return d if value >= ref else -d
+
+
+AlphaRule = Callable[[Query], float]
+
+
+def _rule(family: str, label: str, params: dict[str, float | str], alpha: AlphaRule
+          ) -> Candidate:
+    return Candidate(family, label, params, lambda q: fused_at(q, alpha(q)))
+
+
+def fconf_alpha(q: Query, short: float, long: float, ja: float, t: int, d: float,
+                long_only: bool = False) -> float:
+    """`qlen`'s alpha moved by −d when the full-text leg is confident for this KB, +d not."""
+    base = length_alpha(q, short, long, ja, t)
+    if q["cjk_terms"] or (long_only and int(q["word_terms"]) <= t):
+        return base
+    return base - shifted(float(q["fts_gap"]), q["kb_fts_gap"], d)
+
+
+SIGNAL_SHORT = (0.8, 0.9, 1.0)
+SIGNAL_D = (0.05, 0.1, 0.2)
+
+
+def fconf_family(long_only: bool = False) -> list[Candidate]:
+    name = "fconfL" if long_only else "fconf"
+    words = (4, 6, 8) if long_only else (4, 6)
+    return [_rule(name, f"{name} a{s:g}/{lo:g} t{t} ja{ja:g} d{d:g}",
+                  {"alpha_short": s, "alpha_long": lo, "alpha_cjk": ja, "words": t, "d": d},
+                  lambda q, s=s, lo=lo, ja=ja, t=t, d=d: fconf_alpha(q, s, lo, ja, t, d,
+                                                                     long_only))
+            for s, lo, ja, t, d in product(SIGNAL_SHORT, LONG_ALPHAS, CJK_ALPHAS, words,
+                                           SIGNAL_D)]
+
+
+def vconf_family() -> list[Candidate]:
+    def alpha(q: Query, s: float, lo: float, ja: float, t: int, d: float) -> float:
+        base = length_alpha(q, s, lo, ja, t)
+        if q["cjk_terms"]:
+            return base
+        return base + shifted(float(q["vector_gap"]), q["kb_vector_gap"], d)
+    return [_rule("vconf", f"vconf a{s:g}/{lo:g} t{t} ja{ja:g} d{d:g}",
+                  {"alpha_short": s, "alpha_long": lo, "alpha_cjk": ja, "words": t, "d": d},
+                  lambda q, s=s, lo=lo, ja=ja, t=t, d=d: alpha(q, s, lo, ja, t, d))
+            for s, lo, ja, t, d in product(SIGNAL_SHORT, LONG_ALPHAS, CJK_ALPHAS, (4, 6),
+                                           SIGNAL_D)]
+
+
+def qlen3_family() -> list[Candidate]:
+    def alpha(q: Query, s: float, m: float, lo: float, ja: float, t1: int, t2: int) -> float:
+        if q["cjk_terms"]:
+            return ja
+        n = int(q["word_terms"])
+        return s if n <= t1 else (m if n <= t2 else lo)
+    return [_rule("qlen3", f"qlen3 a{s:g}/{m:g}/{lo:g} t{t1}/{t2} ja{ja:g}",
+                  {"alpha_short": s, "alpha_mid": m, "alpha_long": lo, "alpha_cjk": ja,
+                   "words": t1, "words_mid": t2},
+                  lambda q, s=s, m=m, lo=lo, ja=ja, t1=t1, t2=t2: alpha(q, s, m, lo, ja, t1, t2))
+            for s, m, lo, ja, t1, t2 in product(SIGNAL_SHORT, (0.5, 0.6, 0.7, 0.8), (0.4, 0.5),
+                                                CJK_ALPHAS, (4, 6), (8, 10, 12, 16))]
+
+
+def overlap_family(per_kb: bool) -> list[Candidate]:
+    """`kbov` (per_kb: the KB's mean overlap) or `qov` (the query's own overlap): long queries
+    take alpha lo when the legs' overlap@10 is below th, else hi."""
+    name, key = ("kbov", "kb_overlap") if per_kb else ("qov", "overlap")
+    ths = (0.3, 0.35, 0.4, 0.45) if per_kb else (0.2, 0.3, 0.4, 0.5)
+
+    def alpha(q: Query, s: float, lo: float, hi: float, ja: float, t: int, th: float) -> float:
+        if q["cjk_terms"] or int(q["word_terms"]) <= t:
+            return length_alpha(q, s, lo, ja, t)
+        return lo if float(q[key]) < th else hi
+    return [_rule(name, f"{name} a{s:g}/{lo:g}|{hi:g} t{t} ja{ja:g} ov<{th:g}",
+                  {"alpha_short": s, "alpha_lo": lo, "alpha_hi": hi, "alpha_cjk": ja,
+                   "words": t, "th": th},
+                  lambda q, s=s, lo=lo, hi=hi, ja=ja, t=t, th=th: alpha(q, s, lo, hi, ja, t, th))
+            for s, lo, hi, ja, t, th in product(SIGNAL_SHORT, (0.4, 0.5), (0.5, 0.6, 0.7),
+                                                CJK_ALPHAS, (4, 6), ths)]
+
+
+def signal_families() -> dict[str, list[Candidate]]:
+    return {"qlen3": qlen3_family(), "fconf": fconf_family(), "fconfL": fconf_family(True),
+            "vconf": vconf_family(), "kbov": overlap_family(True), "qov": overlap_family(False)}
 
 
 def adaptive_families() -> dict[str, list[Candidate]]:
     return {"dbsf": dbsf_family(), "mix": mix_family(), "cjksub": cjksub_family(),
-            "qlen": qlen_family(), "qlen1": qlen1_family(), "rqlen": rqlen_family()}
+            "qlen": qlen_family(), "qlen1": qlen1_family(), "rqlen": rqlen_family(),
+            **signal_families()}

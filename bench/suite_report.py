@@ -23,6 +23,17 @@ FAMILY_TITLES = {
     "qlen1": "qlen with alpha_short up to 1 (short Latin queries may drop full text)",
     "rqlen": "weighted RRF whose vector weight follows the query's length like qlen's alpha "
              "(v_short up to t word terms, v_long above, 1 with CJK text)",
+    "qlen3": "qlen1 with three length tiers: ≤ t1 word terms → alpha_short, ≤ t2 → alpha_mid, "
+             "more → alpha_long",
+    "fconf": "qlen1's alpha − d when the full-text leg's gap (s1 − s10) / s1 is at least the "
+             "KB's median over its queries, + d below",
+    "fconfL": "fconf on queries longer than t word terms only",
+    "vconf": "qlen1's alpha + d when the vector leg's cosine gap s1 − s10 is at least the KB's "
+             "median over its queries, − d below",
+    "kbov": "qlen1 whose long queries take alpha lo when the KB's mean leg overlap@10 over its "
+            "queries is below th, else hi",
+    "qov": "qlen1 whose long queries take alpha lo when the query's own leg overlap@10 is "
+           "below th, else hi",
 }
 
 

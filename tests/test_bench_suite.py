@@ -139,3 +139,27 @@ def test_mix_adds_a_share_of_the_built_in_rrf(adaptive: ModuleType) -> None:
     assert adaptive.mix(q, 0.3, 1.0, 0.75) == [3, 1, 2]
     # beta 1: the built-in RRF alone
     assert adaptive.mix(q, 0.3, 1.0, 1.0) == [1, 3, 2]
+
+
+def test_fconf_moves_alpha_by_the_full_text_leg_s_gap_against_the_kb_median(
+        adaptive: ModuleType) -> None:
+    # word-level gaps (s1 − s10) / s1: q1 (10 − 4) / 10 = .6, q2 (10 − 8) / 10 = .2; median .4
+    q1 = {**_query([1, 2, 3], [0.9, 0.8, 0.5], [3, 1], [10.0, 4.0]), "query": "a b"}
+    q2 = {**_query([1, 2, 3], [0.9, 0.8, 0.5], [3, 1], [10.0, 8.0]), "query": "c d"}
+    ja = {**_query([1], [0.9], [1], [1.0]), "query": "東京", "cjk_terms": 2}
+    adaptive.word_counts([q1, q2, ja])  # the CJK query stays out of the KB's median
+    assert (q1["fts_gap"], q2["fts_gap"]) == (pytest.approx(0.6), pytest.approx(0.2))
+    assert q1["kb_fts_gap"] == pytest.approx(0.4)
+    # full text confident on q1: 0.9 − 0.2; not on q2: 0.9 + 0.2, capped at 1
+    assert adaptive.fconf_alpha(q1, 0.9, 0.5, 0.6, 6, 0.2) == pytest.approx(0.7)
+    assert adaptive.fconf_alpha(q2, 0.9, 0.5, 0.6, 6, 0.2) == pytest.approx(1.1)
+    assert adaptive.fconf_alpha(ja, 0.9, 0.5, 0.6, 6, 0.2) == 0.6
+    assert adaptive.fconf_alpha(q1, 0.9, 0.5, 0.6, 6, 0.2, long_only=True) == 0.9
+    member = next(c for c in adaptive.fconf_family() if c.label == "fconf a0.9/0.5 t6 ja0.6 d0.2")
+    # q1 at alpha .7: vector → 1, .75, 0; bm25 / 10 → 3: 1, 1: .4
+    # 1 → .7 + .3 × .4 = .82, 2 → .525, 3 → .3
+    assert member.rank(q1) == [1, 2, 3]
+    # q2 at alpha 1 (1.1 clipped): the vector order; q1 at alpha .2 (d .7) puts 3 first:
+    # 1 → .2 + .8 × .4 = .52, 3 → .8, 2 → .15
+    assert member.rank(q2) == [1, 2, 3]
+    assert adaptive.fused_at(q1, 0.2) == [3, 1, 2]
