@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _common import machine, machine_line, package_versions, write_results
-from suite import SUITE_PACKAGES, summarise
+from _common import machine, machine_line, package_versions, with_kept_part, write_results
+from suite import NOTES, SUITE_PACKAGES, summarise
 from suite_adaptive import qlen1_family, qlen_family, signal_families, word_counts
 from suite_fusion import Candidate, builtin, score_all
 from suite_index import SUITE_WORK, suite_collections
@@ -73,7 +73,7 @@ def main() -> None:
            for c in suite_collections(None)}
     data = {"benchmark": "suite_signals", "machine": machine(),
             "suite_packages": package_versions(SUITE_PACKAGES), **summarise(per)}
-    write_results("suite_signals", data, markdown(data))
+    write_results("suite_signals", data, with_kept_part("suite_signals", NOTES, markdown(data)))
     print(markdown(data))
 
 
