@@ -1,5 +1,5 @@
 """`groove serve` and `groove mcp`: open each KB's index once through the public API and hand
-them to the serving layer (groove_cli/serve/); registered by cli.py. The server modules, mcp,
+them to the serving layer (groove_cli/serve/); registered by cli_app.py. The server modules, mcp,
 starlette and uvicorn load only inside these commands.
 """
 
@@ -50,7 +50,11 @@ def open_indexes(ctx: typer.Context, kbs: list[str] | None) -> list[Index]:
         if isinstance(location, Path) and not location.exists():
             raise UsageError(f"no index found at {location}",
                              hint=f"run `groove index --kb-path {kb_dir or '<path>'}` first")
-        opened.append(Index(settings, kb_dir, location, values, defer_cache=True))
+        # absolute: a command the command line relays runs in its own working folder
+        if isinstance(location, Path):
+            location = location.absolute()
+        opened.append(Index(settings, kb_dir.absolute() if kb_dir else None, location, values,
+                            defer_cache=True))
     return opened
 
 
