@@ -7,6 +7,7 @@ with the same output."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -203,3 +204,38 @@ def test_with_no_server_listed_the_entry_point_adds_nothing_heavy(
                                   "--kb-path", str(kb), "--mode", "fts")
     assert run.returncode == 0 and run.stdout.strip()
     assert heavy(modules) == []
+
+
+def test_a_listed_server_that_no_longer_listens_is_forgotten_silently(
+        kb_env: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """A registry entry whose pid is alive (reused) but where nothing listens."""
+    import socket
+
+    kb, env = kb_env
+    alone = dict(env, XDG_DATA_HOME=str(tmp_path / "data"))
+    folder = registry(alone)
+    folder.mkdir(parents=True)
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    entry = folder / "1.json"
+    entry.write_text(json.dumps({"pid": os.getpid(), "address": f"http://127.0.0.1:{port}",
+                                 "token": "t"}))
+    args = ("search", "retry budget", "--kb-path", str(kb), "--mode", "fts")
+    run = groove(alone, *args)
+    assert (run.returncode, run.stderr) == (0, "")
+    assert run.stdout == groove(alone, *args, "--no-server").stdout
+    assert not entry.exists()
+
+
+def test_an_output_too_large_to_relay_is_declined() -> None:
+    from groove_cli.serve.relay import Decline
+    from groove_cli.serve.relayed import MAX_OUTPUT_CHARS, Run
+
+    run = Run(service=None, facts={})  # type: ignore[arg-type]
+    run.write(1, "x" * (MAX_OUTPUT_CHARS - 10))
+    run.write(2, "note\n")  # stderr pieces stay in order, merged per stream
+    with pytest.raises(Decline):
+        run.write(1, "one more line\n")
+    assert [fd for fd, _ in run.output] == [1, 2]

@@ -170,7 +170,7 @@ def listed_servers() -> list[dict[str, Any]]:
             with suppress(OSError):
                 os.unlink(entry.path)
             continue
-        found.append({"pid": pid, "address": address, "token": token})
+        found.append({"pid": pid, "address": address, "token": token, "entry": entry.path})
     return found
 
 
@@ -222,7 +222,11 @@ def ask(server: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]
         if response.status != 200:
             return None
         answer = json.loads(body)
-    except Exception:  # any failure (a server stopping, a bad answer): run in this process
+    except (ConnectionRefusedError, FileNotFoundError):  # nothing listens (the pid was reused)
+        with suppress(OSError):
+            os.unlink(str(server["entry"]))
+        return None
+    except Exception:  # any other failure (a server stopping, a bad answer): run in this process
         return None
     if not isinstance(answer, dict) or "exit_code" not in answer:
         return None

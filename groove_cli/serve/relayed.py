@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("groove.serve")
 _LOCK = threading.Lock()
+MAX_OUTPUT_CHARS = 8_000_000
+"""A relayed command's answer is held in memory: a longer output is declined."""
 _COMMANDS: dict[str | None, Any] = {}
 """The click command of each relayed command name, built once."""
 
@@ -47,8 +49,12 @@ class Run:
     facts: Mapping[int, Mapping[str, Any]]
     output: list[list[Any]] = field(default_factory=list)
     claimed: bool = False
+    size: int = 0
 
     def write(self, fd: int, text: str) -> None:
+        self.size += len(text)
+        if self.size > MAX_OUTPUT_CHARS:  # `get` of a huge note: the client streams it itself
+            raise Decline("the output is too large to relay")
         if self.output and self.output[-1][0] == fd:
             self.output[-1][1] += text
         else:
