@@ -105,9 +105,10 @@ def rss_kb(pid: int) -> int:
 @contextmanager
 def server(kb: Path, db: Path, config: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     state = db.with_name(db.name + ".server.json")
+    log = (bench_work() / "serve.log").open("w+b")  # a file, not a pipe: a full pipe would
     proc = subprocess.Popen([str(GROOVE), "--config", str(config), "--db", str(db), "serve",
                              str(kb), "--port", "0"], env=env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+                            stderr=log)  # block the server on its next log line
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
@@ -115,7 +116,8 @@ def server(kb: Path, db: Path, config: Path) -> Iterator[tuple[subprocess.Popen[
                 break
             time.sleep(0.05)
         else:
-            raise RuntimeError(f"the server did not start: {proc.stderr.read().decode()}")
+            log.seek(0)
+            raise RuntimeError(f"the server did not start: {log.read().decode()}")
         address = json.loads(state.read_text())["address"]
         yield proc, address[len("http://"):]
     finally:
@@ -124,6 +126,7 @@ def server(kb: Path, db: Path, config: Path) -> Iterator[tuple[subprocess.Popen[
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
 
 
 def search(conn: http.client.HTTPConnection, query: str, mode: str = "hybrid") -> float:

@@ -236,7 +236,10 @@ class Index:
             try:
                 if not legs.any:
                     messages.note(NOTHING_TO_SEARCH)
-                coverage = vector_coverage_note(searcher.store) if legs.vector else None
+                coverage = None
+                if legs.vector:  # a pooled connection: the Searcher's own may be in use by a
+                    with searcher.reader() as store:  # concurrent search (the server)
+                        coverage = vector_coverage_note(store)
                 if coverage is not None:  # index's phase 2 has not embedded every chunk yet
                     messages.note(coverage)
                 short = None

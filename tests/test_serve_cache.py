@@ -132,3 +132,35 @@ def test_the_server_writes_pending_queries_when_it_stops(
     with Index(*resolve(kb)) as fresh:  # the vector is there: no model load for it
         fresh.search(text, mode="vector")
         assert shared(fresh).loaded_model is False
+
+
+
+def test_a_search_reads_on_a_connection_no_other_thread_is_using(
+        kb_env: tuple[Path, dict[str, str]]) -> None:
+    """The server's threads search one Index at once; apsw refuses a connection that is busy
+    in another thread, so every read of a search goes through the pool."""
+    import threading
+
+    kb, _ = kb_env
+    with served_index(kb) as index:
+        index.search("warm the model", mode="hybrid")
+        searcher = shared(index)
+        busy, done = threading.Event(), threading.Event()
+
+        def hold() -> None:  # a long read on the Searcher's own connection, in another thread
+            with searcher.reader() as store:
+                assert store is searcher.store
+                busy.set()
+                store.con.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 "
+                                  "FROM n WHERE i < 3000000) SELECT count(*) FROM n").fetchall()
+            done.set()
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        busy.wait(10)
+        try:
+            results = index.search("retry budget", mode="hybrid", limit=3)
+            assert not done.is_set()  # it ran while the other read was still going
+        finally:
+            holder.join()
+        assert results.hits

@@ -256,8 +256,14 @@ def relay(args: Sequence[str]) -> int | None:
     request = request_for(args)
     if request is None:
         return None
-    for server in listed_servers():
-        answer = ask(server, request)
-        if answer is not None:
-            return replay(answer)
+    try:
+        for server in listed_servers():
+            answer = ask(server, request)
+            if answer is not None:
+                return replay(answer)
+    except KeyboardInterrupt:  # Ctrl-C while the server works: as in-process (run_core)
+        from groove_cli import messages
+
+        messages.error("interrupted")
+        return 130
     return None
