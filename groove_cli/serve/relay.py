@@ -10,9 +10,9 @@ no server answers — `relay` returns None and the command line runs in this pro
 a dead or foreign server's state file itself (one note) and may still forward the search's
 core call. Standard library only; `http.client` loads only when a server is listed.
 
-Inside the server, `serving()` names the Service a relayed command runs for: the command
-line's forwarding calls (client.py) use its warm index instead of opening one, or raise
-`Decline` when the index is not one it serves.
+Inside the server, `serving()` names the relayed command running in this context
+(relayed.Run): the command line's forwarding calls (client.py, `claim`, `refuse`) then use the
+served warm Index instead of opening one, or raise `Decline` when the index is not served there.
 """
 
 from __future__ import annotations
