@@ -116,13 +116,16 @@ class Index:
 
     def __init__(self, settings: Settings, kb: Path | None, location: IndexLocation,
                  file_values: Mapping[str, object] | None = None, *,
-                 state_folder: bool = False) -> None:
+                 state_folder: bool = False, defer_cache: bool = False) -> None:
         self.settings = settings
         self.kb = kb
         self.location = location
         self._file_values = file_values
         self._state_folder = state_folder
         """The index is the KB's own (no `db`, no db_path): `index` makes its state folder."""
+        self._defer_cache = defer_cache
+        """A long-lived Index (the server): new query vectors reach the query cache from a
+        background thread, in batches, not on each search's path (SQLite indexes)."""
         self._searcher: Searcher | None = None
         self._index_model: Any = None
         self._lock = threading.Lock()
@@ -168,6 +171,10 @@ class Index:
             if current is None:
                 current = Searcher.from_settings(settings, self.location, self.kb,
                                                  reranker=reranker, embeds=embeds)
+                if self._defer_cache and isinstance(self.location, Path):
+                    from groove_cli.store.cache import DeferredCache
+
+                    current.deferred = DeferredCache(self.location)
                 self._searcher = current
                 return current
         same = (settings.str_("model") == self.settings.str_("model")
@@ -229,7 +236,10 @@ class Index:
             try:
                 if not legs.any:
                     messages.note(NOTHING_TO_SEARCH)
-                coverage = vector_coverage_note(searcher.store) if legs.vector else None
+                coverage = None
+                if legs.vector:  # a pooled connection: the Searcher's own may be in use by a
+                    with searcher.reader() as store:  # concurrent search (the server)
+                        coverage = vector_coverage_note(store)
                 if coverage is not None:  # index's phase 2 has not embedded every chunk yet
                     messages.note(coverage)
                 short = None

@@ -1,6 +1,6 @@
 """`groove kb add/list/remove`: the named collections of the per-user config (kbs.py), which
 `-c NAME` selects from any folder (cli.md §11), and `search`'s adapter for several KBs
-(`-c a -c b`, `--all`). Registered on the app by cli.py.
+(`-c a -c b`, `--all`). Registered on the app by cli_app.py.
 """
 
 from __future__ import annotations

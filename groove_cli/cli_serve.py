@@ -1,5 +1,5 @@
 """`groove serve` and `groove mcp`: open each KB's index once through the public API and hand
-them to the serving layer (groove_cli/serve/); registered by cli.py. The server modules, mcp,
+them to the serving layer (groove_cli/serve/); registered by cli_app.py. The server modules, mcp,
 starlette and uvicorn load only inside these commands.
 """
 
@@ -22,6 +22,16 @@ KbsArg = Annotated[list[str] | None, typer.Argument(help=(
 WatchOpt = Annotated[bool, typer.Option("--watch", help=(
     "Re-index notes as they change (added, edited, renamed, deleted)."))]
 TOKEN_ENV = "GROOVE_SERVE_TOKEN"
+BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def one_blas_thread() -> None:
+    """A server's KNN is one query against the vectors at a time: a BLAS thread pool only
+    adds the wait for its threads to wake (bench/results/serve.md), so the server asks numpy's
+    BLAS for one thread (read when numpy loads; an explicit setting is kept). Results are the
+    same: each distance is one dot product, however the rows are split."""
+    for name in BLAS_THREAD_VARS:
+        os.environ.setdefault(name, "1")
 
 
 def open_indexes(ctx: typer.Context, kbs: list[str] | None) -> list[Index]:
@@ -40,7 +50,11 @@ def open_indexes(ctx: typer.Context, kbs: list[str] | None) -> list[Index]:
         if isinstance(location, Path) and not location.exists():
             raise UsageError(f"no index found at {location}",
                              hint=f"run `groove index --kb-path {kb_dir or '<path>'}` first")
-        opened.append(Index(settings, kb_dir, location, values))
+        # absolute: a command the command line relays runs in its own working folder
+        if isinstance(location, Path):
+            location = location.absolute()
+        opened.append(Index(settings, kb_dir.absolute() if kb_dir else None, location, values,
+                            defer_cache=True))
     return opened
 
 
@@ -69,6 +83,7 @@ def serve_cmd(
     * `groove serve ~/notes --watch`
     * `curl 'http://127.0.0.1:7531/search?q=retry+budget'`
     """
+    one_blas_thread()
     from groove_cli.serve.runner import Listen, serve_http
     from groove_cli.serve.service import Service
 
@@ -89,6 +104,7 @@ def mcp_cmd(ctx: typer.Context, kbs: KbsArg = None, watch: WatchOpt = False) -> 
 
     Example (an MCP client's config): `{"command": "groove", "args": ["mcp", "/home/me/notes"]}`
     """
+    one_blas_thread()
     from groove_cli.serve.runner import serve_stdio
     from groove_cli.serve.service import Service
 

@@ -118,7 +118,7 @@ def translate(exc: BaseException) -> GrooveError | None:
     if damaged is not None:  # a damaged index: its error names the way out (`index --force`)
         return damaged
     if isinstance(exc, BrokenPipeError):  # written past the guard (click's --help): as guarded
-        _discard(sys.__stdout__)
+        discard(sys.__stdout__)
         return ReaderGone()
     if isinstance(exc, OSError):
         return _os_error(exc)
@@ -151,7 +151,7 @@ class ClosedStream:
         return False
 
 
-def _discard(stream: Any) -> None:
+def discard(stream: Any) -> None:
     """After stdout failed, point its descriptor at /dev/null so the interpreter's own flush at
     exit neither fails again nor prints an `Exception ignored` trace."""
     try:
@@ -173,7 +173,7 @@ class GuardedOutput:
         self._stream = stream
 
     def _failed(self, exc: OSError) -> GrooveError:
-        _discard(self._stream)
+        discard(self._stream)
         if exc.errno == errno.EPIPE:
             return ReaderGone()
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):

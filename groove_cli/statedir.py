@@ -14,9 +14,7 @@ leaves the old layout or the new one usable, never neither.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -49,6 +47,9 @@ def user_data_dir() -> Path:
 def user_state_dir(kb: Path) -> Path:
     """The state folder of `kb` under the user's data folder, keyed by its resolved path (the
     folder's name first, so a person can tell the folders apart)."""
+    import hashlib
+    import re
+
     resolved = kb.expanduser().resolve()
     digest = hashlib.sha256(os.fsencode(resolved)).hexdigest()[:16]
     name = re.sub(r"[^A-Za-z0-9._-]", "_", resolved.name)[:40] or "root"

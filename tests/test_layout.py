@@ -26,7 +26,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 MAX_LINES = 600
-MAX_LINES_OF = {"groove_cli/cli.py": 450}
+MAX_LINES_OF = {"groove_cli/cli_app.py": 450, "groove_cli/cli.py": 450}
 
 # Lowest first; a module belongs to the first layer with a matching prefix (a prefix ending in
 # "." is a package, otherwise the exact module). Keep in step with docs/design/code.md.
@@ -46,7 +46,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "groove_cli.get")),
     ("api", ("groove_cli", "groove_cli.api", "groove_cli.results", "groove_cli.multi",
              "groove_cli.engine")),
-    ("front", ("groove_cli.cli", "groove_cli.cli_options", "groove_cli.cli_eval",
+    ("front", ("groove_cli.cli", "groove_cli.cli_app", "groove_cli.cli_options", "groove_cli.cli_eval",
                "groove_cli.cli_commands", "groove_cli.cli_kb", "groove_cli.cli_serve",
                "groove_cli.__main__", "groove_cli.render", "groove_cli.serve")),
 )
@@ -56,6 +56,8 @@ PUBLIC_API = {"groove_cli", "groove_cli.engine"}
 DEFERRED_BACK = {
     # --topics: the golden set is read from TREC files by trec.py, which builds golden's records
     ("groove_cli.evaluate.golden", "groove_cli.evaluate.trec"),
+    # a command the command line relays to the server runs the command line's own app there
+    ("groove_cli.serve.relayed", "groove_cli.cli_app"),
 }
 # (importer prefix, imported prefix, why): finer rules inside a layer.
 FORBIDDEN = (

@@ -49,11 +49,11 @@ def optimized_path(model: ResolvedModel) -> Path:
     return onnx.with_name(f"{onnx.stem}.opt-{model.sha256[:16]}-ort{ort.__version__}.onnx")
 
 
-def _session_options(optimise: bool) -> Any:
+def _session_options(optimise: bool, threads: int | None = None) -> Any:
     import onnxruntime as ort
 
     so = ort.SessionOptions()
-    so.intra_op_num_threads = os.cpu_count() or 1
+    so.intra_op_num_threads = threads or os.cpu_count() or 1
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.log_severity_level = 3
@@ -65,11 +65,12 @@ def _session_options(optimise: bool) -> Any:
     return so
 
 
-def create_session(model: ResolvedModel, on_start: Callable[[], None] | None = None) -> Any:
+def create_session(model: ResolvedModel, on_start: Callable[[], None] | None = None,
+                   threads: int | None = None) -> Any:
     """An InferenceSession for `model`, reusing or writing the cached optimised graph.
 
     `on_start` is called just before onnxruntime takes over (it releases the GIL while it
-    loads and optimises the graph).
+    loads and optimises the graph); `threads` caps its intra-op threads (default: all cores).
     """
     import onnxruntime as ort
 
@@ -79,11 +80,12 @@ def create_session(model: ResolvedModel, on_start: Callable[[], None] | None = N
     if cached.is_file():
         started()
         try:
-            return ort.InferenceSession(str(cached), _session_options(False), providers=providers)
+            return ort.InferenceSession(str(cached), _session_options(False, threads),
+                                        providers=providers)
         except Exception as exc:  # a corrupt or foreign cache file: rebuild it
             messages.debug(f"ignoring optimised graph {cached}: {exc}")
             cached.unlink(missing_ok=True)
-    so = _session_options(True)
+    so = _session_options(True, threads)
     tmp = cached.with_name(f"{cached.name}.tmp{os.getpid()}-{threading.get_ident()}")
     save = os.access(cached.parent, os.W_OK)
     if save:
@@ -147,7 +149,8 @@ def output_shape(model: ResolvedModel, runtime: Runtime) -> list[int | str | Non
     return list(outputs[name].shape or [])
 
 
-def load_runtime(model: ResolvedModel, *, tokenizer: bool = True) -> Runtime:
+def load_runtime(model: ResolvedModel, *, tokenizer: bool = True,
+                 threads: int | None = None) -> Runtime:
     """Create the session (in a thread) while the tokenizer loads — the two largest costs.
 
     `Tokenizer.from_file` holds the GIL for its whole load
@@ -157,16 +160,16 @@ def load_runtime(model: ResolvedModel, *, tokenizer: bool = True) -> Runtime:
     the session would wait for the GIL and nothing would overlap.
 
     With `tokenizer=False` only the session is created (the caller tokenises another way);
-    the Runtime then has no tokenizer and a pad id of -1.
+    the Runtime then has no tokenizer and a pad id of -1. `threads`: see `create_session`.
     """
     if not tokenizer:
-        return _checked(model, create_session(model), None, -1)
+        return _checked(model, create_session(model, threads=threads), None, -1)
     result: dict[str, Any] = {}
     started = threading.Event()
 
     def _session() -> None:
         try:
-            result["session"] = create_session(model, on_start=started.set)
+            result["session"] = create_session(model, on_start=started.set, threads=threads)
         except BaseException as exc:  # re-raised in the caller's thread
             result["error"] = exc
         finally:

@@ -1,1 +1,1 @@
-"""Rendering: the only place besides cli.py that imports rich."""
+"""Rendering: the only place besides cli_app.py that imports rich."""

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from groove_cli.models import CrossEncoder, Embedder
+    from groove_cli.store.cache import DeferredCache
     from groove_cli.store.postgres import PgStore
     from groove_cli.vectors import VectorSnapshot
 
@@ -89,6 +90,9 @@ class Searcher:
     _idle: list[Store | PgStore] = field(default_factory=list, repr=False)
     _opened: list[Store | PgStore] = field(default_factory=list, repr=False)
     kb_hint: str = "<path>"
+    deferred: DeferredCache | None = field(default=None, repr=False)
+    """Set by a long-lived reader (the server): query vectors reach the cache in batches from
+    a background thread instead of on each search's path."""
 
     @classmethod
     def open(cls, db: IndexLocation, kb: Path | None, *, model: str | None, max_length: int | None,
@@ -196,8 +200,11 @@ class Searcher:
                 self.runtime = RuntimeModel(model.name, self.runtime.dim,
                                             self.runtime.max_length, model.sha256,
                                             self.runtime.query_prefix)
+                # one query at a time (a search, a server): one intra-op thread, which waits
+                # less for a core and gives the same vector (bench/results/serve.md)
                 self._embedder = Embedder.load(model, max_length=self.runtime.max_length,
-                                               few_queries=bool(texts) and fits_piece_table(texts))
+                                               few_queries=bool(texts) and fits_piece_table(texts),
+                                               threads=1 if len(texts) == 1 else None)
                 self.loaded_model = True
             return self._embedder
 
@@ -213,13 +220,19 @@ class Searcher:
         assert runtime.sha256 is not None
         keys = [cache_key(runtime.sha256, runtime.max_length, runtime.query_prefix, text)
                 for text in texts]
-        cached = (store or self.store).cache_get(keys)
+        deferred = self.deferred
+        cached = deferred.get(keys) if deferred is not None else {}
+        if len(cached) < len(keys):
+            cached.update((store or self.store).cache_get([k for k in keys if k not in cached]))
         missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in cached}
         if missing:
             misses = list(missing.values())
             vectors = self._load_embedder(misses).embed_queries(misses)
             fresh = dict(zip(missing, vectors, strict=True))
-            put_cache(store or self.store, list(fresh.items()))
+            if deferred is not None:
+                deferred.put(list(fresh.items()))
+            else:
+                put_cache(store or self.store, list(fresh.items()))
             cached.update(fresh)
         return [cached[key] for key in keys]
 
@@ -361,7 +374,10 @@ class Searcher:
             return self.run_batch(batch, readers)
 
     def close(self) -> None:
-        """Close the Searcher's connection and every pooled one."""
+        """Write the deferred cache entries; close the Searcher's connection and every pooled
+        one."""
+        if self.deferred is not None:
+            self.deferred.close()
         with self._lock:
             for store in self._opened:
                 store.close()

@@ -181,6 +181,12 @@ def add_routes(server: MCPServer[Any], service: Service, state_token: str) -> No
     server.custom_route("/cli/search", methods=["POST"])(forwarded(service.forwarded_search))
     server.custom_route("/cli/status", methods=["POST"])(forwarded(service.forwarded_status))
 
+    def relayed(args: dict[str, Any]) -> dict[str, Any]:
+        from groove_cli.serve.relayed import run_relayed
+
+        return run_relayed(service, args)
+    server.custom_route("/cli/run", methods=["POST"])(forwarded(relayed))
+
 
 def token_ok(header: str | None, token: str | None) -> bool:
     """Whether an Authorization header carries `token` (compared in constant time)."""

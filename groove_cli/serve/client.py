@@ -13,11 +13,11 @@ from __future__ import annotations
 import hashlib
 import http.client
 import json
-import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groove_cli import messages
+from groove_cli.serve.relay import connection, serving
 from groove_cli.serve.state import (
     ServerState,
     index_id,
@@ -46,29 +46,6 @@ def settings_fingerprint(settings: Settings) -> str:
     flags = sorted(key for key in settings.flags if key not in UNCOMPARED)
     text = json.dumps([values, flags], sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    """HTTP over a unix socket."""
-
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self.socket_path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self.socket_path)
-        self.sock = sock
-
-
-def connection(address: str, timeout: float) -> http.client.HTTPConnection:
-    """A connection to `http://HOST:PORT` or `unix:PATH`."""
-    if address.startswith("unix:"):
-        return _UnixConnection(address[len("unix:"):], timeout)
-    if not address.startswith("http://"):
-        raise ValueError(f"unsupported address {address!r}")
-    return http.client.HTTPConnection(address[len("http://"):], timeout=timeout)
 
 
 def running_server(location: IndexLocation, kb: Path | None) -> ServerState | None:
@@ -155,6 +132,9 @@ def forward_search(settings: Settings, location: IndexLocation, kb: Path | None,
                            for k, v in dataclasses.asdict(filters).items()},
                "flags": {k: v for k, v in flags.items() if k not in UNCOMPARED},
                "fingerprint": settings_fingerprint(settings)}
+    relayed = serving()
+    if relayed is not None:  # inside the server, running a relayed command (relay.py)
+        return relayed.search(request)
     answer = forward(location, kb, "/cli/search", request)
     if answer is None:
         return None
@@ -166,6 +146,9 @@ def forward_search(settings: Settings, location: IndexLocation, kb: Path | None,
 
 def forward_status(location: IndexLocation, kb: Path | None) -> Any:
     """The StatusReport from a running server, or None."""
+    relayed = serving()
+    if relayed is not None:
+        return relayed.status(index_id(location))
     answer = forward(location, kb, "/cli/status", {"index": index_id(location)})
     if answer is None:
         return None
@@ -173,3 +156,4 @@ def forward_status(location: IndexLocation, kb: Path | None) -> Any:
     from groove_cli.serve.codec import decode
 
     return decode(answer["report"])
+

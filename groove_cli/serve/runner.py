@@ -26,6 +26,7 @@ from groove_cli.serve.state import (
     read_state,
     remove_state,
     state_path,
+    write_registered,
     write_state,
 )
 
@@ -86,6 +87,10 @@ def state_files(service: Service, address: str, token: str) -> Iterator[list[Pat
             write_state(path, ServerState(os.getpid(), address, token,
                                           index_id(served.index.location)))
             written.append(path)
+        try:  # the light command line finds servers here (relay.py); without it, it runs
+            written.append(write_registered(ServerState(os.getpid(), address, token, "")))
+        except OSError as exc:  # in-process and forwards through the state files above
+            messages.note(f"cannot list this server for the command line: {exc}")
         yield written
     finally:
         for path in written:
@@ -120,6 +125,9 @@ def serve_http(service: Service, listen: Listen, *, watch: bool = False) -> None
             raise GrooveError(f"cannot listen on {listen.host}:{listen.port}: {exc.strerror}",
                               hint="pick another --port (0 picks a free one)") from None
         port = sock.getsockname()[1]
+    from groove_cli.serve.relayed import install_routing
+
+    install_routing()  # relayed commands write into their answer, not the server's streams
     app = build_app(service, port=port, token=listen.token, state_token=state_token,
                     origins=listen.origins, check_host=listen.host in LOOPBACK)
     config = uvicorn.Config(app, uds=str(listen.socket) if listen.socket else None,

@@ -144,21 +144,28 @@ class Service:
         with self.served(kb).lease() as index:
             return index.search(query, limit=limit, mode=mode, filters=make_filters(filters))
 
-    def forwarded_search(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """A `groove search` the command line forwarded: its exact flags on this KB's Index,
-        the Results encoded for the command line's own renderer; `mismatch` when the
-        command line resolved other settings than these flags give here."""
+    def cli_search(self, request: Mapping[str, Any]) -> Results | str:
+        """A `groove search` of the command line (client.forward_search's request): its exact
+        flags on this KB's Index; else why not (`foreign`: not an index served here,
+        `mismatch`: the command line resolved other settings than these flags give here)."""
         served = self.by_index(str(request.get("index")))
         if served is None:
-            return {"foreign": True}
+            return "foreign"
         flags = dict(request.get("flags") or {})
         with served.lease() as index:
             effective = index.with_settings(**flags)
             if settings_fingerprint(effective) != request.get("fingerprint"):
-                return {"mismatch": True}
-            results = index.search(str(request.get("query")), limit=int(request.get("limit", 5)),
-                                   filters=make_filters(request.get("filters")),
-                                   files=bool(request.get("files")), **flags)
+                return "mismatch"
+            return index.search(str(request.get("query")), limit=int(request.get("limit", 5)),
+                                filters=make_filters(request.get("filters")),
+                                files=bool(request.get("files")), **flags)
+
+    def forwarded_search(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """`cli_search` for a forwarded call: the Results encoded for the command line's own
+        renderer, or `{foreign|mismatch: true}`."""
+        results = self.cli_search(request)
+        if isinstance(results, str):
+            return {results: True}
         return {"results": codec.encode(results)}
 
     # ------------------------------------------------------------------ status

@@ -17,6 +17,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from groove_cli.dburl import IndexLocation
+from groove_cli.serve.relay import pid_alive
+
+__all__ = ["ServerState", "index_id", "pid_alive", "read_state", "remove_state", "state_path",
+           "write_registered", "write_state"]
 
 SUFFIX = ".server.json"
 PG_STATE = ".groove-server.json"
@@ -77,10 +81,27 @@ def read_state(path: Path) -> ServerState | None:
 
 def write_state(path: Path, state: ServerState) -> None:
     """Write the state file 0600 in one step (a reader never sees half of it)."""
+    write_private(path, state.to_json())
+
+
+def write_registered(state: ServerState) -> Path:
+    """List a running server in the user's registry (relay.py): `{pid, address, token}` in
+    `PID.json`, the folder made 0700."""
+    from groove_cli.serve.relay import registry_dir
+
+    folder = registry_dir()
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / f"{state.pid}.json"
+    write_private(path, {"pid": state.pid, "address": state.address, "token": state.token})
+    return path
+
+
+def write_private(path: Path, document: object) -> None:
+    """Write a JSON document 0600 in one step."""
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(state.to_json(), out)
+            json.dump(document, out)
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:
@@ -97,16 +118,3 @@ def remove_state(path: Path, pid: int | None = None) -> None:
             return
     with contextlib.suppress(OSError):
         path.unlink()
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process `pid` exists (on this machine)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

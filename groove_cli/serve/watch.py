@@ -49,7 +49,7 @@ def reindex(served: Served, writer: Index) -> None:
 
     report = writer.index(quiet=True, keep_model=True)
     current = served.index
-    fresh = Index(current.settings, current.kb, current.location)
+    fresh = Index(current.settings, current.kb, current.location, defer_cache=True)
     served.swap(fresh)  # full text answers from the new state at once
     fresh.search("warm up", limit=1)  # the models load now, not in the next caller's search
     log.info("re-indexed %s: %s", served.name, report)
