@@ -165,21 +165,19 @@ DEFAULT_SCORE_ALPHA_SHORT = default_float("search.fusion.score_alpha_short")
 DEFAULT_SCORE_ALPHA_LONG = default_float("search.fusion.score_alpha_long")
 
 PRESET_VALUES: dict[str, dict[str, object]] = {
+    # Candidate depth only: no fused-score floor (its scale depends on the fusion method and, under
+    # score fusion, on each query's alpha; min_relevance is the calibrated cut) and no leg
+    # weights (score fusion reads them only to switch legs on and off). config.md §5.
     "fast": {
         "search.retrieval.dense_top_k": 20,
         "search.retrieval.sparse_top_k": 20,
-        "search.retrieval.min_score": 0.4,
     },
     "balanced": {
         "search.retrieval.dense_top_k": 40,
         "search.retrieval.sparse_top_k": 40,
-        "search.retrieval.min_score": 0.3,
-        "search.retrieval.vector_weight": 1.2,
-        "search.retrieval.fts_weight": 0.8,
     },
     "accurate": {
         "search.retrieval.dense_top_k": 80,
         "search.retrieval.sparse_top_k": 80,
-        "search.retrieval.min_score": 0.2,
     },
 }

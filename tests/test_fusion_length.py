@@ -53,7 +53,7 @@ def test_for_query_fixes_the_leg_weights() -> None:
     # the query's alpha is derived from the settings, not from a previous query's
     assert short.for_query(compile_query("評価方法")).query_alpha == 0.6
     # RRF settings are left alone
-    rrf = SearchParams()
+    rrf = SearchParams(fusion="rrf")
     assert rrf.for_query(compile_query("retry")) is rrf and rrf.query_alpha is None
 
 
@@ -138,3 +138,20 @@ def test_min_score_warning_takes_the_alpha_that_reaches_least(
     params = build_params(settings, limit=5, rerank=False, filters=FilterSpec())
     settings_warnings(settings, params)
     assert f"min_score 0.38 exceeds {ceiling}, the highest score" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("preset", config.PRESETS)
+@pytest.mark.parametrize("method", [None, "rrf"])
+def test_no_preset_fires_the_min_score_warning(
+        preset: str, method: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    # config.md §5: presets set no fused-score floor, so under the default fusion (score, where
+    # a short query's full-text-only hit reaches 0.1) and under RRF nothing is dropped unasked
+    flags: dict[str, object] = {"search.retrieval.preset": preset}
+    if method is not None:
+        flags["search.fusion.method"] = method
+    settings = config.resolve({}, flags)
+    params = build_params(settings, limit=5, rerank=False, filters=FilterSpec())
+    assert params.fusion == (method or "score")
+    assert params.min_score == 0.0
+    settings_warnings(settings, params)
+    assert capsys.readouterr().err == ""
