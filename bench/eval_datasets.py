@@ -245,8 +245,8 @@ def _cjk_lines(name: str, variants: dict[str, Any], modes: dict[str, Any]) -> li
         rows = [("fts, before (CJK text on the trigram table, compiler v2)",
                  variants["before"]["fts"]),
                 ("fts, after (CJK table, compiler v4)", modes["fts"]),
-                ("hybrid, before", variants["before"]["hybrid"]),
-                ("hybrid, after (cjk_weight 6)", modes["hybrid"]),
+                ("hybrid, before (built-in fusion)", variants["before"]["hybrid"]),
+                ("hybrid, after (built-in fusion)", modes["hybrid"]),
                 ("vector", modes["vector"])]
         rows += [(f"peer: bm25s, {peer} (groove's CJK tokeniser)", row)
                  for peer, row in variants["peers"].items()]
@@ -323,8 +323,8 @@ FULL_TEXT_CHECKS = {
 def _full_text_lines(name: str, variants: dict[str, Any], vector: dict[str, Any]) -> list[str]:
     rows = (("fts, before (trigram table only, compiler v1)", variants["before"]["fts"]),
             ("fts, after (trigram + word-level, compiler v2)", variants["after"]["fts"]),
-            ("hybrid, before", variants["before"]["hybrid"]),
-            ("hybrid, after", variants["after"]["hybrid"]),
+            ("hybrid, before (built-in fusion)", variants["before"]["hybrid"]),
+            ("hybrid, after (built-in fusion)", variants["after"]["hybrid"]),
             ("vector", vector),
             ("peer: bm25s, English stopwords + Snowball stemmer", variants["peer_bm25s"]))
     lines = ["### Full-text legs before/after the word-level table (issue #8)", "",
@@ -376,8 +376,9 @@ def markdown(data: dict[str, Any]) -> str:
         "# Retrieval quality on CISI and JSQuAD",
         "",
         "`groove eval --format json --no-history` with built-in defaults (multilingual-e5-small, "
-        "k 1,5,10, limit 10, no reranker) in each mode; 95 % bootstrap CIs over queries "
-        "(1000 resamples, seed 0).",
+        "k 1,5,10, limit 10, no reranker, score fusion with the query-length rule: search.md §5) "
+        "in each mode; 95 % bootstrap CIs over queries (1000 resamples, seed 0). The 'before' "
+        "rows change the query compiler only and run the built-in fusion of the commit below.",
         "",
     ]
     for name, entry in data["collections"].items():

@@ -120,7 +120,7 @@ def run_queries(db: Path, queries: list[tuple[str, str]], expected: dict[str, An
             e = hit.explain
             rows.append({"query": qid, "rank": rank, "features": list(hit.features),
                          "cosine": hit.features[0],
-                         "ranks": [e.fts_rank, e.fts_word_rank, e.fts_cjk_rank, e.vec_rank],
+                         "ranks": [e.rank("fts"), e.rank("words"), e.rank("cjk"), e.vec_rank],
                          "label": label})
     return rows
 

@@ -301,7 +301,7 @@ def search_cmd(
     verbose_flag: VerboseOpt = False,
     no_server: NoServerOpt = False,
 ) -> None:
-    """Search the index: full-text + vector legs fused with weighted RRF (or --fusion score).
+    """Search the index: full-text + vector legs fused by score (or --fusion rrf: by rank).
 
     Japanese (CJK) text is matched by its characters and character pairs, so 評価 counts; English
     words by a stemmed word index without stopwords; numbers and identifiers by substring. "…"

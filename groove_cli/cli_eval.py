@@ -207,10 +207,10 @@ def tune_cmd(
     golden: GoldenOpt = None,
     model: ModelOpt = None,
     space: Annotated[str, typer.Option(
-        "--space", help="Grid to sweep: fusion (rrf_k x bm25 weights), retrieval "
-                        "(vector/fts weight ratio x cjk_weight x min_score) or fusion-method "
-                        "(built-in RRF vs score fusion at one score_alpha or the built-in "
-                        "length rule, x score_cjk_weight); "
+        "--space", help="Grid to sweep: fusion (RRF: rrf_k x bm25 weights), retrieval "
+                        "(RRF: vector/fts weight ratio x cjk_weight x min_score) or "
+                        "fusion-method (the built-in score fusion vs RRF and score fusion at "
+                        "one score_alpha, x score_cjk_weight); "
                         "calibration refits the relevance model on the golden set.")] = "fusion",
     k: Annotated[str | None, typer.Option(
         "--k", help="Comma list of cut-offs (0s dropped, 5 always added).")] = None,

@@ -350,24 +350,27 @@ RETRIEVAL_OPTIONS: dict[str, Any] = {
     "mode": Annotated[str | None, typer.Option(
         "--mode", help="Which legs run: hybrid, vector or fts.")],
     "preset": Annotated[str | None, typer.Option(
-        "--preset", help="Preset retrieval values: fast, balanced or accurate.")],
+        "--preset", help="Preset candidate depth per leg: fast (20), balanced (40) or "
+                             "accurate (80).")],
     "dense_top_k": Annotated[int | None, typer.Option(
         "--dense-top-k", help=f"Vector-leg candidate count (1-{config.MAX_TOP_K}).")],
     "sparse_top_k": Annotated[int | None, typer.Option(
         "--sparse-top-k", help=f"Full-text-leg candidate count (1-{config.MAX_TOP_K}).")],
     "vector_weight": Annotated[float | None, typer.Option(
-        "--vector-weight", help="Weight of the vector leg in fusion (0-1e6).")],
+        "--vector-weight", help="Weight of the vector leg in RRF (0-1e6; 0: leg off).")],
     "fts_weight": Annotated[float | None, typer.Option(
-        "--fts-weight", help="Weight of the trigram and word-level legs in fusion (0-1e6).")],
+        "--fts-weight", help="Weight of the trigram and word-level legs in RRF (0-1e6; 0: "
+                             "legs off).")],
     "cjk_weight": Annotated[float | None, typer.Option(
-        "--cjk-weight", help="Weight of the CJK leg (queries with Japanese text) in fusion "
-                             "(0-1e6; default 6.0).")],
+        "--cjk-weight", help="Weight of the CJK leg (queries with Japanese text) in RRF "
+                             "(0-1e6; default 6.0; 0: leg off).")],
     "min_score": Annotated[float | None, typer.Option(
         "--min-score", help="Floor on the normalised fused score (0-1), before the reranker.")],
     "rrf_k": Annotated[float | None, typer.Option("--rrf-k", help="RRF constant (1-1e6).")],
     "fusion": Annotated[str | None, typer.Option(
-        "--fusion", help="Fusion of the legs: rrf (weighted RRF, default) or score (weighted sum "
-                         "of normalised bm25 and cosine scores).", metavar="rrf|score")],
+        "--fusion", help="Fusion of the legs: score (weighted sum of normalised bm25 and cosine "
+                         "scores, the vector share following the query; default) or rrf "
+                         "(weighted RRF of ranks).", metavar="score|rrf")],
     "score_alpha": Annotated[float | None, typer.Option(
         "--score-alpha", help="Score fusion: vector-leg weight for a query with CJK text; "
                               "trigram and word-level legs weigh 1 - alpha (0-1; default 0.6; "

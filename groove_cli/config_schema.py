@@ -92,9 +92,11 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("search.retrieval.cjk_weight", "float", 6.0, 0.0, 1e6, finite=True,
             help="Weight of the CJK full-text leg (Japanese and other CJK queries) in fusion."),
     KeySpec("search.retrieval.min_score", "float", 0.0, 0.0, 1.0),
-    KeySpec("search.fusion.method", "enum", "rrf", choices=FUSION_METHODS,
-            help="Fusion of the legs: rrf (weighted RRF of ranks) or score (weighted sum of "
-                 "normalised bm25 and cosine scores)."),
+    # score: the family chosen by leave-one-collection-out on the benchmark suite
+    # (bench/results/suite.md, `qlen`); rrf stays available.
+    KeySpec("search.fusion.method", "enum", "score", choices=FUSION_METHODS,
+            help="Fusion of the legs: score (weighted sum of normalised bm25 and cosine "
+                 "scores, the vector share following the query) or rrf (weighted RRF of ranks)."),
     KeySpec("search.fusion.rrf_k", "float", 60.0, 1.0, 1e6, finite=True),
     # 0.6 and 0.8, then 0.9 / 0.5 / 6 for Latin queries: the `qlen` member refit on all 8
     # collections of the suite, the family chosen by leave-one-collection-out
@@ -155,27 +157,27 @@ DEFAULT_BM25_WEIGHTS: tuple[float, float, float] = (
 DEFAULT_LEG_WEIGHT = default_float("search.retrieval.vector_weight")
 DEFAULT_MIN_SCORE = default_float("search.retrieval.min_score")
 DEFAULT_CJK_WEIGHT = default_float("search.retrieval.cjk_weight")
+DEFAULT_FUSION = str(SPECS["search.fusion.method"].default)
+"""The built-in fusion method (search.md §5)."""
 DEFAULT_SCORE_ALPHA = default_float("search.fusion.score_alpha")
 DEFAULT_SCORE_CJK_WEIGHT = default_float("search.fusion.score_cjk_weight")
 DEFAULT_SCORE_ALPHA_SHORT = default_float("search.fusion.score_alpha_short")
 DEFAULT_SCORE_ALPHA_LONG = default_float("search.fusion.score_alpha_long")
 
 PRESET_VALUES: dict[str, dict[str, object]] = {
+    # Candidate depth only: no fused-score floor (its scale depends on the fusion method and, under
+    # score fusion, on each query's alpha; min_relevance is the calibrated cut) and no leg
+    # weights (score fusion reads them only to switch legs on and off). config.md §5.
     "fast": {
         "search.retrieval.dense_top_k": 20,
         "search.retrieval.sparse_top_k": 20,
-        "search.retrieval.min_score": 0.4,
     },
     "balanced": {
         "search.retrieval.dense_top_k": 40,
         "search.retrieval.sparse_top_k": 40,
-        "search.retrieval.min_score": 0.3,
-        "search.retrieval.vector_weight": 1.2,
-        "search.retrieval.fts_weight": 0.8,
     },
     "accurate": {
         "search.retrieval.dense_top_k": 80,
         "search.retrieval.sparse_top_k": 80,
-        "search.retrieval.min_score": 0.2,
     },
 }

@@ -24,14 +24,17 @@ def test_version() -> None:
 
 
 def test_config_show_json_reports_every_source(workdir: Path) -> None:
-    (workdir / "groove.toml").write_text('[search.retrieval]\npreset = "balanced"\nmin_score = 0.1\n')
+    (workdir / "groove.toml").write_text('[search.retrieval]\npreset = "balanced"\nmin_score = 0.1\n'
+                                         '[search.fusion]\nmethod = "rrf"\n')
     result = runner.invoke(app, ["config", "show", "--format", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["config_file"] == str(workdir / "groove.toml")
     settings = doc["settings"]
     assert settings["search.retrieval.min_score"] == {"value": 0.1, "source": "file"}
-    assert settings["search.retrieval.vector_weight"] == {"value": 1.2, "source": "preset"}
+    assert settings["search.retrieval.dense_top_k"] == {"value": 40, "source": "preset"}
+    assert settings["search.retrieval.vector_weight"] == {"value": 1.0, "source": "default"}
+    assert settings["search.fusion.method"] == {"value": "rrf", "source": "file"}
     assert settings["search.fusion.rrf_k"] == {"value": 60.0, "source": "default"}
 
 

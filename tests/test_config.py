@@ -106,14 +106,14 @@ def test_flag_beats_file(workdir: Path) -> None:
 
 
 def test_preset_beats_default_but_not_file(workdir: Path) -> None:
-    # config.md §2: --preset fast with min_score = 0.1 in the file: the file wins for min_score,
-    # the other fast values apply.
-    _write(workdir / "groove.toml", "[search.retrieval]\nmin_score = 0.1\n")
+    # config.md §2: --preset fast with dense_top_k = 10 in the file: the file wins for
+    # dense_top_k, the other fast values apply.
+    _write(workdir / "groove.toml", "[search.retrieval]\ndense_top_k = 10\n")
     settings = load_settings(None, {"search.retrieval.preset": "fast"})
-    assert settings["search.retrieval.min_score"] == 0.1
-    assert settings.source("search.retrieval.min_score") == "file"
-    assert settings["search.retrieval.dense_top_k"] == 20
-    assert settings.source("search.retrieval.dense_top_k") == "preset"
+    assert settings["search.retrieval.dense_top_k"] == 10
+    assert settings.source("search.retrieval.dense_top_k") == "file"
+    assert settings["search.retrieval.sparse_top_k"] == 20
+    assert settings.source("search.retrieval.sparse_top_k") == "preset"
     assert settings["search.retrieval.vector_weight"] == 1.0  # fast leaves weights at built-ins
     assert settings.source("search.retrieval.vector_weight") == "default"
 
@@ -121,15 +121,17 @@ def test_preset_beats_default_but_not_file(workdir: Path) -> None:
 @pytest.mark.parametrize(
     ("preset", "expected"),
     [
-        ("fast", (20, 20, 0.4, 1.0, 1.0)),
-        ("balanced", (40, 40, 0.3, 1.2, 0.8)),
-        ("accurate", (80, 80, 0.2, 1.0, 1.0)),
+        ("fast", (20, 20, 0.0, 1.0, 1.0)),
+        ("balanced", (40, 40, 0.0, 1.0, 1.0)),
+        ("accurate", (80, 80, 0.0, 1.0, 1.0)),
     ],
 )
 def test_presets_table(preset: str, expected: tuple[object, ...]) -> None:
+    # config.md §5: a preset sets the candidate depth only; no floor, no leg weights
     settings = resolve({"search.retrieval.preset": preset}, {})
     keys = ("dense_top_k", "sparse_top_k", "min_score", "vector_weight", "fts_weight")
     assert tuple(settings[f"search.retrieval.{k}"] for k in keys) == expected
+    assert settings.source("search.retrieval.min_score") == "default"
 
 
 def test_preset_from_file_and_flag_override() -> None:

@@ -272,7 +272,8 @@ def test_text_report_layout_matches_the_json_numbers(warm: Sample) -> None:
 def test_json_report_and_history_over_two_runs(sample: Sample) -> None:
     first = eval_json(sample)
     assert list(first) == REPORT_KEYS
-    assert list(first["fingerprint"]) == BASE_FINGERPRINT_KEYS
+    # score fusion, the default, is named in the fingerprint (eval.md §6)
+    assert list(first["fingerprint"]) == [*BASE_FINGERPRINT_KEYS, "fusion"]
     assert first["fingerprint"]["k_values"] == [1, 5, 10]
     assert list(first["corpus"]) == ["documents", "chunks", "digest"]
     assert (first["corpus"]["documents"], first["corpus"]["chunks"]) == (27, 106)
@@ -378,9 +379,11 @@ def test_changed_setting_or_golden_disables_the_diff(sample: Sample) -> None:
 )
 def test_result_shaping_flags_enter_the_fingerprint(warm: Sample, flags: list[str],
                                                     member: dict[str, object]) -> None:
-    default = eval_json(warm, "--no-history", "--mode", "hybrid", "--min-score", "0")
+    # under weighted RRF, whose fingerprint has no fusion member at the built-in values
+    default = eval_json(warm, "--no-history", "--mode", "hybrid", "--min-score", "0",
+                        "--fusion", "rrf")
     assert list(default["fingerprint"]) == BASE_FINGERPRINT_KEYS  # default values add nothing
-    shaped = eval_json(warm, "--no-history", *flags)
+    shaped = eval_json(warm, "--no-history", "--fusion", "rrf", *flags)
     assert shaped["fingerprint"] == {**default["fingerprint"], **member}
 
 
@@ -395,16 +398,20 @@ def weaken(sample: Sample) -> None:
     assert result.exit_code == 0, result.output
 
 
+GATE = ("--fail-on-regression", "--fusion", "rrf")
+
+
 def test_fail_on_regression_gate(sample: Sample) -> None:
-    first = run_eval(sample, "--fail-on-regression")
+    # the regressed queries and the pitr rank below are weighted RRF's (--fusion rrf)
+    first = run_eval(sample, *GATE)
     assert first.exit_code == 0
     assert NO_COMPARED in first.stderr.splitlines()
-    same = run_eval(sample, "--fail-on-regression")
+    same = run_eval(sample, *GATE)
     assert same.exit_code == 0
     before = history_runs(sample)[0]
 
     weaken(sample)
-    failed = run_eval(sample, "--fail-on-regression")
+    failed = run_eval(sample, *GATE)
     assert failed.exit_code == 1
     after = history_runs(sample)[0]  # saved before exiting
     assert len(history_runs(sample)) == 3
@@ -445,7 +452,7 @@ def test_fail_on_regression_gate(sample: Sample) -> None:
                     f"RR: {1 / rank:.2f} → 0.00, nDCG@10: {1 / math.log2(rank + 1):.2f} → 0.00")
 
     # nothing changed since the weakened run: it is the compared run now, and the gate passes
-    again = run_eval(sample, "--fail-on-regression")
+    again = run_eval(sample, *GATE)
     assert again.exit_code == 0, again.stderr
     assert "(—       )" in again.stdout
 
@@ -570,3 +577,22 @@ def test_damaged_newest_run_is_not_a_regression(sample: Sample, mrr: object) -> 
     assert "runs[0].aggregate.mrr is missing or not a number" in result.stderr
     assert len(list(sample.kb.glob(HISTORY + ".corrupt-*"))) == 1  # kept, timestamped
     assert len(history_runs(sample)) == 1
+
+
+def test_the_fingerprint_names_the_fusion_not_the_default(sample: Sample) -> None:
+    # eval.md §6: a default run (score fusion) is never compared with a run under RRF, which
+    # is what every default run recorded before score fusion became the default was
+    rrf = eval_json(sample, "--fusion", "rrf")
+    assert "fusion" not in rrf["fingerprint"]
+    default = eval_json(sample)
+    assert default["fingerprint"]["fusion"] == {
+        "rrf_k": 60.0, "bm25_heading_weight": 2.0, "bm25_context_weight": 1.0,
+        "bm25_content_weight": 1.0, "method": "score", "score_alpha": 0.6,
+        "score_cjk_weight": 0.8, "score_alpha_short": 0.9, "score_alpha_long": 0.5,
+        "short_query_words": 6}
+    assert default["previous"] is None and default["diff"] is None
+    again = eval_json(sample, "--fusion", "rrf")
+    assert again["previous"] is not None and again["previous"]["timestamp"] == rrf["timestamp"]
+    explicit = eval_json(sample, "--fusion", "score")
+    assert explicit["previous"] is not None
+    assert explicit["previous"]["timestamp"] == default["timestamp"]

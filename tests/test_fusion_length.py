@@ -19,6 +19,7 @@ from groove_cli.retrieve.fuse import ScoredLeg, score_fuse
 from groove_cli.retrieve.legs import CJK, WORDS
 from groove_cli.retrieve.params import SearchParams, build_params, settings_warnings
 from groove_cli.retrieve.query import compile_query
+from groove_cli.store import Store
 
 runner = CliRunner()
 SCORE = SearchParams(fusion="score")
@@ -53,7 +54,7 @@ def test_for_query_fixes_the_leg_weights() -> None:
     # the query's alpha is derived from the settings, not from a previous query's
     assert short.for_query(compile_query("評価方法")).query_alpha == 0.6
     # RRF settings are left alone
-    rrf = SearchParams()
+    rrf = SearchParams(fusion="rrf")
     assert rrf.for_query(compile_query("retry")) is rrf and rrf.query_alpha is None
 
 
@@ -138,3 +139,73 @@ def test_min_score_warning_takes_the_alpha_that_reaches_least(
     params = build_params(settings, limit=5, rerank=False, filters=FilterSpec())
     settings_warnings(settings, params)
     assert f"min_score 0.38 exceeds {ceiling}, the highest score" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("preset", config.PRESETS)
+@pytest.mark.parametrize("method", [None, "rrf"])
+def test_no_preset_fires_the_min_score_warning(
+        preset: str, method: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    # config.md §5: presets set no fused-score floor, so under the default fusion (score, where
+    # a short query's full-text-only hit reaches 0.1) and under RRF nothing is dropped unasked
+    flags: dict[str, object] = {"search.retrieval.preset": preset}
+    if method is not None:
+        flags["search.fusion.method"] = method
+    settings = config.resolve({}, flags)
+    params = build_params(settings, limit=5, rerank=False, filters=FilterSpec())
+    assert params.fusion == (method or "score")
+    assert params.min_score == 0.0
+    settings_warnings(settings, params)
+    assert capsys.readouterr().err == ""
+
+
+def test_the_default_search_is_score_fusion_hand_computed(
+        golden_copy: tuple[Path, Path], real_models_dir: Path, tmp_path: Path) -> None:
+    """No --fusion: the hits rank by 0.9 · vec + 0.1 · words (a 2-word query, search.md §5),
+    the word-level scores being bm25 over the list's best read from the store; RRF ranks them
+    otherwise."""
+    db = golden_copy[1]  # a copy: the search caches its query vector in the index
+    toml = tmp_path / "groove.toml"
+    toml.write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n", encoding="utf-8")
+    query = compile_query("retry budget")
+    expr = WORDS.expr(query)
+    assert expr is not None
+    store = Store.open_readonly(db)
+    try:
+        bm25 = [value for _, value in store.fts_scored_ids(expr, config.DEFAULT_BM25_WEIGHTS, 50,
+                                                            WORDS.table)]
+    finally:
+        store.close()
+
+    def run(*flags: str) -> tuple[list[str], list[dict[str, object]]]:
+        result = runner.invoke(app, ["--config", str(toml), "--db", str(db), "search",
+                                     "retry budget", "--explain", "--format", "json",
+                                     "--include-low-quality", "--limit", "10", *flags])
+        assert result.exit_code == 0, result.output
+        return ([x for x in result.stderr.splitlines() if x.startswith("explain:")],
+                json.loads(result.stdout)["results"])
+
+    lines, hits = run()
+    assert lines[0].startswith("explain: mode=hybrid preset=- fusion=score score_alpha=0.6 "
+                               "score_alpha_short=0.9 score_alpha_long=0.5 ")
+    assert lines[1] == "explain: alpha=0.9 (2 word terms <= 6)"
+    assert len(hits) == 10
+    scores = []
+    for hit in hits:
+        e = hit["explain"]
+        assert isinstance(e, dict) and e["fusion"] == "score" and e["alpha"] == 0.9
+        legs = e["leg_scores"]
+        assert isinstance(legs, dict) and list(legs) == ["vec", "words"]
+        rank = e["fts_word_rank"]
+        words = bm25[rank - 1] / bm25[0] if isinstance(rank, int) else 0.0
+        assert (legs["words"] or 0.0) == pytest.approx(words, abs=1e-12)
+        score = (0.9 * (legs["vec"] or 0.0) + 0.1 * words) / (0.9 + 0.1)
+        assert hit["score"] == pytest.approx(score, abs=1e-12)
+        scores.append(score)
+    assert scores == sorted(scores, reverse=True) and scores[0] > scores[-1]
+    # the same query under weighted RRF ranks differently
+    rrf_lines, rrf_hits = run("--fusion", "rrf")
+    assert rrf_lines[0].startswith("explain: mode=hybrid preset=- fusion=rrf rrf_k=60.0 ")
+    def order(found: list[dict[str, object]]) -> list[tuple[object, object]]:
+        return [(h["path"], h["line_start"]) for h in found]
+
+    assert order(rrf_hits) != order(hits)

@@ -41,6 +41,11 @@ class ConstantLeg(Leg):
             k: int) -> list[int]:
         return list(self.chunks[:k])
 
+    def scored(self, store: IndexReader, expr: str, weights: tuple[float, float, float],
+               k: int) -> list[tuple[int, float]]:
+        """Score fusion's read: the same chunks, scores falling with the rank."""
+        return [(cid, float(len(self.chunks) - i)) for i, cid in enumerate(self.chunks[:k])]
+
     def matches(self, store: IndexReader, expr: str) -> set[int]:
         return set(self.chunks)
 
@@ -86,8 +91,9 @@ def test_a_registered_leg_is_searched_explained_and_fused(kb: Index, leg: Consta
     assert " const=#1 " in explain_line(results.hits[0])
     explain_stderr(results.result, results.params)
     assert "explain: const MATCH zqxjv wkvvq" in capsys.readouterr().err
-    # in hybrid mode its list is fused with the vector leg's like any full-text leg's
-    hybrid = kb.search("how do retry budgets stop retry storms?", limit=10)
+    # in hybrid mode its list is fused with the vector leg's like any full-text leg's (here
+    # weighted RRF, whose sums are checked; score fusion reads the leg's `scored`)
+    hybrid = kb.search("how do retry budgets stop retry storms?", limit=10, fusion="rrf")
     for hit in hybrid.hits:
         e, k = hit.explain, hybrid.params.rrf_k  # weights: vector 1, fts 1 (const's), cjk 6
         weights = {"fts": 1.0, "words": 1.0, "cjk": 6.0, "const": 1.0}
@@ -131,7 +137,7 @@ def test_tune_fetches_and_fuses_the_leg_as_search_ranks(kb: Index, leg: Constant
         sweep = score_matrix(lists, _meta(store, lists), "retrieval", 10, [5])
         assert sweep.ndcg5.shape[1] == 1 and bool((sweep.ndcg5 > 0).all())
         # the fused list of tune's lists at the search's settings is the search's ranking
-        results = kb.search("retry budget incident", mode="fts", limit=10)
+        results = kb.search("retry budget incident", mode="fts", limit=10, fusion="rrf")
         legs = legs_to_run(compiled, results.params)
         fused = fuse_lists([], [(1.0, fetcher.fetch(x, results.params.bm25_weights))
                                 for x in legs.text], limit=10)

@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +37,12 @@ from groove_cli.types import ChunkRow, DocumentRow
 from groove_cli.vectors import vec0_knn
 
 K = 60.0  # rrf_k
+
+
+def rrf_params(**settings: Any) -> SearchParams:
+    """Settings of weighted RRF, whose formulas these tests compute (search.md §5); score
+    fusion, the default, is pinned in test_score_fusion.py and test_fusion_length.py."""
+    return SearchParams(**{"fusion": "rrf", **settings})
 
 
 # --------------------------------------------------------------------------- building indexes
@@ -84,7 +91,7 @@ def run(store: Store, text: str, params: SearchParams | None = None,
         vector: Sequence[float] | None = None, reranker: FakeReranker | None = None) -> SearchResult:
     query = compile_query(text)
     qvec = None if vector is None else np.array(vector, dtype=np.float32)
-    return search(store, query, params or SearchParams(), vector=qvec, knn=vec0_knn(store),
+    return search(store, query, params or rrf_params(), vector=qvec, knn=vec0_knn(store),
                   reranker=reranker, dim=store.vec_dim())
 
 
@@ -164,7 +171,7 @@ def test_weighted_rrf_equal_weights_hand_computed(fusion: Store) -> None:
 
 
 def test_weighted_rrf_balanced_weights_hand_computed(fusion: Store) -> None:
-    params = SearchParams(vector_weight=1.2, fts_weight=0.8)
+    params = rrf_params(vector_weight=1.2, fts_weight=0.8)
     result = run(fusion, "zebra", params, vector=(1.0, 0.0))
     # 3: 1.2/62 + 0.8/63 = 0.032053 > 2: 1.2/63 + 0.8/62 = 0.031951 > 1: 1.2/65 + 0.8/61
     assert ids(result) == [3, 2, 1, 4, 5]
@@ -176,7 +183,7 @@ def test_weighted_rrf_balanced_weights_hand_computed(fusion: Store) -> None:
 def test_equal_weights_are_plain_rrf(fusion: Store) -> None:
     # only the ratio matters: 3 / 3 gives the order and (up to rounding) the scores of 1 / 1
     plain = run(fusion, "zebra", vector=(1.0, 0.0))
-    scaled = run(fusion, "zebra", SearchParams(vector_weight=3.0, fts_weight=3.0),
+    scaled = run(fusion, "zebra", rrf_params(vector_weight=3.0, fts_weight=3.0),
                  vector=(1.0, 0.0))
     assert ids(scaled) == ids(plain)
     assert [h.score for h in scaled.hits] == pytest.approx([h.score for h in plain.hits])
@@ -201,20 +208,20 @@ def test_a_leg_that_returns_nothing_does_not_count_in_max(fusion: Store) -> None
 
 def test_min_score_drops_a_tail(fusion: Store) -> None:
     # scores: 2, 3 ≈ 0.9760, 1 ≈ 0.9692, 4 = 0.5 exactly, 5 = (1/64)/(2/61) ≈ 0.4766
-    kept = run(fusion, "zebra", SearchParams(min_score=0.5), vector=(1.0, 0.0))
+    kept = run(fusion, "zebra", rrf_params(min_score=0.5), vector=(1.0, 0.0))
     assert ids(kept) == [2, 3, 1, 4]  # 0.5 is kept: only score < min_score drops
     assert kept.trace.dropped_by_min_score == 1
-    cut = run(fusion, "zebra", SearchParams(min_score=0.6), vector=(1.0, 0.0))
+    cut = run(fusion, "zebra", rrf_params(min_score=0.6), vector=(1.0, 0.0))
     assert ids(cut) == [2, 3, 1]
     assert cut.trace.dropped_by_min_score == 2
-    none = run(fusion, "zebra", SearchParams(min_score=0.0), vector=(1.0, 0.0))
+    none = run(fusion, "zebra", rrf_params(min_score=0.0), vector=(1.0, 0.0))
     assert none.trace.dropped_by_min_score == 0
 
 
 def test_min_score_count_in_explain_line(fusion: Store, capsys: pytest.CaptureFixture[str]) -> None:
     from groove_cli.render.search import explain_stderr
 
-    params = SearchParams(min_score=0.6)
+    params = rrf_params(min_score=0.6)
     explain_stderr(run(fusion, "zebra", params, vector=(1.0, 0.0)), params)
     lines = capsys.readouterr().err.splitlines()
     assert lines[1:5] == ["explain: fts skipped (no phrase)",
@@ -224,7 +231,7 @@ def test_min_score_count_in_explain_line(fusion: Store, capsys: pytest.CaptureFi
 
 
 def test_vector_mode(fusion: Store) -> None:
-    result = run(fusion, "zebra", SearchParams(mode="vector"), vector=(1.0, 0.0))
+    result = run(fusion, "zebra", rrf_params(mode="vector"), vector=(1.0, 0.0))
     assert ids(result) == [4, 3, 2, 5, 1]
     assert [h.score for h in result.hits] == [(1 / (K + r)) / (1 / (K + 1)) for r in range(1, 6)]
     assert all(h.explain.rank("fts") is None and h.explain.rank("words") is None
@@ -234,7 +241,7 @@ def test_vector_mode(fusion: Store) -> None:
 
 
 def test_fts_mode_needs_no_vector(fusion: Store) -> None:
-    result = run(fusion, "zebra", SearchParams(mode="fts"), vector=None)
+    result = run(fusion, "zebra", rrf_params(mode="fts"), vector=None)
     assert ids(result) == [1, 2, 3]
     assert [h.score for h in result.hits] == [(1 / (K + r)) / (1 / (K + 1)) for r in range(1, 4)]
     assert all(h.explain.vec_rank is None for h in result.hits)
@@ -243,18 +250,18 @@ def test_fts_mode_needs_no_vector(fusion: Store) -> None:
 
 
 def test_fts_mode_without_a_phrase_returns_nothing(fusion: Store) -> None:
-    result = run(fusion, "x", SearchParams(mode="fts"), vector=None)
+    result = run(fusion, "x", rrf_params(mode="fts"), vector=None)
     assert result.hits == () and result.trace.expr("fts") is None and result.trace.expr("words") is None
     assert result.trace.pool_fts == 0
     # a 2-letter word is enough for the word-level leg; it runs and finds nothing here
-    two = run(fusion, "ab", SearchParams(mode="fts"), vector=None)
+    two = run(fusion, "ab", rrf_params(mode="fts"), vector=None)
     assert two.hits == () and two.trace.expr("words") == '"ab"' and two.trace.pool_fts == 50
 
 
 def test_hybrid_with_a_zero_weight_runs_one_leg(fusion: Store) -> None:
-    fts_only = run(fusion, "zebra", SearchParams(vector_weight=0.0), vector=None)
+    fts_only = run(fusion, "zebra", rrf_params(vector_weight=0.0), vector=None)
     assert ids(fts_only) == [1, 2, 3]
-    vec_only = run(fusion, "zebra", SearchParams(fts_weight=0.0), vector=(1.0, 0.0))
+    vec_only = run(fusion, "zebra", rrf_params(fts_weight=0.0), vector=(1.0, 0.0))
     assert ids(vec_only) == [4, 3, 2, 5, 1]
 
 
@@ -268,7 +275,7 @@ def test_legs_to_run() -> None:
     latin, cjk = compile_query("zebra"), compile_query("再ランキング")
     mixed, nothing = compile_query("retry budget 404"), compile_query("x")
     mixed_cjk, quoted = compile_query("retry budget の設定"), compile_query('"再ランキング" 評価')
-    hybrid = SearchParams()
+    hybrid = rrf_params()
     assert ran(latin, hybrid) == (True, False, True, False)
     assert ran(cjk, hybrid) == (True, False, False, True)
     assert ran(mixed, hybrid) == (True, True, True, False)
@@ -276,37 +283,37 @@ def test_legs_to_run() -> None:
     assert ran(quoted, hybrid) == (True, True, False, True)
     assert ran(nothing, hybrid) == (True, False, False, False)
     for query in (latin, cjk, mixed, mixed_cjk):
-        assert ran(query, SearchParams(mode="vector")) == (True, False, False, False)
-    assert ran(latin, SearchParams(mode="fts")) == (False, False, True, False)
-    assert ran(mixed, SearchParams(mode="fts")) == (False, True, True, False)
-    assert ran(mixed_cjk, SearchParams(mode="fts")) == (False, False, False, True)
-    assert ran(nothing, SearchParams(mode="fts")) == (False, False, False, False)
-    assert not legs_to_run(nothing, SearchParams(mode="fts")).any
-    assert ran(mixed, SearchParams(vector_weight=0.0)) == (False, True, True, False)
+        assert ran(query, rrf_params(mode="vector")) == (True, False, False, False)
+    assert ran(latin, rrf_params(mode="fts")) == (False, False, True, False)
+    assert ran(mixed, rrf_params(mode="fts")) == (False, True, True, False)
+    assert ran(mixed_cjk, rrf_params(mode="fts")) == (False, False, False, True)
+    assert ran(nothing, rrf_params(mode="fts")) == (False, False, False, False)
+    assert not legs_to_run(nothing, rrf_params(mode="fts")).any
+    assert ran(mixed, rrf_params(vector_weight=0.0)) == (False, True, True, False)
     # fts_weight weighs the trigram and word legs: 0 turns both off; cjk_weight the CJK leg
-    assert ran(mixed, SearchParams(fts_weight=0.0)) == (True, False, False, False)
-    assert ran(mixed_cjk, SearchParams(fts_weight=0.0)) == (True, False, False, True)
-    assert ran(mixed_cjk, SearchParams(cjk_weight=0.0)) == (True, False, False, False)
+    assert ran(mixed, rrf_params(fts_weight=0.0)) == (True, False, False, False)
+    assert ran(mixed_cjk, rrf_params(fts_weight=0.0)) == (True, False, False, True)
+    assert ran(mixed_cjk, rrf_params(cjk_weight=0.0)) == (True, False, False, False)
     # cjk_weight 0 turns the CJK leg off in every mode (fusion refuses a weight-0 leg)
-    assert ran(mixed_cjk, SearchParams(mode="fts", cjk_weight=0.0)) == (False, False, False,
+    assert ran(mixed_cjk, rrf_params(mode="fts", cjk_weight=0.0)) == (False, False, False,
                                                                         False)
     # eval --ablate switches one leg off by name, whatever its weight
-    assert ran(mixed_cjk, SearchParams(disabled_legs=frozenset({"words"}))) == (
+    assert ran(mixed_cjk, rrf_params(disabled_legs=frozenset({"words"}))) == (
         True, False, False, True)
 
 
 def test_low_confidence_ratio_rule_without_the_vector_leg(fusion: Store) -> None:
-    full = run(fusion, "zebra", SearchParams(limit=5, mode="fts"))
+    full = run(fusion, "zebra", rrf_params(limit=5, mode="fts"))
     scores = [h.score for h in full.hits]
     ratio = max(scores) / (sum(scores) / len(scores))
     assert ratio < 1.5 and len(scores) >= 2
     assert all(h.relevance is None for h in full.hits)  # no cosine, no relevance
     assert full.low_confidence is True  # default ratio 1.5
-    calm = run(fusion, "zebra", SearchParams(limit=5, mode="fts", min_confidence_ratio=ratio - 0.01))
+    calm = run(fusion, "zebra", rrf_params(limit=5, mode="fts", min_confidence_ratio=ratio - 0.01))
     assert calm.low_confidence is False
-    off = run(fusion, "zebra", SearchParams(limit=5, mode="fts", min_confidence_ratio=0.0))
+    off = run(fusion, "zebra", rrf_params(limit=5, mode="fts", min_confidence_ratio=0.0))
     assert off.low_confidence is False
-    single = run(fusion, "zebra", SearchParams(limit=1, mode="fts", min_confidence_ratio=100.0))
+    single = run(fusion, "zebra", rrf_params(limit=1, mode="fts", min_confidence_ratio=100.0))
     assert single.low_confidence is False  # fewer than 2 hits
 
 
@@ -315,7 +322,7 @@ def test_relevance_and_low_confidence_with_the_vector_leg(fusion: Store) -> None
 
     # only the cosine counts: relevance = 1 / (1 + exp(-(-1 + 2 cos)))
     cal = Calibration(-1.0, (2.0, 0.0, 0.0, 0.0, 0.0, 0.0))
-    result = run(fusion, "zebra", SearchParams(limit=5, calibration=cal), vector=(1.0, 0.0))
+    result = run(fusion, "zebra", rrf_params(limit=5, calibration=cal), vector=(1.0, 0.0))
     stored = fusion.vectors_by_id([h.chunk.chunk_id for h in result.hits], 2)
     for hit in result.hits:
         v = stored[hit.chunk.chunk_id].astype(np.float64)
@@ -323,23 +330,23 @@ def test_relevance_and_low_confidence_with_the_vector_leg(fusion: Store) -> None
         assert hit.features[0] == pytest.approx(cosine)
         assert hit.relevance == pytest.approx(1 / (1 + math.exp(1 - 2 * cosine)))
     best = max(h.relevance or 0.0 for h in result.hits)
-    below = run(fusion, "zebra", SearchParams(limit=5, calibration=cal,
+    below = run(fusion, "zebra", rrf_params(limit=5, calibration=cal,
                                               low_confidence_below=best + 1e-6),
                 vector=(1.0, 0.0))
     assert below.low_confidence is True
-    above = run(fusion, "zebra", SearchParams(limit=5, calibration=cal,
+    above = run(fusion, "zebra", rrf_params(limit=5, calibration=cal,
                                               low_confidence_below=best - 1e-6),
                 vector=(1.0, 0.0))
     assert above.low_confidence is False
-    kept = run(fusion, "zebra", SearchParams(limit=5, calibration=cal, min_relevance=best),
+    kept = run(fusion, "zebra", rrf_params(limit=5, calibration=cal, min_relevance=best),
                vector=(1.0, 0.0))
     assert [h.relevance for h in kept.hits] == [r for r in (h.relevance for h in result.hits)
                                                  if r is not None and r >= best]
-    none = run(fusion, "zebra", SearchParams(limit=5, calibration=cal, min_relevance=0.999),
+    none = run(fusion, "zebra", rrf_params(limit=5, calibration=cal, min_relevance=0.999),
                vector=(1.0, 0.0))
     assert none.hits == () and none.low_confidence is True
     # two hits with equal scores: max / mean = 1 < 1.5
-    assert run(fusion, "zebra", SearchParams(limit=2), vector=(1.0, 0.0)).low_confidence is True
+    assert run(fusion, "zebra", rrf_params(limit=2), vector=(1.0, 0.0)).low_confidence is True
 
 
 # --------------------------------------------------------------------------- two full-text legs
@@ -383,7 +390,7 @@ def mixed_raw(cid: int, wv: float, wf: float, legs: str = "vtw") -> float:
 
 
 def test_a_mixed_query_fuses_three_legs(mixed: Store) -> None:
-    params = SearchParams(limit=10, vector_weight=1.2, fts_weight=0.8)
+    params = rrf_params(limit=10, vector_weight=1.2, fts_weight=0.8)
     result = run(mixed, MIXED_QUERY, params, vector=(1.0, 0.0))
     assert result.trace.expr("fts") == '"retry" OR "budget" OR "404"'
     assert result.trace.expr("words") == '"retry" OR "budget"'
@@ -403,14 +410,14 @@ def test_a_mixed_query_fuses_three_legs(mixed: Store) -> None:
 
 def test_equal_weights_tie_across_the_two_full_text_legs(mixed: Store) -> None:
     # 1: 1/61 (vec) + 1/62 (trigram) == 2: 1/62 (vec) + 1/61 (words): the lower id wins
-    result = run(mixed, MIXED_QUERY, SearchParams(limit=3), vector=(1.0, 0.0))
+    result = run(mixed, MIXED_QUERY, rrf_params(limit=3), vector=(1.0, 0.0))
     assert mixed_raw(1, 1, 1) == mixed_raw(2, 1, 1)
     assert ids(result) == [3, 1, 2]
     assert result.hits[0].score == mixed_raw(3, 1, 1) / (3 / (K + 1))
 
 
 def test_fts_mode_runs_both_full_text_legs(mixed: Store) -> None:
-    result = run(mixed, MIXED_QUERY, SearchParams(mode="fts"), vector=None)
+    result = run(mixed, MIXED_QUERY, rrf_params(mode="fts"), vector=None)
     # 3: 1/61 + 1/62 (both legs), 2: 1/61 (words 1st), 1: 1/62 (trigram 2nd)
     assert ids(result) == [3, 2, 1]
     best = 1 / (K + 1) + 1 / (K + 1)
@@ -419,7 +426,7 @@ def test_fts_mode_runs_both_full_text_legs(mixed: Store) -> None:
 
 
 def test_a_cjk_query_runs_the_cjk_leg_only(mixed: Store) -> None:
-    result = run(mixed, "の設定", SearchParams(mode="fts"), vector=None)
+    result = run(mixed, "の設定", rrf_params(mode="fts"), vector=None)
     # the lone の is dropped from the query: its bigram の設 carries it
     assert (result.trace.expr("fts"), result.trace.expr("words"), result.trace.expr("cjk")) == (
         None, None, '"の設" OR "設" OR "設定" OR "定"')
@@ -429,7 +436,7 @@ def test_a_cjk_query_runs_the_cjk_leg_only(mixed: Store) -> None:
             for h in result.hits] == [(None, None, 1), (None, None, 2)]
     # hybrid: the CJK leg weighs cjk_weight (6 by default), the vector leg 1:
     # 8: 6/61 + 1/(60 + vec rank of 8); the normaliser sums both legs' best
-    hybrid = run(mixed, "の設定", SearchParams(limit=2, cjk_weight=6.0), vector=(1.0, 0.0))
+    hybrid = run(mixed, "の設定", rrf_params(limit=2, cjk_weight=6.0), vector=(1.0, 0.0))
     assert ids(hybrid) == [8, 9]
     vec_rank_8 = 8  # (0, 1) ties chunks 4–9 at distance 1; ties go to the lower id
     raw = 6.0 / (K + 1) + 1.0 / (K + vec_rank_8)
@@ -449,20 +456,20 @@ GLUED = [
 
 def test_a_cjk_query_leaves_its_latin_words_to_the_cjk_leg(tmp_path: Path) -> None:
     store = build(tmp_path / "index.db", GLUED)
-    result = run(store, "NTTドコモのAndroid新機種", SearchParams(mode="fts"), vector=None)
+    result = run(store, "NTTドコモのAndroid新機種", rrf_params(mode="fts"), vector=None)
     assert (result.trace.expr("fts"), result.trace.expr("words")) == (None, None)
     # chunk 1 holds ntt android ドコ コモ 新機 機種 …; chunk 2 only ntt and android (twice)
     assert ids(result) == [1, 2]
     assert [h.explain.rank("cjk") for h in result.hits] == [1, 2]
     assert [h.score for h in result.hits] == [1.0, (6 / (K + 2)) / (6 / (K + 1))]
     # an identifier the CJK tokens split stays on the trigram table too; a one-token one not
-    assert run(store, "SC-01D の新機種", SearchParams(mode="fts")).trace.expr("fts") == '"SC-01D"'
-    assert run(store, "ISW13HT の新機種", SearchParams(mode="fts")).trace.expr("fts") is None
+    assert run(store, "SC-01D の新機種", rrf_params(mode="fts")).trace.expr("fts") == '"SC-01D"'
+    assert run(store, "ISW13HT の新機種", rrf_params(mode="fts")).trace.expr("fts") is None
 
 
 def test_a_latin_query_runs_the_word_leg_only(mixed: Store) -> None:
     # porter stemming: "retry" and "retries" are one term; the trigram "retry" would miss 2
-    result = run(mixed, "retry", SearchParams(mode="fts"), vector=None)
+    result = run(mixed, "retry", rrf_params(mode="fts"), vector=None)
     assert (result.trace.expr("fts"), result.trace.expr("words")) == (None, '"retry"')
     assert ids(result) == [2, 3]
     assert mixed.fts_match_ids('"retry"') == {3}  # the trigram table alone
@@ -474,7 +481,7 @@ def test_stemming_finds_a_chunk_through_the_word_leg(tmp_path: Path) -> None:
         Note("garden.md", [Chunk("roses and tulips in the spring garden", (1.0, 0.0))]),
     ])
     # "retrieving"/"retrieval" stem to "retriev", "system"/"systems" to "system"
-    result = run(store, "retrieving system", SearchParams(mode="fts"), vector=None)
+    result = run(store, "retrieving system", rrf_params(mode="fts"), vector=None)
     assert result.trace.expr("words") == '"retrieving" OR "system"'
     assert ids(result) == [1]
     assert result.hits[0].explain.rank("words") == 1
@@ -485,7 +492,7 @@ def test_stemming_finds_a_chunk_through_the_word_leg(tmp_path: Path) -> None:
     assert store.fts_match_ids('"retrieving" OR "system"') == {1}  # "system" ⊂ "systems"
     assert store.fts_match_ids('"retrieving"') == set()
     # hybrid: the vector prefers the garden note, the word leg lifts the stemmed match first
-    hybrid = run(store, "retrieving system", SearchParams(limit=2), vector=(1.0, 0.0))
+    hybrid = run(store, "retrieving system", rrf_params(limit=2), vector=(1.0, 0.0))
     assert ids(hybrid) == [1, 2]  # 1: 1/62 + 1/61 > 2: 1/61
     assert hybrid.hits[0].score == (1 / (K + 2) + 1 / (K + 1)) / (2 / (K + 1))
 
@@ -508,12 +515,12 @@ def exclusion(tmp_path_factory: pytest.TempPathFactory) -> Store:
 
 
 def test_without_exclusion_async_chunks_are_found(exclusion: Store) -> None:
-    result = run(exclusion, "python", SearchParams(limit=10), vector=(1.0, 0.0))
+    result = run(exclusion, "python", rrf_params(limit=10), vector=(1.0, 0.0))
     assert set(ids(result)) == {1, 2, 3, 4, 5}
 
 
 def test_exclusion_removes_chunks_from_both_legs(exclusion: Store) -> None:
-    result = run(exclusion, "python -async", SearchParams(limit=10), vector=(1.0, 0.0))
+    result = run(exclusion, "python -async", rrf_params(limit=10), vector=(1.0, 0.0))
     assert result.trace.expr("fts") is None
     assert result.trace.expr("words") == '("python") NOT ("async")'
     assert ids(result) == [2, 4]
@@ -524,13 +531,13 @@ def test_exclusion_removes_chunks_from_both_legs(exclusion: Store) -> None:
 
 
 def test_exclusion_without_fts_phrase_still_filters_the_vector_leg(exclusion: Store) -> None:
-    result = run(exclusion, "x -async", SearchParams(limit=10), vector=(1.0, 0.0))
+    result = run(exclusion, "x -async", rrf_params(limit=10), vector=(1.0, 0.0))
     assert (result.trace.expr("fts"), result.trace.expr("words")) == (None, None)
     assert ids(result) == [2, 4]
     assert all(h.explain.rank("fts") is None and h.explain.rank("words") is None
                for h in result.hits)
     # `ab` has no trigram phrase but is a word: the word leg runs (and matches no chunk)
-    two = run(exclusion, "ab -async", SearchParams(limit=10), vector=(1.0, 0.0))
+    two = run(exclusion, "ab -async", rrf_params(limit=10), vector=(1.0, 0.0))
     assert two.trace.expr("words") == '("ab") NOT ("async")'
     assert ids(two) == [2, 4]
 
@@ -538,14 +545,14 @@ def test_exclusion_without_fts_phrase_still_filters_the_vector_leg(exclusion: St
 def test_exclusion_over_fetches_the_vector_leg(exclusion: Store) -> None:
     # dense_top_k 1: without exclusion the nearest chunk 1 wins; with it, the ×10 over-fetch
     # still finds chunk 2 after dropping 1 and 5.
-    params = SearchParams(mode="vector", dense_top_k=1)
+    params = rrf_params(mode="vector", dense_top_k=1)
     assert ids(run(exclusion, "python", params, vector=(1.0, 0.0))) == [1]
     assert ids(run(exclusion, "python -async", params, vector=(1.0, 0.0))) == [2]
 
 
 def test_reranker_and_spans_see_the_positive_text(exclusion: Store) -> None:
     reranker = FakeReranker()
-    result = run(exclusion, "python -async", SearchParams(limit=10, rerank=True),
+    result = run(exclusion, "python -async", rrf_params(limit=10, rerank=True),
                  vector=(1.0, 0.0), reranker=reranker)
     assert [query for query, _ in reranker.calls] == ["python"]
     assert ids(result) == [2, 4]  # equal reranker scores keep the fused order
@@ -557,7 +564,7 @@ def test_excluded_term_reappearing_in_expanded_text_gets_no_span(tmp_path: Path)
     first, second = "python basics", "async python tricks"
     store = build(tmp_path / "index.db", [Note("p.md", [Chunk(first, (1.0, 0.0)),
                                                          Chunk(second, (0.0, 1.0))])])
-    result = run(store, "python -async", SearchParams(limit=10, parent_retriever=True),
+    result = run(store, "python -async", rrf_params(limit=10, parent_retriever=True),
                  vector=(1.0, 0.0))
     assert ids(result) == [1]
     hit = result.hits[0]
@@ -594,11 +601,11 @@ def test_a_cjk_exclusion_filters_the_word_leg(cross: Store) -> None:
     compiled = compile_query(query)
     assert (compiled.word_expr, compiled.negative_expr) == (
         '"python"', '"再ランキング" OR "ランキング"')
-    plain = run(cross, "python", SearchParams(mode="fts", sparse_top_k=1), vector=None)
+    plain = run(cross, "python", rrf_params(mode="fts", sparse_top_k=1), vector=None)
     assert ids(plain) == [1]  # without the exclusion a shorter row ranks first
-    result = run(cross, query, SearchParams(mode="fts", sparse_top_k=1), vector=None)
+    result = run(cross, query, rrf_params(mode="fts", sparse_top_k=1), vector=None)
     assert ids(result) == [2]
-    hybrid = run(cross, query, SearchParams(limit=10), vector=(1.0, 0.0))
+    hybrid = run(cross, query, rrf_params(limit=10), vector=(1.0, 0.0))
     assert ids(hybrid) == [2]
     assert (hybrid.hits[0].explain.rank("words"), hybrid.hits[0].explain.vec_rank) == (1, 1)
 
@@ -610,14 +617,14 @@ def test_a_word_exclusion_filters_the_trigram_and_cjk_legs(cross: Store) -> None
     assert (compiled.match_expr, compiled.negative_expr) == ('"再ランキング"', None)
     assert (compiled.word_negative_expr, compiled.cjk_expr) == ('"ab"', None)
     assert cross.fts_match_ids('"ab"', "fts_words") == {4}
-    assert set(ids(run(cross, '"再ランキング"', SearchParams(mode="fts"), vector=None))) == {
+    assert set(ids(run(cross, '"再ランキング"', rrf_params(mode="fts"), vector=None))) == {
         1, 4, 5}
-    fts_only = run(cross, query, SearchParams(mode="fts"), vector=None)
+    fts_only = run(cross, query, rrf_params(mode="fts"), vector=None)
     assert set(ids(fts_only)) == {1, 5}
-    hybrid = run(cross, query, SearchParams(limit=10), vector=(1.0, 0.0))
+    hybrid = run(cross, query, rrf_params(limit=10), vector=(1.0, 0.0))
     assert set(ids(hybrid)) == {1, 2, 3, 5}
     # unquoted, the CJK leg runs its tokens and drops 4 as well: 3 holds ランキング
-    cjk_only = run(cross, "ランキング -ab", SearchParams(mode="fts"), vector=None)
+    cjk_only = run(cross, "ランキング -ab", rrf_params(mode="fts"), vector=None)
     assert set(ids(cjk_only)) == {1, 3, 5}
     assert all(h.explain.rank("cjk") is not None for h in cjk_only.hits)
 
@@ -633,7 +640,7 @@ def test_one_and_two_character_cjk_exclusions_hold_on_every_leg(
     compiled = compile_query(query)
     assert compiled.cjk_negative_expr is not None and compiled.negative_expr is None
     for mode in ("fts", "hybrid", "vector"):
-        found = set(ids(run(cross, query, SearchParams(mode=mode, limit=10), vector=(1.0, 0.0))))
+        found = set(ids(run(cross, query, rrf_params(mode=mode, limit=10), vector=(1.0, 0.0))))
         assert found and not found & held, (mode, found)
         assert all(compiled.cjk_negative_expr.strip('"') not in run_text
                    for run_text in (CROSS[i - 1].chunks[0].content for i in found))
@@ -646,7 +653,7 @@ def test_tune_fetches_the_lists_the_search_legs_rank(cross: Store, query: str) -
     """tune scores the lists it fetches itself: they must be the search's full-text legs,
     exclusions across tables included (limit 10: P = 50, every candidate is a hit here)."""
     compiled = compile_query(query)
-    result = run(cross, query, SearchParams(mode="fts", limit=10), vector=None)
+    result = run(cross, query, rrf_params(mode="fts", limit=10), vector=None)
 
     def leg(ranks: list[int | None]) -> tuple[int, ...]:
         ranked = sorted((r, h.chunk.chunk_id) for r, h in zip(ranks, result.hits, strict=True)
@@ -712,20 +719,20 @@ def filtered(tmp_path_factory: pytest.TempPathFactory) -> Store:
     (FilterSpec(topic="db", tags_any=("z",), path_globs=("ops/**",)), [3]),
 ])
 def test_filters_apply_to_both_legs(filtered: Store, spec: FilterSpec, expected: list[int]) -> None:
-    result = run(filtered, "gamma", SearchParams(limit=10, filters=spec), vector=(1.0, 0.0))
+    result = run(filtered, "gamma", rrf_params(limit=10, filters=spec), vector=(1.0, 0.0))
     assert sorted(ids(result)) == expected
     # the legs agree: every surviving chunk was ranked by both ("gamma": the word-level leg)
     assert all(h.explain.rank("words") is not None and h.explain.vec_rank is not None
                for h in result.hits)
     for mode in ("vector", "fts"):
-        one_leg = run(filtered, "gamma", SearchParams(limit=10, mode=mode, filters=spec),
+        one_leg = run(filtered, "gamma", rrf_params(limit=10, mode=mode, filters=spec),
                       vector=(1.0, 0.0))
         assert sorted(ids(one_leg)) == expected
 
 
 def test_filters_over_fetch_each_leg(filtered: Store) -> None:
     # Both legs keep 1 candidate; chunk 3 is 3rd in each, found through the ×10 over-fetch.
-    params = SearchParams(dense_top_k=1, sparse_top_k=1, filters=FilterSpec(category="ops"))
+    params = rrf_params(dense_top_k=1, sparse_top_k=1, filters=FilterSpec(category="ops"))
     result = run(filtered, "gamma", params, vector=(1.0, 0.0))
     assert ids(result) == [3]
     assert (result.hits[0].explain.vec_rank, result.hits[0].explain.rank("words")) == (1, 1)
@@ -754,7 +761,7 @@ def mmr_store(tmp_path_factory: pytest.TempPathFactory) -> Store:
 
 
 def _mmr(store: Store, lam: float, penalty: float = 0.0) -> SearchResult:
-    params = SearchParams(limit=3, mode="vector", mmr=True, mmr_lambda=lam,
+    params = rrf_params(limit=3, mode="vector", mmr=True, mmr_lambda=lam,
                           mmr_same_doc_penalty=penalty)
     return run(store, "m", params, vector=(1.0, 0.0, 0.0))
 
@@ -795,7 +802,7 @@ def test_mmr_drops_candidates_without_a_stored_vector(tmp_path: Path) -> None:
     reader = Store.open_readonly(tmp_path / "index.db")
     try:
         # chunk 2 is no longer a vector candidate; in FTS mode it is fused but has no vector
-        params = SearchParams(limit=4, mode="fts", mmr=True, mmr_lambda=1.0)
+        params = rrf_params(limit=4, mode="fts", mmr=True, mmr_lambda=1.0)
         query = "one two three four"
         assert set(ids(run(reader, query, replace(params, mmr=False)))) == {1, 2, 3, 4}
         assert set(ids(run(reader, query, params))) == {1, 3, 4}
@@ -807,25 +814,25 @@ def test_mmr_drops_candidates_without_a_stored_vector(tmp_path: Path) -> None:
 
 
 def test_pool_sizes_per_path() -> None:
-    assert pool_sizes(SearchParams(limit=5)) == Pools(50, 50, 5)
-    assert pool_sizes(SearchParams(limit=20)) == Pools(100, 100, 20)
-    assert pool_sizes(SearchParams(limit=5000)) == Pools(5000, 5000, 1000)  # limit clamped
-    assert pool_sizes(SearchParams(limit=5, rerank=True)) == Pools(250, 250, 50)
-    assert pool_sizes(SearchParams(limit=10, rerank=True)) == Pools(250, 250, 50)
-    assert pool_sizes(SearchParams(limit=20, rerank=True)) == Pools(500, 500, 100)
-    assert pool_sizes(SearchParams(limit=5, mmr=True)) == Pools(50, 50, None)
-    assert pool_sizes(SearchParams(limit=20, mmr=True, rerank=True)) == Pools(100, 100, None)
+    assert pool_sizes(rrf_params(limit=5)) == Pools(50, 50, 5)
+    assert pool_sizes(rrf_params(limit=20)) == Pools(100, 100, 20)
+    assert pool_sizes(rrf_params(limit=5000)) == Pools(5000, 5000, 1000)  # limit clamped
+    assert pool_sizes(rrf_params(limit=5, rerank=True)) == Pools(250, 250, 50)
+    assert pool_sizes(rrf_params(limit=10, rerank=True)) == Pools(250, 250, 50)
+    assert pool_sizes(rrf_params(limit=20, rerank=True)) == Pools(500, 500, 100)
+    assert pool_sizes(rrf_params(limit=5, mmr=True)) == Pools(50, 50, None)
+    assert pool_sizes(rrf_params(limit=20, mmr=True, rerank=True)) == Pools(100, 100, None)
 
 
 def test_top_k_from_file_applies_on_every_path() -> None:
-    base = SearchParams(limit=5, dense_top_k=30, sparse_top_k=7)
+    base = rrf_params(limit=5, dense_top_k=30, sparse_top_k=7)
     for params in (base, replace(base, rerank=True), replace(base, mmr=True)):
         pools = pool_sizes(params)
         assert (pools.vec, pools.fts) == (30, 7)
 
 
 def test_top_k_from_preset_applies_only_without_reranker() -> None:
-    preset = SearchParams(limit=5, dense_top_k=40, dense_top_k_from_preset=True,
+    preset = rrf_params(limit=5, dense_top_k=40, dense_top_k_from_preset=True,
                           sparse_top_k=40, sparse_top_k_from_preset=True)
     assert pool_sizes(preset) == Pools(40, 40, 5)
     assert pool_sizes(replace(preset, rerank=True)) == Pools(250, 250, 50)
@@ -885,7 +892,7 @@ def by_number() -> FakeReranker:
 def test_pool_plain_path(pool_store: Store) -> None:
     # Legs of P = 50: vector 60 … 11, words 1 … 50. Chunks 11 … 50 are in both and come first,
     # i and 61 − i tying again: 11 (vec 50th, words 11th), 50 (vec 11th, words 50th), 12, 49, …
-    result = run(pool_store, "delta", SearchParams(limit=5), vector=(1.0, 0.0))
+    result = run(pool_store, "delta", rrf_params(limit=5), vector=(1.0, 0.0))
     assert ids(result) == [11, 50, 12, 49, 13]
     assert (result.trace.pool_vec, result.trace.pool_fts, result.trace.fused) == (50, 50, 5)
     assert [(h.explain.vec_rank, h.explain.rank("words"))
@@ -894,7 +901,7 @@ def test_pool_plain_path(pool_store: Store) -> None:
 
 def test_pool_reranker_path(pool_store: Store) -> None:
     reranker = by_number()
-    result = run(pool_store, "delta", SearchParams(limit=5, rerank=True), vector=(1.0, 0.0),
+    result = run(pool_store, "delta", rrf_params(limit=5, rerank=True), vector=(1.0, 0.0),
                  reranker=reranker)
     (query, documents), = reranker.calls
     # legs of 250 return all 60, the fused list is cut to P = 50: the middle ten are left out
@@ -907,7 +914,7 @@ def test_pool_reranker_path(pool_store: Store) -> None:
 
 
 def test_reranker_ties_keep_fused_order(pool_store: Store) -> None:
-    result = run(pool_store, "delta", SearchParams(limit=5, rerank=True), vector=(1.0, 0.0),
+    result = run(pool_store, "delta", rrf_params(limit=5, rerank=True), vector=(1.0, 0.0),
                  reranker=FakeReranker(default=-2.5))
     assert ids(result) == [1, 60, 2, 59, 3]
     assert all(h.score == -2.5 for h in result.hits)
@@ -916,7 +923,7 @@ def test_reranker_ties_keep_fused_order(pool_store: Store) -> None:
 
 def test_pool_mmr_path_reranks_the_whole_union(pool_store: Store) -> None:
     reranker = by_number()
-    params = SearchParams(limit=5, rerank=True, mmr=True)
+    params = rrf_params(limit=5, rerank=True, mmr=True)
     result = run(pool_store, "delta", params, vector=(1.0, 0.0), reranker=reranker)
     # legs of P = 50 each (vector 60…11, FTS 1…50): the union is all 60, all reranked and kept
     assert len(reranker.calls[0][1]) == 60
@@ -927,7 +934,7 @@ def test_pool_mmr_path_reranks_the_whole_union(pool_store: Store) -> None:
 
 def test_dense_top_k_from_file_with_reranker(pool_store: Store) -> None:
     reranker = by_number()
-    params = SearchParams(limit=5, rerank=True, dense_top_k=20)
+    params = rrf_params(limit=5, rerank=True, dense_top_k=20)
     result = run(pool_store, "delta", params, vector=(1.0, 0.0), reranker=reranker)
     assert (result.trace.pool_vec, result.trace.pool_fts) == (20, 250)
     vec_ranks = [h.explain.vec_rank for h in result.hits if h.explain.vec_rank is not None]
@@ -935,13 +942,13 @@ def test_dense_top_k_from_file_with_reranker(pool_store: Store) -> None:
 
 
 def test_dense_top_k_from_preset_ignored_with_reranker(pool_store: Store) -> None:
-    params = SearchParams(limit=5, rerank=True, dense_top_k=20, dense_top_k_from_preset=True)
+    params = rrf_params(limit=5, rerank=True, dense_top_k=20, dense_top_k_from_preset=True)
     result = run(pool_store, "delta", params, vector=(1.0, 0.0), reranker=by_number())
     assert (result.trace.pool_vec, result.trace.pool_fts) == (250, 250)
 
 
 def test_small_top_k_can_return_fewer_than_limit(pool_store: Store) -> None:
-    params = SearchParams(limit=5, mode="fts", sparse_top_k=3)
+    params = rrf_params(limit=5, mode="fts", sparse_top_k=3)
     assert ids(run(pool_store, "delta", params)) == [1, 2, 3]
 
 
@@ -975,7 +982,7 @@ def parent(tmp_path_factory: pytest.TempPathFactory) -> Store:
 
 def _parent(store: Store, text: str, *, whole_doc_threshold_tokens: int = 100,
             max_expanded_tokens: int = 2000) -> SearchResult:
-    params = SearchParams(limit=1, mode="fts", parent_retriever=True,
+    params = rrf_params(limit=1, mode="fts", parent_retriever=True,
                           whole_doc_threshold_tokens=whole_doc_threshold_tokens,
                           max_expanded_tokens=max_expanded_tokens,
                           filters=FilterSpec(quality_threshold=0.5))
@@ -983,7 +990,7 @@ def _parent(store: Store, text: str, *, whole_doc_threshold_tokens: int = 100,
 
 
 def test_whole_document_expansion(parent: Store) -> None:
-    plain = run(parent, "whale", SearchParams(limit=1, mode="fts"))
+    plain = run(parent, "whale", rrf_params(limit=1, mode="fts"))
     hit = _parent(parent, "whale").hits[0]
     assert hit.content == "whale alpha\n\nbeta text\n\ngamma text"
     assert hit.expanded_from == {"kind": "whole_document", "chunk_index": 0, "total_chunks": 3}
@@ -1038,7 +1045,7 @@ def test_whole_document_row_limit_falls_through(tmp_path: Path) -> None:
     chunks += [Chunk("kiwi", (1.0, 0.0), tokens=None)]
     chunks += [Chunk("", (1.0, 0.0), tokens=None) for _ in range(34)]
     store = build(tmp_path / "index.db", [Note("k.md", chunks)])
-    params = SearchParams(limit=1, mode="fts", parent_retriever=True,
+    params = rrf_params(limit=1, mode="fts", parent_retriever=True,
                           whole_doc_threshold_tokens=2, max_expanded_tokens=2)
     hit = run(store, "kiwi", params).hits[0]
     assert hit.expanded_from == {"kind": "adjacent", "chunk_index": 35, "from_index": 0,
@@ -1055,5 +1062,5 @@ def test_expanded_from_in_json(parent: Store) -> None:
                               "expanded_from"]
     assert expanded["expanded_from"] == {"kind": "adjacent", "chunk_index": 2, "from_index": 0,
                                          "to_index": 2}
-    plain = hit_json(run(parent, "walrus", SearchParams(limit=1, mode="fts")).hits[0], False)
+    plain = hit_json(run(parent, "walrus", rrf_params(limit=1, mode="fts")).hits[0], False)
     assert "expanded_from" not in plain

@@ -176,7 +176,8 @@ def test_fts_score_fusion_hit_scores_are_bm25_over_the_best(
         everything = Filters(include_low_quality=True)
         results = index.search("retry budget", limit=5, mode="fts", fusion="score",
                                filters=everything)
-        rrf = index.search("retry budget", limit=5, mode="fts", filters=everything)
+        rrf = index.search("retry budget", limit=5, mode="fts", fusion="rrf",
+                           filters=everything)
     hits = results.result.hits
     assert len(hits) == 5 and results.params.fusion == "score"
     assert [h.score for h in hits] == pytest.approx([bm25[h.chunk.chunk_id] / best for h in hits])

@@ -236,8 +236,10 @@ def test_exclusion_through_the_cli(warm: Warm, config_file: Path, workdir: Path)
     doc = ok_json(result)
     assert doc["results"]
     assert all("pg_dump" not in hit["content"].casefold() for hit in doc["results"])
-    # all Latin: the word-level table; `pg_dump` is one word (a phrase pg + dump for FTS5)
-    assert explain_lines(result)[1:3] == [
+    # all Latin: the word-level table; `pg_dump` is one word (a phrase pg + dump for FTS5);
+    # score fusion (the default) prints the query's alpha first
+    assert explain_lines(result)[1:4] == [
+        "explain: alpha=0.9 (3 word terms <= 6)",
         "explain: fts skipped (no phrase)",
         'explain: words MATCH ("backup" OR "restore" OR "steps") NOT ("pg_dump")']
     # the embedder saw the positive text: its cached vector served this search
@@ -250,49 +252,54 @@ def test_exclusion_through_the_cli(warm: Warm, config_file: Path, workdir: Path)
 # --------------------------------------------------------------------------- presets, warnings
 
 
-def test_preset_balanced_weights(warm: Warm, config_file: Path, workdir: Path) -> None:
+def test_preset_balanced_sets_the_depth_only(warm: Warm, config_file: Path,
+                                            workdir: Path) -> None:
+    # config.md §5: the preset's top-k, no floor, no leg weights, under either fusion
     result = groove(config_file, warm.db, "retry budget", "--preset", "balanced", "--explain")
-    doc = ok_json(result)
     lines = explain_lines(result)
-    assert lines[0] == ("explain: mode=hybrid preset=balanced fusion=rrf rrf_k=60.0 vector_weight=1.2 "
-                        "fts_weight=0.8 cjk_weight=6.0 min_score=0.3")
+    assert lines[0] == ("explain: mode=hybrid preset=balanced fusion=score score_alpha=0.6 "
+                        "score_alpha_short=0.9 score_alpha_long=0.5 short_query_words=6 "
+                        "score_cjk_weight=0.8 min_score=0.0")
+    assert "explain: pool vec=40 fts=40 fused=5 (dropped by min_score: 0)" in lines
+    assert "warning" not in result.stderr
+    rrf = groove(config_file, warm.db, "retry budget", "--preset", "balanced", "--explain",
+                 "--fusion", "rrf")
+    doc = ok_json(rrf)
+    lines = explain_lines(rrf)
+    assert lines[0] == ("explain: mode=hybrid preset=balanced fusion=rrf rrf_k=60.0 "
+                        "vector_weight=1.0 fts_weight=1.0 cjk_weight=6.0 min_score=0.0")
     assert lines[4].startswith("explain: pool vec=40 fts=40 ")  # the preset's top-k, no reranker
-    assert "warning" not in result.stderr  # 0.3 is under 0.8 / 2.0
+    assert "warning" not in rrf.stderr
     assert doc["results"]
     for hit in doc["results"]:
         e = hit["explain"]
         assert e["fts_rank"] is None  # "retry budget" is all Latin: the word leg, not trigram
-        raw = 0.0  # leg order: vector, trigram, words; both full-text legs weigh fts_weight
+        raw = 0.0  # leg order: vector, trigram, words; equal weights
         if e["vec_rank"] is not None:
-            raw += 1.2 / (60.0 + e["vec_rank"])
+            raw += 1.0 / (60.0 + e["vec_rank"])
         if e["fts_word_rank"] is not None:
-            raw += 0.8 / (60.0 + e["fts_word_rank"])
+            raw += 1.0 / (60.0 + e["fts_word_rank"])
         assert e["fused_raw"] == raw
-        assert hit["score"] >= 0.3
 
 
 def test_a_file_value_beats_the_preset(warm: Warm, real_models_dir: Path, tmp_path: Path,
                                        workdir: Path) -> None:
     config = tmp_path / "groove.toml"
     config.write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n"
-                      "[search.retrieval]\npreset = \"balanced\"\nvector_weight = 2.0\n",
+                      "[search.retrieval]\npreset = \"balanced\"\ndense_top_k = 30\n",
                       encoding="utf-8")
     result = groove(config, warm.db, "retry budget", "--explain")
     assert result.exit_code == 0, result.output
-    assert explain_lines(result)[0] == ("explain: mode=hybrid preset=balanced fusion=rrf rrf_k=60.0 "
-                                        "vector_weight=2.0 fts_weight=0.8 cjk_weight=6.0 "
-                                        "min_score=0.3")
-    flagged = groove(config, warm.db, "retry budget", "--explain", "--vector-weight", "1.5")
-    assert explain_lines(flagged)[0] == ("explain: mode=hybrid preset=balanced fusion=rrf rrf_k=60.0 "
-                                         "vector_weight=1.5 fts_weight=0.8 cjk_weight=6.0 "
-                                         "min_score=0.3")
+    assert "explain: pool vec=30 fts=40 fused=5 (dropped by min_score: 0)" in explain_lines(result)
+    flagged = groove(config, warm.db, "retry budget", "--explain", "--dense-top-k", "25")
+    assert "explain: pool vec=25 fts=40 fused=5 (dropped by min_score: 0)" in explain_lines(flagged)
 
 
 def test_cjk_weight_flag_weighs_the_cjk_leg(warm: Warm, config_file: Path, workdir: Path) -> None:
     """--cjk-weight sets the CJK leg's weight (explain line and fused sums); 0 turns it off;
     a negative value is refused naming the flag."""
     result = groove(config_file, warm.db, "バックアップ設定", "--explain", "--cjk-weight", "2.5",
-                    "--limit", "10")
+                    "--limit", "10", "--fusion", "rrf")
     doc = ok_json(result)
     assert explain_lines(result)[0] == ("explain: mode=hybrid preset=- fusion=rrf rrf_k=60.0 "
                                         "vector_weight=1.0 fts_weight=1.0 cjk_weight=2.5 "
@@ -315,11 +322,14 @@ def test_cjk_weight_flag_weighs_the_cjk_leg(warm: Warm, config_file: Path, workd
 
 
 def test_min_score_warning_and_dropped_count(warm: Warm, config_file: Path, workdir: Path) -> None:
-    everything = ok_json(groove(config_file, warm.db, "retry budget", "--limit", "1000"))
+    # weighted RRF with equal weights: a one-leg candidate reaches 0.5 (score fusion's ceiling
+    # is tested in test_fusion_length.py)
+    everything = ok_json(groove(config_file, warm.db, "retry budget", "--limit", "1000",
+                                "--fusion", "rrf"))
     below = [h for h in everything["results"] if h["score"] < 0.6]
     assert below  # a tail to drop
     result = groove(config_file, warm.db, "retry budget", "--limit", "1000", "--min-score",
-                    "0.6", "--explain")
+                    "0.6", "--explain", "--fusion", "rrf")
     doc = ok_json(result)
     assert [h["path"] for h in doc["results"]] == [
         h["path"] for h in everything["results"] if h["score"] >= 0.6]
@@ -361,7 +371,8 @@ def test_phrase_cap_warning_once(golden_index: tuple[Path, Path], config_file: P
     warnings = [line for line in result.stderr.splitlines() if line.startswith("groove: warning:")]
     assert warnings == ["groove: warning: the query has more than 32 distinct phrases; only the "
                         "first 32 are searched"]
-    assert explain_lines(result)[1:3] == [
+    assert explain_lines(result)[1:4] == [
+        "explain: alpha=0.5 (32 word terms > 6)",
         "explain: fts skipped (no phrase)",
         "explain: words MATCH " + " OR ".join(f'"{w}"' for w in words[:32])]
 
@@ -434,7 +445,7 @@ def test_json_expanded_from_only_with_parent_retriever(golden_index: tuple[Path,
 def test_json_explain_object(golden_index: tuple[Path, Path], config_file: Path,
                              workdir: Path) -> None:
     result = groove(config_file, golden_index[1], "retry budget", "--mode", "fts", "--explain",
-                    "--parent-retriever", "true")
+                    "--parent-retriever", "true", "--fusion", "rrf")
     doc = ok_json(result)
     first = doc["results"][0]
     assert list(first) == [*HIT_KEYS, "expanded_from", "explain"]
@@ -461,7 +472,7 @@ def test_explain_of_a_mixed_script_query(golden_index: tuple[Path, Path], config
                                          workdir: Path) -> None:
     # CJK text goes to the CJK table (issue #13), its Latin words too (issue #25: no word leg)
     result = groove(config_file, golden_index[1], "retry budget の設定", "--mode", "fts",
-                    "--explain", "--limit", "10")
+                    "--explain", "--limit", "10", "--fusion", "rrf")
     doc = ok_json(result)
     assert explain_lines(result)[1:5] == [
         "explain: fts skipped (no phrase)",
@@ -485,11 +496,13 @@ def test_explain_without_a_phrase(golden_index: tuple[Path, Path], config_file: 
     assert ("groove: note: the query has no full-text phrase of 3 or more characters nor a "
             "Latin word of 2 or more letters, and the vector leg is off; nothing to search"
             ) in result.stderr.splitlines()
-    assert explain_lines(result)[1:3] == ["explain: fts skipped (no phrase)",
+    assert explain_lines(result)[1:4] == ["explain: alpha=0.9 (0 word terms <= 6)",
+                                          "explain: fts skipped (no phrase)",
                                           "explain: words skipped (no Latin word, or CJK text)"]
     two = groove(config_file, golden_index[1], "ab", "--mode", "fts", "--explain")
     assert ok_json(two)["results"] == [] and "nothing to search" not in two.stderr
-    assert explain_lines(two)[1:3] == ["explain: fts skipped (no phrase)",
+    assert explain_lines(two)[1:4] == ["explain: alpha=0.9 (1 word terms <= 6)",
+                                       "explain: fts skipped (no phrase)",
                                        'explain: words MATCH "ab"']
 
 
@@ -543,7 +556,8 @@ def test_text_format_without_low_confidence_and_with_explain(
         f"{os.path.relpath(golden_index[0])}/incidents/incident-review-process.md:1"
         "  § Blameless by default",
         "score: 1.0000",
-        "explain: fts=- words=#1 cjk=- vec=- fused=#1 (1.0000) rerank=- mmr=-",
+        "explain: fts=- words=#1 cjk=- vec=- fused=#1 (1.0000) rerank=- mmr=- "
+        "scores: words=1.0000",
         "",
     ]
 
@@ -559,7 +573,7 @@ def _thought_hits(db: Path, doc: DocumentRow,
     store.close()
     reader = Store.open_readonly(db)
     try:
-        params = SearchParams(mode="fts", min_confidence_ratio=0.0)
+        params = SearchParams(mode="fts", min_confidence_ratio=0.0, fusion="rrf")  # RRF scores
         result = search(reader, compile_query("thought"), params, vector=None,
                         knn=reader.vec_search, dim=2)
     finally:
@@ -606,7 +620,7 @@ def test_files_format_prints_each_path_once(golden_index: tuple[Path, Path], con
     per_hit = [line for line in files.stderr.splitlines() if ": explain: fts=" in line]
     assert len(per_hit) == len(paths)
     assert per_hit[0] == (f"{paths[0]}: explain: fts=- words=#1 cjk=- vec=- fused=#1 (1.0000) "
-                          "rerank=- mmr=-")
+                          "rerank=- mmr=- scores: words=1.0000")
 
 
 # --------------------------------------------------------------------------- filters
@@ -696,7 +710,7 @@ def test_limit_above_1000_is_clamped_with_a_note(golden_index: tuple[Path, Path]
                     "--explain")
     doc = ok_json(result)
     assert "groove: note: --limit 5000 clamped to 1000" in result.stderr.splitlines()
-    assert explain_lines(result)[4].startswith("explain: pool vec=- fts=5000 ")  # P = 1000 × 5
+    assert explain_lines(result)[5].startswith("explain: pool vec=- fts=5000 ")  # P = 1000 × 5
     assert 5 < len(doc["results"]) <= 1000
 
 

@@ -406,6 +406,11 @@ def test_config_equal_to_the_built_ins_gives_no_scope_note(tune_kb: TuneKb, work
     result = run_tune(tune_kb, tune_kb.keep)
     assert result.exit_code == 0
     assert "differ from the built-in defaults" not in result.stderr
+    # the fusion space sweeps weighted RRF, and the default fusion is score (tune.md §4)
+    assert ('groove: note: the fusion space sweeps weighted RRF (method = "rrf") against the '
+            "built-in RRF; the default fusion is score, under which rrf_k does nothing and the "
+            "bm25 weights were not measured; --space fusion-method compares the fusions."
+            ) in result.stderr.splitlines()
 
 
 def test_no_effective_query_exits_2_with_nothing_on_stdout(tune_kb: TuneKb, workdir: Path,
@@ -427,6 +432,14 @@ def test_retrieval_space_sweeps_60_conditions_and_keeps_min_score_0(
     assert result.exit_code == 0
     report = json.loads(result.stdout)
     assert report["space"] == "retrieval"
+    assert ('groove: note: the retrieval space sweeps weighted RRF (method = "rrf") against the '
+            "built-in RRF; the default fusion is score, under which the leg weights only switch "
+            "legs on and off; --space fusion-method compares the fusions."
+            ) in result.stderr.splitlines()
+    rrf = write_config(workdir, real_models_dir, '[search.fusion]\nmethod = "rrf"\n')
+    quiet = run_tune(tune_kb, tune_kb.win, "--space", "retrieval", "--format", "json")
+    assert quiet.exit_code == 0 and "sweeps weighted RRF" not in quiet.stderr
+    rrf.unlink()
     assert [line for line in result.stderr.splitlines() if "sweeping" in line] == [
         f"  [{i}/12] sweeping 60 conditions for {w}" for i, w in enumerate(TOPICS, start=1)]
     grid = report["grid"]

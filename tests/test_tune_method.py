@@ -1,5 +1,5 @@
-"""tune's fusion-method space (tune.md §4): the built-in weighted RRF against score fusion
-(search.md §5) with one alpha for every query or the built-in length rule, × score_cjk_weight,
+"""tune's fusion-method space (tune.md §4): the built-in score fusion (the length rule, search.md
+§5) against weighted RRF and score fusion with one alpha for every query, × score_cjk_weight,
 swept in memory, selected and written."""
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ runner = CliRunner()
 def test_method_grid_layout_and_default() -> None:
     grid = method_grid()
     assert len(grid) == 1 + 6 * 3 + 3 and [c.index for c in grid] == list(range(22))
-    assert T.default_index("fusion-method") == 0
+    # the built-in fusion is score fusion with the length rule at score_cjk_weight 0.8
+    assert T.default_index("fusion-method") == 19 + 1
+    assert T.default_condition("fusion-method") == grid[20]
     assert T.label(grid[0]) == "method=rrf" and grid[0].grid_indices == (0, 3, 1)
     # index = 1 + alpha_index × 3 + cjk_index
     assert T.label(grid[1 + 3 * 3 + 1]) == "method=score score_alpha=0.6 score_cjk_weight=0.8"
@@ -67,21 +69,40 @@ def _query(n: int, words: int = 0) -> QueryLists:
 META = {1: ("x.md", None), 2: ("y.md", None), 3: ("r.md", None), 4: ("w.md", None)}
 
 
-def test_score_fusion_is_adopted_where_it_ranks_the_answer_first() -> None:
-    queries = [_query(n) for n in range(20)]
+def test_the_score_default_is_kept_where_it_ranks_the_answer_first() -> None:
+    queries = [_query(n) for n in range(20)]  # 0 word terms: the length rule's alpha 0.9
     sweep = T.score_matrix(queries, META, "fusion-method", 10, [1, 5, 10])
-    rrf, chosen = 0, 1 + 3 * 3 + 1
+    rrf, one_alpha, default = 0, 1 + 3 * 3 + 1, 19 + 1
     assert sweep.ndcg5[rrf] == pytest.approx([0.5] * 20)  # 1 / log2(3 + 1)
-    assert sweep.ndcg5[chosen] == pytest.approx([1.0] * 20)
+    assert sweep.ndcg5[one_alpha] == pytest.approx([1.0] * 20)
+    assert sweep.ndcg5[default] == pytest.approx([1.0] * 20)
     # alpha 0.5: 3 and 1 tie at 0.5, by id: 1 first
     assert sweep.ndcg5[1 + 2 * 3 + 1] == pytest.approx([1 / 1.5849625007211562] * 20)
     loo = T.loo_cv(sweep.ndcg5, range(20), "fusion-method")
-    assert loo.refit == chosen and loo.stability == 1.0  # the plateau's centre: alpha 0.6
+    assert loo.refit == default and loo.stability == 1.0  # a plateau holding the default
+    assert T.verdict(sweep, loo).decision == "keep_default"
+
+
+def _rrf_query(n: int) -> QueryLists:
+    """Chunk 2 is the answer: second in both legs, far below each leg's first (cosines 0.9,
+    0.51, 0.5 -> 1, 0.025, 0; bm25 5, 1 -> 1, 0.2). Weighted RRF ranks it first (2 / 62 above
+    1 / 61); score fusion at any alpha a third (0.025 a + 0.2 (1 − a) < max(a, 1 − a))."""
+    return QueryLists(id=f"q{n}", expected=(("r.md", None),), vector_ids=(3, 2, 4),
+                      leg_ids={"fts": ((1, 2),)}, vector_scores=(0.9, 0.51, 0.5),
+                      leg_scores={"fts": ((5.0, 1.0),)}, word_terms=2)
+
+
+def test_rrf_is_adopted_where_it_ranks_the_answer_first() -> None:
+    meta = {1: ("x.md", None), 2: ("r.md", None), 3: ("w.md", None), 4: ("v.md", None)}
+    sweep = T.score_matrix([_rrf_query(n) for n in range(20)], meta, "fusion-method", 10,
+                           [1, 5, 10])
+    assert sweep.ndcg5[0] == pytest.approx([1.0] * 20)
+    assert sweep.ndcg5[19 + 1] == pytest.approx([0.5] * 20)  # 1 / log2(3 + 1)
+    loo = T.loo_cv(sweep.ndcg5, range(20), "fusion-method")
+    assert loo.refit == 0 and loo.stability == 1.0
     decision = T.verdict(sweep, loo)
     assert decision.decision == "adopt", decision.reasons
-    assert decision.refit.values() == {"method": "score", "score_alpha": 0.6,
-                                       "score_alpha_short": 0.6, "score_alpha_long": 0.6,
-                                       "score_cjk_weight": 0.8}
+    assert decision.refit.values()["method"] == "rrf"
 
 
 def test_the_length_rule_gives_each_query_its_alpha() -> None:

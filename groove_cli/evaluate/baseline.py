@@ -58,7 +58,7 @@ _IMPLIED: dict[str, object] = {
     "fusion.bm25_heading_weight": DEFAULT_BM25_WEIGHTS[0],
     "fusion.bm25_context_weight": DEFAULT_BM25_WEIGHTS[1],
     "fusion.bm25_content_weight": DEFAULT_BM25_WEIGHTS[2],
-    "fusion.method": "rrf",
+    "fusion.method": "rrf",  # RRF's fingerprint has no fusion member (eval.md §6)
     "retrieval.preset": "none",
     "retrieval.mode": DEFAULT_MODE,
     "retrieval.dense_top_k": "default",

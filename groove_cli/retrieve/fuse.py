@@ -1,5 +1,5 @@
 """Fusion of the legs' lists with a normalised score (search.md §5, config.md §4): weighted
-Reciprocal Rank Fusion (`method = "rrf"`, the default) or score fusion (`method = "score"`).
+Reciprocal Rank Fusion (`method = "rrf"`) or score fusion (`method = "score"`, the default).
 
 RRF: G. V. Cormack, C. L. A. Clarke and S. Büttcher, "Reciprocal Rank Fusion outperforms
 Condorcet and individual Rank Learning Methods", SIGIR 2009. Each leg contributes

@@ -42,7 +42,7 @@ class SearchParams:
     cjk_weight: float = config.DEFAULT_CJK_WEIGHT
     min_score: float = config.DEFAULT_MIN_SCORE
     rrf_k: float = config.DEFAULT_RRF_K
-    fusion: str = config.SPECS["search.fusion.method"].default  # type: ignore[assignment]
+    fusion: str = config.DEFAULT_FUSION
     """How the legs are fused (search.md §5): `rrf` or `score`."""
     score_alpha: float = config.DEFAULT_SCORE_ALPHA
     score_cjk_weight: float = config.DEFAULT_SCORE_CJK_WEIGHT
@@ -161,7 +161,7 @@ def build_params(settings: Settings, *, limit: int, rerank: bool, filters: Filte
         cjk_weight=s.float_("search.retrieval.cjk_weight"),
         min_score=s.float_("search.retrieval.min_score"),
         rrf_k=s.float_("search.fusion.rrf_k"),
-        fusion=s.str_("search.fusion.method") or "rrf",
+        fusion=s.str_("search.fusion.method") or config.DEFAULT_FUSION,
         score_alpha=s.float_("search.fusion.score_alpha"),
         score_cjk_weight=s.float_("search.fusion.score_cjk_weight"),
         score_alpha_short=s.float_("search.fusion.score_alpha_short"),

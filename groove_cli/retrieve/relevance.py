@@ -1,19 +1,19 @@
 """`relevance`: an estimate in [0, 1] of the probability that a hit is relevant (search.md §12).
 
-The fused `score` is rank-based (1.0 for the first hit of any query), so it cannot say "nothing
-here is relevant". `relevance` is a logistic model over evidence the legs already have: the
-cosine similarity of the query and the chunk vectors, whether and how high the trigram or
-word-level leg ranked the chunk, the same for the CJK leg, and how far its cosine falls short of
-the best cosine of the query (the vector leg's first hit). That gap, not the vector rank, carries
-the vector evidence: the second of two equally close notes is about as likely relevant as the
-first, while 1 / rank halves its weight — which left relevant hits below the top one, above all in
-Japanese, near 0 (bench/results/relevance.md, ranks 2–10).
-The CJK leg is its own evidence because it is cheap to satisfy: its unigrams and bigrams match
-some chunk for almost any Japanese text, nonsense included, so a CJK match says much less than
-a phrase or word match (fitted weights: CJK found −5.4, trigram/word found +1.6). Its
-coefficients are a calibration, fitted per embedding model on labelled queries
-(bench/relevance.py; the default for multilingual-e5-small is below) and overridable in
-groove.toml (`[search.relevance]`).
+The fused `score` is relative to the query's own candidates (each leg's scores scaled by the best
+of its list, or ranks under RRF), so it cannot say "nothing here is relevant". `relevance` is a
+logistic model over evidence the legs already have: the cosine similarity of the query and the
+chunk vectors, whether and how high the trigram or word-level leg ranked the chunk, the same for
+the CJK leg, and how far its cosine falls short of the best cosine of the query (the vector leg's
+first hit). That gap, not the vector rank, carries the vector evidence: the second of two equally
+close notes is about as likely relevant as the first, while 1 / rank halves its weight — which left
+relevant hits below the top one, above all in Japanese, near 0 (bench/results/relevance.md, ranks
+2–10). The CJK leg is its own evidence because it is cheap to satisfy: its unigrams and bigrams
+match some chunk for almost any Japanese text, nonsense included, so a CJK match says much less
+than a phrase or word match (fitted weights: CJK found −5.4, trigram/word found +1.6). Its
+coefficients are a calibration, fitted per embedding model on labelled queries (bench/relevance.py;
+the default for multilingual-e5-small is below) and overridable in groove.toml
+(`[search.relevance]`).
 
 When a cross-encoder reranked the hits, its raw score is strong evidence the legs do not have.
 A second, stacked model takes it in: `P = σ(a + b·z + c·s)`, z the logit of the model above and

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from groove_cli.config import (
     DEFAULT_BM25_WEIGHTS,
     DEFAULT_CJK_WEIGHT,
+    DEFAULT_FUSION,
     DEFAULT_LEG_WEIGHT,
     DEFAULT_MIN_SCORE,
     DEFAULT_RRF_K,
@@ -84,11 +85,18 @@ DEFAULT_CJK_INDEX = 1
 DEFAULT_RETRIEVAL_INDEX = (DEFAULT_RATIO_INDEX * len(CJK_WEIGHTS) + DEFAULT_CJK_INDEX) * len(
     MIN_SCORES)
 """(ratio 1, cjk ×1, min_score 0) = indices (2, 1, 0) ⇒ (2 × 3 + 1) × 4 = 28."""
-DEFAULT_METHOD_INDEX = 0
+RRF_METHOD_INDEX = 0
 """The fusion-method grid's condition 0 is the built-in weighted RRF; 1 + alpha_index × 3 +
-cjk_index are the score-fusion conditions."""
+cjk_index are the score-fusion conditions with one alpha, LENGTH_RULE_INDEX + cjk_index those
+with the built-in length rule."""
 DEFAULT_SCORE_ALPHA_INDEX = SCORE_ALPHAS.index(DEFAULT_SCORE_ALPHA)
 DEFAULT_SCORE_CJK_INDEX = 1
+LENGTH_RULE_INDEX = 1 + len(SCORE_ALPHAS) * len(SCORE_CJK_WEIGHTS)
+"""The fusion-method grid's first condition with the built-in length rule (search.md §5)."""
+DEFAULT_METHOD_INDEX = (LENGTH_RULE_INDEX + DEFAULT_SCORE_CJK_INDEX if DEFAULT_FUSION == "score"
+                        else RRF_METHOD_INDEX)
+"""The built-in fusion in the fusion-method grid: score fusion with the length rule at the
+built-in score_cjk_weight (20)."""
 
 BM25_PROBE_WEIGHT_INDICES: tuple[int, int] = ((3 * 4 + 0) * 4 + 0, (0 * 4 + 0) * 4 + 3)
 """Weight sets behind `bm25_sensitive`: (h=4, ctx=0.5, c=0.5) = 48, (h=0.5, ctx=0.5, c=4) = 3."""
@@ -171,10 +179,6 @@ def retrieval_grid() -> list[Condition]:
     ]
 
 
-LENGTH_RULE_INDEX = 1 + len(SCORE_ALPHAS) * len(SCORE_CJK_WEIGHTS)
-"""The fusion-method grid's first condition with the built-in length rule (search.md §5)."""
-
-
 def method_grid() -> list[Condition]:
     """The 22 fusion-method conditions: 0 = the built-in weighted RRF; score fusion with one
     alpha for every query (score_alpha = score_alpha_short = score_alpha_long) at index
@@ -216,7 +220,7 @@ def grid_indices(space: Space, index: int) -> tuple[int, ...]:
         c, t = divmod(rest, 4)
         return (h, c, t, k_index)
     if space == "fusion-method":
-        if index == DEFAULT_METHOD_INDEX:
+        if index == RRF_METHOD_INDEX:
             return (0, DEFAULT_SCORE_ALPHA_INDEX, DEFAULT_SCORE_CJK_INDEX)
         if index >= LENGTH_RULE_INDEX:
             return (2, DEFAULT_SCORE_ALPHA_INDEX, index - LENGTH_RULE_INDEX)

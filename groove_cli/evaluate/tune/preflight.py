@@ -61,6 +61,11 @@ SCOPE_NOTE_STAGES = ("[search.mmr] / [search.parent_retriever] are enabled in gr
                      "measures the plain fusion stage only.")
 SCOPE_NOTE_DEFAULTS = ("[search.fusion] / [search.retrieval] differ from the built-in defaults; "
                        "tune still measures deltas against the BUILT-IN defaults, not your values.")
+RRF_SPACE_NOTE = ("the {space} space sweeps weighted RRF (method = \"rrf\") against the built-in "
+                  "RRF; the default fusion is score, under which {what}; --space fusion-method "
+                  "compares the fusions.")
+RRF_SPACE_WHAT = {"fusion": "rrf_k does nothing and the bm25 weights were not measured",
+                  "retrieval": "the leg weights only switch legs on and off"}
 CONTEXT_NOOP_NOTE = "no chunk has a contextual breadcrumb, so the context weight axis is a no-op"
 
 

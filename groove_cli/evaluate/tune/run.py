@@ -35,6 +35,8 @@ from groove_cli.evaluate.tune.lists import (
     vector_lists,
 )
 from groove_cli.evaluate.tune.preflight import (
+    RRF_SPACE_NOTE,
+    RRF_SPACE_WHAT,
     SCOPE_NOTE_DEFAULTS,
     SCOPE_NOTE_STAGES,
     check_preflight,
@@ -86,9 +88,11 @@ def tune_k_values(settings: Settings, flag: str | None) -> tuple[int, ...]:
     return normalise_k_values(raw)
 
 
-def _scope_notes(s: Settings) -> None:
+def _scope_notes(s: Settings, space: Space) -> None:
     if s.bool_("search.mmr.enabled") or s.bool_("search.parent_retriever.enabled"):
         messages.note(SCOPE_NOTE_STAGES)
+    if space in RRF_SPACE_WHAT and s.str_("search.fusion.method") == "score":
+        messages.note(RRF_SPACE_NOTE.format(space=space, what=RRF_SPACE_WHAT[space]))
     # restating a built-in value in groove.toml is not a difference (tune.md §1)
     specs = [spec for spec in config.SCHEMA
              if spec.key.startswith(("search.fusion.", "search.retrieval."))]
@@ -113,7 +117,7 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
     s = req.settings
     if req.write:  # a read-only config is refused before the sweep, not after it
         check_writable(write_target(s.config.path if s.config else None, Path.cwd()))
-    _scope_notes(s)
+    _scope_notes(s, req.space)
     golden = load_golden_set(s, req.kb, req.golden)
     limit = tune_limit(req.limit, req.k_values)
     if req.limit is not None and req.limit > MAX_TUNE_K:

@@ -16,12 +16,12 @@ from groove_cli.arrays import FloatArray
 from groove_cli.evaluate.tune.grid import (
     CJK_WEIGHTS,
     DEFAULT_K_INDEX,
-    DEFAULT_METHOD_INDEX,
     DEFAULT_SCORE_CJK_INDEX,
     LENGTH_RULE_INDEX,
     MIN_SCORES,
     PLATEAU_EPS,
     RRF_K_VALUES,
+    RRF_METHOD_INDEX,
     SCORE_ALPHAS,
     SCORE_CJK_WEIGHTS,
     TIE_EPS,
@@ -51,7 +51,7 @@ def phase1_conditions(space: Space) -> tuple[int, ...]:
     min_score 0; fusion-method: the built-in RRF, every one-for-all score_alpha and the
     built-in length rule, at the built-in score_cjk_weight."""
     if space == "fusion-method":
-        return (DEFAULT_METHOD_INDEX, *(1 + a * len(SCORE_CJK_WEIGHTS) + DEFAULT_SCORE_CJK_INDEX
+        return (RRF_METHOD_INDEX, *(1 + a * len(SCORE_CJK_WEIGHTS) + DEFAULT_SCORE_CJK_INDEX
                                         for a in range(len(SCORE_ALPHAS))),
                 LENGTH_RULE_INDEX + DEFAULT_SCORE_CJK_INDEX)
     if space == "fusion":
@@ -64,8 +64,8 @@ def phase2_conditions(space: Space, phase1_choice: int) -> tuple[int, ...]:
     weights; fusion-method: every score_cjk_weight at the chosen alpha or length rule (RRF:
     itself)."""
     if space == "fusion-method":
-        if phase1_choice == DEFAULT_METHOD_INDEX:
-            return (DEFAULT_METHOD_INDEX,)
+        if phase1_choice == RRF_METHOD_INDEX:
+            return (RRF_METHOD_INDEX,)
         base = phase1_choice - (phase1_choice - 1) % len(SCORE_CJK_WEIGHTS)
         return tuple(base + i for i in range(len(SCORE_CJK_WEIGHTS)))
     size = len(RRF_K_VALUES) if space == "fusion" else len(MIN_SCORES)
