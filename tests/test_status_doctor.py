@@ -521,7 +521,7 @@ def test_migration_2_adds_and_backfills_the_word_level_table(indexed: Groove,
 
     store = Store.open_for_index(db)
     store.close()
-    assert SCHEMA_VERSION == 4 and schema_version(db) == 4
+    assert SCHEMA_VERSION == 5 and schema_version(db) == 5
     assert {int(str(r[0])) for r in rows(db, "SELECT rowid FROM fts_words")} == chunks
     # the backfilled rows are word-level and stemmed: "swimming" finds the "swims" of BETA
     # and GAMMA, and no other chunk
@@ -546,8 +546,11 @@ def test_migration_4_adds_chunk_lines_and_the_next_index_fills_them(indexed: Gro
     db = indexed.db
     filled = rows(db, "SELECT id, line_start, line_end FROM chunks ORDER BY id")
     assert all(start is not None and end is not None for _, start, end in filled)
-    # an index written before schema 4: no line columns, and the chunker of version 1
+    # an index written before schema 4: no line columns, no pieces, and the chunker of
+    # version 1
     with writable(db) as con:
+        con.execute("DROP TABLE chunk_pieces")
+        con.execute("ALTER TABLE chunks DROP COLUMN pieces")
         con.execute("ALTER TABLE chunks DROP COLUMN line_start")
         con.execute("ALTER TABLE chunks DROP COLUMN line_end")
         con.execute("UPDATE index_meta SET value = ? WHERE key = 'chunker_fingerprint'",

@@ -89,11 +89,13 @@ class Searcher:
     _idle: list[Store | PgStore] = field(default_factory=list, repr=False)
     _opened: list[Store | PgStore] = field(default_factory=list, repr=False)
     kb_hint: str = "<path>"
+    vector_pieces: bool = True
+    """Rank a chunk by its best piece (index.md §4); off, by its first piece alone."""
 
     @classmethod
     def open(cls, db: IndexLocation, kb: Path | None, *, model: str | None, max_length: int | None,
              models_dir: Path, offline: bool, reranker: str | None = None,
-             embeds: bool = True) -> Searcher:
+             embeds: bool = True, vector_pieces: bool = True) -> Searcher:
         """Open the index read-only and check model identity before loading anything.
 
         `embeds=False` (a full-text-only search): a model that cannot be found is no error, the
@@ -128,7 +130,8 @@ class Searcher:
             store.close()
             raise
         return cls(store, db, meta, runtime, models_dir, offline,
-                   reranker_name=None if reranker == "none" else reranker, kb_hint=kb_hint)
+                   reranker_name=None if reranker == "none" else reranker, kb_hint=kb_hint,
+                   vector_pieces=vector_pieces)
 
     @classmethod
     def from_settings(cls, settings: Settings, db: IndexLocation, kb: Path | None, *,
@@ -137,7 +140,8 @@ class Searcher:
         return cls.open(db, kb, model=settings.str_("model"),
                         max_length=settings.int_("max_length"),
                         models_dir=config.models_dir(settings), offline=config.offline_mode(),
-                        reranker=reranker, embeds=embeds)
+                        reranker=reranker, embeds=embeds,
+                        vector_pieces=settings.bool_("vector_pieces"))
 
     def __post_init__(self) -> None:
         self._idle.append(self.store)
@@ -230,26 +234,34 @@ class Searcher:
         from groove_cli.vectors import SnapshotStamp, VectorSnapshot, vec0_knn
 
         reader = store or self.store
+        pieces = self.vector_pieces
         with self._lock:
             if not isinstance(reader, Store):
                 assert not isinstance(self.store, Store)
                 if not self.store.exact_vectors():
-                    return vec0_knn(reader)  # Postgres: the KB's HNSW index
+                    return vec0_knn(reader, pieces=pieces)  # Postgres: the KB's HNSW index
                 if self._snapshot is None:  # Postgres, vector_index = exact: all vectors, once
-                    self._snapshot = VectorSnapshot.from_store(reader, self.dim)
+                    self._snapshot = VectorSnapshot.from_store(reader, self.dim, pieces=pieces)
                 return self._snapshot.knn
             if self._snapshot is None and isinstance(self.db, Path):
-                self._snapshot = VectorSnapshot.load(self.db, SnapshotStamp.of(reader),
-                                                     self.dim)
-                if self._snapshot is None and batch:
-                    self._snapshot = VectorSnapshot.from_store(reader, self.dim)
+                loaded = VectorSnapshot.load(self.db, SnapshotStamp.of(reader), self.dim)
+                self._snapshot = loaded if loaded is None or pieces else loaded.first_pieces()
+                if self._snapshot is None and (batch or not pieces):
+                    self._snapshot = VectorSnapshot.from_store(reader, self.dim, pieces=pieces)
             if self._snapshot is not None:
                 return self._snapshot.knn
-        return vec0_knn(reader)
+        return vec0_knn(reader, pieces=pieces)
 
     def vector_rows(self) -> VectorRows | None:
-        """The loaded snapshot's vectors by id, for the hits' cosines (None: read the store)."""
-        return self._snapshot.rows_by_id if self._snapshot is not None else None
+        """The loaded snapshot's vectors by id (each chunk's pieces), for the hits' cosines;
+        None: read them from the store. With `vector_pieces` off and no snapshot (Postgres's
+        HNSW) only first pieces, from the Searcher's connection."""
+        if self._snapshot is not None:
+            return self._snapshot.rows_by_id
+        if self.vector_pieces:
+            return None
+        store, dim = self.store, self.dim
+        return lambda ids: {cid: v[None, :] for cid, v in store.vectors_by_id(ids, dim).items()}
 
     def snapshot(self) -> VectorSnapshot:
         """The snapshot for batch KNN (eval, tune), building it in memory when stale."""
