@@ -12,8 +12,8 @@
    start until that search answers (with the last note among its hits, and `status` counting
    every note) is the time to the first full-text search (target ≤ 30 s for 10,000 notes).
 2. Throughput ratio: indexed chunks/s ÷ the bare embedder's chunks/s on the very same embedding
-   inputs (`Embedder.embed_passages`, plus the extra pieces of chunks longer than the window,
-   same model, model load excluded) — target ≥ 0.95. Bare, index, bare, index, bare
+   inputs (`Embedder.embed_passages`, same model, model load excluded; the default
+   `vector_pieces = false`, so no extra pieces on either side) — target ≥ 0.95. Bare, index, bare, index, bare
    (`--repeats`): each index run against the mean of the bare runs around it (the shared
    machine's speed drifts by ~10 % within minutes), the verdict on the mean over the runs; the
    load average around each phase is recorded. `--time-full N` indexes an N-note synthetic KB
@@ -149,11 +149,9 @@ def chunk_inputs(kb: Path, under: Path | None = None) -> list[str]:
     return inputs
 
 
-def bare_embedder_seconds(inputs: list[str]) -> tuple[float, float, float, int]:
-    """(model load s, embed wall s, embed CPU s, extra pieces) for `inputs`, default model:
-    `embed_passages` (each input cut at the window), plus the extra pieces of the inputs
-    longer than the window (index.md §4; `piece_rows`, `embed_rows`), so the bare embedder
-    does the model work `index` does on the same chunks."""
+def bare_embedder_seconds(inputs: list[str]) -> tuple[float, float, float]:
+    """(model load s, embed_passages wall s, embed_passages CPU s) for `inputs`, default model
+    (each input cut at the window: the default `vector_pieces = false`, index.md §4)."""
     from groove_cli.engine import Embedder, default_models_dir, resolve_model
 
     start = time.perf_counter()
@@ -162,14 +160,7 @@ def bare_embedder_seconds(inputs: list[str]) -> tuple[float, float, float, int]:
     loaded = time.perf_counter()
     cpu = time.process_time()
     embedder.embed_passages(inputs)
-    prefix = embedder.settings.passage_prefix
-    maybe = [t for t in inputs if t and len(prefix) + len(t) + 2 > embedder.max_length]
-    lengths = embedder.input_lengths(maybe, "passage") if maybe else []
-    rows = [row for text, n in zip(maybe, lengths, strict=True) if n > embedder.max_length
-            for row in embedder.piece_rows(prefix, text)[0]]
-    if rows:
-        embedder.embed_rows(rows)
-    return loaded - start, time.perf_counter() - loaded, time.process_time() - cpu, len(rows)
+    return loaded - start, time.perf_counter() - loaded, time.process_time() - cpu
 
 
 def parse_done(stderr: str) -> tuple[int, int, int]:
@@ -222,7 +213,7 @@ def full_index(coll: Collection, repeats: int = 2) -> dict[str, Any]:
         "status_chunks": status["chunks"],
         "status_matches": status["documents"] == docs and status["chunks"] == chunks,
         "status_pending": status["pending"], "bare_inputs": len(inputs),
-        "bare_extra_pieces": bare[0][3], "bare_model_load_s": bare[0][0],
+        "bare_model_load_s": bare[0][0],
         "bare_embed_runs_s": [b[1] for b in bare], "repeats": runs,
         "index_wall_s": mean("index_wall_s"), "index_done_ms": mean("index_done_ms"),
         "throughput_ratio": throughput, "throughput_ratio_done_line": mean("ratio_done_line"),
@@ -340,9 +331,8 @@ def _full_lines(full: dict[str, Any], cores: int) -> list[str]:
         f"(dataset: {full['dataset_documents']} files); `groove status --format json` "
         f"reports {full['status_documents']} / {full['status_chunks']} — "
         f"{'same counts' if full['status_matches'] else 'DIFFERENT counts'}. The bare embedder "
-        f"embeds the same {full['bare_inputs']} inputs (`embed_passages`) and the "
-        f"{full['bare_extra_pieces']} extra pieces of the long ones (`piece_rows`, "
-        f"`embed_rows`); model load {full['bare_model_load_s']:.1f} s excluded.",
+        f"embeds the same {full['bare_inputs']} inputs (`embed_passages`); model load "
+        f"{full['bare_model_load_s']:.1f} s excluded.",
         f"- Bare, index, bare, … ({len(full['repeats'])} index runs, each against the mean of "
         "the bare runs around it):", "",
         "| run | index wall s | `Done` s | bare s (before, after) | ratio | by `Done` | by CPU |",

@@ -59,7 +59,7 @@ def stores(request: pytest.FixtureRequest, pg_url: str, pg_kb: str, tmp_path: Pa
     runs = []
     for db in (tmp_path / "index.db", target):
         options = IndexOptions(kb=kb, db=db, model=str(model.resolve()), max_length=None,
-                               models_dir=tmp_path / "models", quiet=True)
+                               models_dir=tmp_path / "models", quiet=True, vector_pieces=True)
         runs.append(_runs(options))
     lite = Store.open_readonly(tmp_path / "index.db")
     pg = PgStore.open_readonly(target)

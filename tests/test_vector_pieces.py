@@ -44,6 +44,8 @@ __all__ = ["groove", "tiny_model"]  # the fixtures of test_index.py, shared
 FILLER = ("the", "cat", "dog", "sat", "on", "mat", "a", "red", "blue", "green", "tree", "house",
           "bird", "flies")
 TAIL = ["fish", "swims"] * 15
+PIECES_ON = "vector_pieces = true\n"
+"""groove.toml: pieces on (off by default: bench/results/long_chunks.md)."""
 
 
 def filler(n: int, seed: int = 3) -> list[str]:
@@ -87,6 +89,7 @@ def test_every_token_of_a_3000_token_section_is_in_some_piece(
         groove: Groove, monkeypatch: pytest.MonkeyPatch) -> None:
     words = filler(3000)
     write(groove.kb, "long.md", "## Long\n\n" + " ".join(words) + "\n")
+    groove.configure(PIECES_ON)
     seen = recording(monkeypatch)
     result = groove.index_ok()
     assert ("groove: note: 1 chunk(s) exceed max_length 64 tokens; their text past the window "
@@ -118,6 +121,7 @@ def test_a_query_matching_only_the_tail_finds_the_chunk_by_vector_mode(groove: G
     words = filler(3000) + TAIL
     write(groove.kb, "long.md", "## Long\n\n" + " ".join(words) + "\n")
     write(groove.kb, "other.md", "the red fish swims\nthe red fish swims\n")
+    groove.configure(PIECES_ON)
     groove.index_ok()
     found = groove.run("search", "fish swims", "--mode", "vector", "--format", "json",
                        "--explain")
@@ -162,7 +166,7 @@ def test_vector_pieces_off_truncates_and_switching_on_embeds_only_the_extra_piec
     (cid,) = chunk_ids(groove.db, "long.md")
     first = rows(groove.db, "SELECT embedding FROM vec_chunks WHERE chunk_id = ?", (cid,))
 
-    groove.configure()
+    groove.configure(PIECES_ON)
     seen = recording(monkeypatch)
     on = groove.index_ok()
     lines = on.stderr.splitlines()
@@ -175,24 +179,34 @@ def test_vector_pieces_off_truncates_and_switching_on_embeds_only_the_extra_piec
     assert rows(groove.db, "SELECT pieces FROM chunks WHERE id = ?", (cid,)) == [(6,)]
 
 
-def test_an_index_from_before_pieces_embeds_only_its_long_chunks_extra_pieces(
-        groove: Groove, monkeypatch: pytest.MonkeyPatch) -> None:
-    words = filler(300)
-    write(groove.kb, "long.md", " ".join(words) + "\n")
-    groove.configure("vector_pieces = false\n")
-    groove.index_ok()
-    groove.configure()
-    # make it a schema-4 index, as an older groove left it
+def schema_4(db: Path) -> None:
+    """Make the index what a groove before pieces left: schema 4, no pieces."""
     import apsw
 
     from groove_cli.store.runtime import load_vec
-    con = apsw.Connection(str(groove.db))
+    con = apsw.Connection(str(db))
     load_vec(con)
     con.execute("DROP TABLE chunk_pieces; ALTER TABLE chunks DROP COLUMN pieces; "
                 "DELETE FROM index_meta WHERE key = 'vector_pieces'; PRAGMA user_version = 4")
     con.close()
+
+
+@pytest.mark.parametrize("pieces", [True, False])
+def test_an_index_from_before_pieces_embeds_only_its_long_chunks_extra_pieces(
+        groove: Groove, monkeypatch: pytest.MonkeyPatch, pieces: bool) -> None:
+    words = filler(300)
+    write(groove.kb, "long.md", " ".join(words) + "\n")
+    groove.configure("vector_pieces = false\n")
+    groove.index_ok()
+    schema_4(groove.db)
+    groove.configure(f"vector_pieces = {str(pieces).lower()}\n")
     seen = recording(monkeypatch)
     result = groove.index_ok()
+    if not pieces:  # the long chunk is complete as it is: nothing to embed, no model loaded
+        assert seen == [] and "Loading embedding model" not in result.stderr
+        assert rows(groove.db, "SELECT pieces, count(*) FROM chunks GROUP BY pieces") == [
+            (1, 5)]
+        return
     # the migration marks complete every chunk with content tokens + 32 <= 64; the long
     # one (300 tokens) waits for its extra pieces, and only those are embedded
     assert "Embedding 1 chunks..." in result.stderr.splitlines()
@@ -210,6 +224,7 @@ NOTES = 300
 def long_kb(tiny_model: Path, workdir: Path, tmp_path: Path) -> Groove:
     """300 notes of one 300-token chunk each: 6 vectors a chunk, one chunk a model batch."""
     made = make_groove(workdir, tmp_path, tiny_model)
+    made.configure(PIECES_ON)
     for i in range(NOTES):
         write(made.kb, f"d{i % 10}/n-{i:04d}.md", " ".join(filler(300, seed=i)) + "\n")
     return made

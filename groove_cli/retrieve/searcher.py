@@ -89,13 +89,13 @@ class Searcher:
     _idle: list[Store | PgStore] = field(default_factory=list, repr=False)
     _opened: list[Store | PgStore] = field(default_factory=list, repr=False)
     kb_hint: str = "<path>"
-    vector_pieces: bool = True
+    vector_pieces: bool = False
     """Rank a chunk by its best piece (index.md §4); off, by its first piece alone."""
 
     @classmethod
     def open(cls, db: IndexLocation, kb: Path | None, *, model: str | None, max_length: int | None,
              models_dir: Path, offline: bool, reranker: str | None = None,
-             embeds: bool = True, vector_pieces: bool = True) -> Searcher:
+             embeds: bool = True, vector_pieces: bool = False) -> Searcher:
         """Open the index read-only and check model identity before loading anything.
 
         `embeds=False` (a full-text-only search): a model that cannot be found is no error, the

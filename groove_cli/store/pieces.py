@@ -93,7 +93,8 @@ class VectorWrites:
     def set_pieces_mode(self, on: bool, max_length: int, static: bool) -> None:
         """`vector_pieces` switched (index.md §4): on, every complete chunk that may be longer
         than `max_length` (content tokens + 32, any chunk in static context mode) becomes
-        pending for its extra pieces; off, the extra pieces are deleted (call inside a
+        pending for its extra pieces; off, the extra pieces are deleted and a chunk that
+        waited only for them (it has its first vector) is complete (call inside a
         transaction)."""
         if on:
             self.con.execute("UPDATE chunks SET pieces = NULL WHERE pieces = 1 AND "
@@ -102,4 +103,7 @@ class VectorWrites:
         else:
             self.con.execute("DELETE FROM chunk_pieces")
             self.con.execute("UPDATE chunks SET pieces = 1 WHERE pieces > 1")
+            if self.vec_dim() is not None:
+                self.con.execute("UPDATE chunks SET pieces = 1 WHERE pieces IS NULL AND "
+                                 "id IN (SELECT chunk_id FROM vec_chunks)")
         self.bump_vectors_version()

@@ -96,6 +96,7 @@ class PgVectorWrites(PgReads):
                             (self.kb, static, max_length))
             else:
                 cur.execute("DELETE FROM groove_chunk_pieces WHERE kb = %s", (self.kb,))
-                cur.execute("UPDATE groove_chunks SET pieces = 1 WHERE kb = %s AND pieces > 1",
-                            (self.kb,))
+                cur.execute("UPDATE groove_chunks SET pieces = 1 WHERE kb = %s AND (pieces > 1 "
+                            "OR (pieces IS NULL AND (embedding IS NOT NULL OR "
+                            "embedding_f32 IS NOT NULL)))", (self.kb,))
             self._bump_vectors_version(cur)
