@@ -25,7 +25,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from _common import DATASETS, ROOT, WORK, empty_config, machine, machine_line, write_results
+from _common import (
+    DATASETS,
+    RESULTS,
+    ROOT,
+    WORK,
+    empty_config,
+    machine,
+    machine_line,
+    write_results,
+)
 from eval_datasets import golden_document
 
 import groove_cli
@@ -166,7 +175,13 @@ def markdown(data: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--collections", default="cisi,jsquad,livedoor")
+    parser.add_argument("--markdown-only", action="store_true",
+                        help="rewrite long_chunks.md from long_chunks.json, measuring nothing")
     args = parser.parse_args()
+    if args.markdown_only:
+        saved = json.loads((RESULTS / "long_chunks.json").read_text(encoding="utf-8"))
+        (RESULTS / "long_chunks.md").write_text(markdown(saved) + "\n", encoding="utf-8")
+        return
     data: dict[str, Any] = {"benchmark": "long_chunks", "machine": machine(),
                             "runs": [measure(n.strip()) for n in args.collections.split(",")
                                      if n.strip()]}
