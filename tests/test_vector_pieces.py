@@ -153,6 +153,17 @@ def test_a_query_matching_only_the_tail_finds_the_chunk_by_vector_mode(groove: G
                                 "json").stdout)["results"]
     assert [Path(h["path"]).name for h in off] == ["other.md", "long.md"]
 
+    # eval measures the same: long.md at rank 1 with pieces (RR 1), rank 2 without (RR 1/2)
+    (groove.work / "golden.yml").write_text(
+        "queries:\n  - query: fish swims\n    expected:\n      - path: long.md\n",
+        encoding="utf-8")
+    for config, rr in ((PIECES_ON, 1.0), ("vector_pieces = false\n", 0.5)):
+        groove.configure(config)
+        report = groove.run("eval", "--kb-path", str(groove.kb), "--golden", "golden.yml",
+                            "--mode", "vector", "--no-history", "--format", "json")
+        assert report.exit_code == 0, report.stderr
+        assert json.loads(report.stdout)["aggregate"]["mrr"] == pytest.approx(rr)
+
 
 def test_vector_pieces_off_truncates_and_switching_on_embeds_only_the_extra_pieces(
         groove: Groove, monkeypatch: pytest.MonkeyPatch) -> None:
