@@ -153,6 +153,15 @@ def test_a_query_matching_only_the_tail_finds_the_chunk_by_vector_mode(groove: G
                                 "json").stdout)["results"]
     assert [Path(h["path"]).name for h in off] == ["other.md", "long.md"]
 
+    # without the snapshot (vec0 and the extra pieces' scan, merged) the same rankings
+    for leftover in groove.db.parent.glob(f"{groove.db.name}.vectors*"):
+        leftover.unlink()
+    for config, order in ((PIECES_ON, ["long.md", "other.md"]),
+                          ("vector_pieces = false\n", ["other.md", "long.md"])):
+        groove.configure(config)
+        found = groove.run("search", "fish swims", "--mode", "vector", "--format", "json")
+        assert [Path(h["path"]).name for h in json.loads(found.stdout)["results"]] == order
+
     # eval measures the same: long.md at rank 1 with pieces (RR 1), rank 2 without (RR 1/2)
     (groove.work / "golden.yml").write_text(
         "queries:\n  - query: fish swims\n    expected:\n      - path: long.md\n",

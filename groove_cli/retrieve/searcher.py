@@ -246,22 +246,22 @@ class Searcher:
             if self._snapshot is None and isinstance(self.db, Path):
                 loaded = VectorSnapshot.load(self.db, SnapshotStamp.of(reader), self.dim)
                 self._snapshot = loaded if loaded is None or pieces else loaded.first_pieces()
-                if self._snapshot is None and (batch or not pieces):
+                if self._snapshot is None and batch:
                     self._snapshot = VectorSnapshot.from_store(reader, self.dim, pieces=pieces)
             if self._snapshot is not None:
                 return self._snapshot.knn
         return vec0_knn(reader, pieces=pieces)
 
-    def vector_rows(self) -> VectorRows | None:
+    def vector_rows(self, store: Store | PgStore | None = None) -> VectorRows | None:
         """The loaded snapshot's vectors by id (each chunk's pieces), for the hits' cosines;
-        None: read them from the store. With `vector_pieces` off and no snapshot (Postgres's
-        HNSW) only first pieces, from the Searcher's connection."""
+        None: the pipeline reads every piece from the store. With `vector_pieces` off and no
+        snapshot, only first pieces, read through `store` (default the Searcher's own)."""
         if self._snapshot is not None:
             return self._snapshot.rows_by_id
         if self.vector_pieces:
             return None
-        store, dim = self.store, self.dim
-        return lambda ids: {cid: v[None, :] for cid, v in store.vectors_by_id(ids, dim).items()}
+        reader, dim = store or self.store, self.dim
+        return lambda ids: {cid: v[None, :] for cid, v in reader.vectors_by_id(ids, dim).items()}
 
     def snapshot(self) -> VectorSnapshot:
         """The snapshot for batch KNN (eval, tune), building it in memory when stale."""
@@ -324,7 +324,7 @@ class Searcher:
                 embed_ms = (time.perf_counter() - start) * 1000
                 knn = self.knn(store=store)
             return search(store, query, params, vector=vector, knn=knn, reranker=reranker,
-                          dim=self.dim, embed_ms=embed_ms, vectors=self.vector_rows())
+                          dim=self.dim, embed_ms=embed_ms, vectors=self.vector_rows(store))
 
     def prepare(self, queries: Sequence[CompiledQuery], params: SearchParams) -> Batch:
         """A batch's query vectors (cache first, one embedding batch for the misses), the
@@ -363,7 +363,7 @@ class Searcher:
         reader = store or self.store
         knn = self.knn(batch=True, store=reader) if vector is not None else None
         return search(reader, batch.queries[index], batch.params, vector=vector, knn=knn,
-                      reranker=batch.reranker, dim=self.dim, vectors=self.vector_rows())
+                      reranker=batch.reranker, dim=self.dim, vectors=self.vector_rows(reader))
 
     def search_many(self, queries: Sequence[CompiledQuery], params: SearchParams
                     ) -> list[SearchResult]:
