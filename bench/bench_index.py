@@ -2,6 +2,7 @@
 """Indexing benchmark: a 10,000-note synthetic KB and JSQuAD (2,304 documents), default model.
 
     .venv/bin/python bench/bench_index.py [--reuse] [--notes 10000] [--collections synthetic,jsquad]
+        [--repeats 2] [--time-full 10000] [--fts-notes 10000]
 
 1. `groove index` from scratch into `bench/work/<name>/index.db` (JSQuAD: KB = a symlink to
    /work/shared/datasets/jsquad/docs; synthetic: `make_synthetic_kb.py --chunks N
@@ -11,10 +12,12 @@
    start until that search answers (with the last note among its hits, and `status` counting
    every note) is the time to the first full-text search (target ≤ 30 s for 10,000 notes).
 2. Throughput ratio: indexed chunks/s ÷ the bare embedder's chunks/s on the very same embedding
-   inputs (`Embedder.embed_passages`, same model, model load excluded) — target ≥ 0.9. The
-   full index is slow on 2 cores, so it runs once, between two bare runs (the ratio uses their
-   mean: the shared machine's speed drifts by ~10 % within minutes); the load average around
-   each phase is recorded.
+   inputs (`Embedder.embed_passages`, same model, model load excluded; the default
+   `vector_pieces = false`, so no extra pieces on either side) — target ≥ 0.95. Bare, index, bare, index, bare
+   (`--repeats`): each index run against the mean of the bare runs around it (the shared
+   machine's speed drifts by ~10 % within minutes), the verdict on the mean over the runs; the
+   load average around each phase is recorded. `--time-full N` indexes an N-note synthetic KB
+   once in full (no bare runs), timed next to its phase 1.
 3. A no-change re-run: wall time (median of 5 subprocess runs, target ≤ 1 s) and the absence
    of `Loading embedding model` in its stderr.
 
@@ -147,7 +150,8 @@ def chunk_inputs(kb: Path, under: Path | None = None) -> list[str]:
 
 
 def bare_embedder_seconds(inputs: list[str]) -> tuple[float, float, float]:
-    """(model load s, embed_passages wall s, embed_passages CPU s) for `inputs`, default model."""
+    """(model load s, embed_passages wall s, embed_passages CPU s) for `inputs`, default model
+    (each input cut at the window: the default `vector_pieces = false`, index.md §4)."""
     from groove_cli.engine import Embedder, default_models_dir, resolve_model
 
     start = time.perf_counter()
@@ -167,63 +171,71 @@ def parse_done(stderr: str) -> tuple[int, int, int]:
     return int(match.group(1)), int(match.group(2)), int(match.group(3))
 
 
-def full_index(coll: Collection) -> dict[str, Any]:
-    """Index from scratch between two runs of the bare embedder on the same inputs: the shared
-    machine's speed drifts by 10 % within minutes, so the index run is compared with the mean
-    of the bare runs before and after it."""
-    coll.remove_index()
+def full_index(coll: Collection, repeats: int = 2) -> dict[str, Any]:
+    """Index from scratch `repeats` times, each run bracketed by runs of the bare embedder on
+    the same inputs (bare, index, bare, index, bare, …): the shared machine's speed drifts by
+    10 % within minutes, so each index run is compared with the mean of the bare runs just
+    before and after it, and the verdict is on the mean ratio over the repeats."""
     coll.prepare_kb()
     inputs = chunk_inputs(coll.docs)
-    load_before = load_average()
+    loads = [load_average()]
     bare = [bare_embedder_seconds(inputs)]
-    load_before_index = load_average()
-    run, probe = index_with_fts_probe(coll)
-    load_after_index = load_average()
-    index_cpu_s = run.cpu_s
-    done_ms, docs, chunks = parse_done(run.stderr)
+    runs: list[dict[str, Any]] = []
+    probe: dict[str, Any] = {}
+    for _ in range(repeats):
+        coll.remove_index()
+        loads.append(load_average())
+        run, probe = index_with_fts_probe(coll)
+        done_ms, docs, chunks = parse_done(run.stderr)
+        loads.append(load_average())
+        bare.append(bare_embedder_seconds(inputs))
+        around = [b[1] for b in bare[-2:]]
+        around_cpu = [b[2] for b in bare[-2:]]
+        bare_cps = len(inputs) / (sum(around) / 2)
+        runs.append({"index_wall_s": run.wall_s, "index_cpu_s": run.cpu_s,
+                     "index_done_ms": done_ms, "bare_embed_s": around,
+                     "bare_embed_cpu_s": around_cpu,
+                     "ratio": ratio(chunks / run.wall_s, bare_cps),
+                     "ratio_done_line": ratio(chunks / (done_ms / 1000), bare_cps),
+                     "cpu_ratio": ratio(sum(around_cpu) / 2 / len(inputs), run.cpu_s / chunks),
+                     "stderr_tail": run.stderr.strip().splitlines()[-3:]})
     status = coll.status()
-    bare.append(bare_embedder_seconds(inputs))
-    load_after_embed = load_average()
-    load_s = bare[0][0]
-    embed_s = sum(b[1] for b in bare) / len(bare)
-    embed_cpu_s = sum(b[2] for b in bare) / len(bare)
-    index_cps = chunks / run.wall_s
-    bare_cps = len(inputs) / embed_s
+    loads.append(load_average())
+    mean = lambda key: sum(r[key] for r in runs) / len(runs)  # noqa: E731
+    throughput = mean("ratio")
     fts_met = (probe.get("answered_s", float("inf")) <= FTS_TARGET_S
-                and probe.get("found_last_note", False)
-                and probe.get("status_documents") == coll.doc_count())
+               and probe.get("found_last_note", False)
+               and probe.get("status_documents") == coll.doc_count())
     return {
-        "collection": coll.name,
-        "fts_probe": probe,
-        "fts_target_s": FTS_TARGET_S,
-        "fts_met": fts_met,
-        "documents": docs,
-        "chunks": chunks,
-        "dataset_documents": coll.doc_count(),
-        "status_documents": status["documents"],
+        "collection": coll.name, "fts_probe": probe, "fts_target_s": FTS_TARGET_S,
+        "fts_met": fts_met, "documents": docs, "chunks": chunks,
+        "dataset_documents": coll.doc_count(), "status_documents": status["documents"],
         "status_chunks": status["chunks"],
         "status_matches": status["documents"] == docs and status["chunks"] == chunks,
-        "status_pending": status["pending"],
-        "index_wall_s": run.wall_s,
-        "index_cpu_s": index_cpu_s,
-        "index_done_ms": done_ms,
-        "index_chunks_per_s": index_cps,
-        "index_chunks_per_s_done_line": chunks / (done_ms / 1000),
-        "bare_inputs": len(inputs),
-        "bare_model_load_s": load_s,
-        "bare_embed_s": embed_s,
-        "bare_embed_cpu_s": embed_cpu_s,
-        "bare_embed_runs_s": [b[1] for b in bare],
-        "cpu_ratio": ratio(embed_cpu_s / len(inputs), index_cpu_s / chunks),
-        "bare_chunks_per_s": bare_cps,
-        "throughput_ratio": ratio(index_cps, bare_cps),
-        "throughput_ratio_done_line": ratio(chunks / (done_ms / 1000), bare_cps),
-        "throughput_target": THROUGHPUT_TARGET,
-        "throughput_met": ratio(index_cps, bare_cps) >= THROUGHPUT_TARGET,
-        "load_average": {"before_bare_embed": load_before, "before_index": load_before_index,
-                         "after_index": load_after_index, "after_bare_embed": load_after_embed},
-        "index_stderr_tail": run.stderr.strip().splitlines()[-3:],
+        "status_pending": status["pending"], "bare_inputs": len(inputs),
+        "bare_model_load_s": bare[0][0],
+        "bare_embed_runs_s": [b[1] for b in bare], "repeats": runs,
+        "index_wall_s": mean("index_wall_s"), "index_done_ms": mean("index_done_ms"),
+        "throughput_ratio": throughput, "throughput_ratio_done_line": mean("ratio_done_line"),
+        "cpu_ratio": mean("cpu_ratio"),
+        "throughput_ratio_range": [min(r["ratio"] for r in runs), max(r["ratio"] for r in runs)],
+        "throughput_target": THROUGHPUT_TARGET, "throughput_met": throughput >= THROUGHPUT_TARGET,
+        "load_average": loads,
     }
+
+
+def time_full(coll: Collection) -> dict[str, Any]:
+    """One full index from scratch, timed, with the phase-1 probe (no bare runs: a collection
+    too large to embed three times here)."""
+    coll.remove_index()
+    coll.prepare_kb()
+    load = load_average()
+    run, probe = index_with_fts_probe(coll)
+    done_ms, docs, chunks = parse_done(run.stderr)
+    return {"collection": coll.name, "documents": docs, "chunks": chunks, "fts_probe": probe,
+            "index_wall_s": run.wall_s, "index_cpu_s": run.cpu_s, "index_done_ms": done_ms,
+            "load_average_before": load, "load_average_after": load_average(),
+            "stderr_tail": run.stderr.strip().splitlines()[-3:]}
 
 
 def fts_only(coll: Collection) -> dict[str, Any]:
@@ -284,20 +296,6 @@ def previous_full_index() -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def _bare_runs(full: dict[str, Any]) -> str:
-    runs = full.get("bare_embed_runs_s")
-    if not runs:  # a results file from before the bare embedder ran twice
-        return f"{full['bare_embed_s']:.1f} s"
-    return (f"{runs[0]:.1f} s before the index run and {runs[1]:.1f} s after it, mean "
-            f"{full['bare_embed_s']:.1f} s")
-
-
-def _loads(loads: dict[str, Any]) -> str:
-    names = {"before_bare_embed": "before the first bare embed", "before_index": "before index",
-             "after_index": "after index", "after_bare_embed": "after the last bare embed"}
-    return "; ".join(f"{names[key]} {value}" for key, value in loads.items())
-
-
 def _fts_lines(fts: dict[str, Any]) -> list[str]:
     probe = fts["fts_probe"]
     return [f"### {fts['collection']} — phase 1 only", "",
@@ -308,8 +306,8 @@ def _fts_lines(fts: dict[str, Any]) -> list[str]:
             f"{'found' if probe['found_last_note'] else 'did NOT find'} the last note; `status` "
             f"counted {probe['status_documents']} documents) — target ≤ "
             f"{fts['fts_target_s']:.0f} s, {verdict(fts['fts_met'])}. The run was then stopped "
-            "(Ctrl-C in phase 2): embedding every note is measured on the smaller collection "
-            f"below. Load average before: {fts['load_average_before']}.",
+            "(Ctrl-C in phase 2); a full index is timed below. Load average before: "
+            f"{fts['load_average_before']}.",
             f"- Phase 1 alone (`index --text-only`, new index): {fts['text_only_wall_s']:.1f} s "
             f"wall, **{fts['text_only_cpu_s']:.1f} s CPU** (the child's user + system time, "
             "process start included: what phase 1 costs on an idle core); load average after: "
@@ -322,34 +320,56 @@ def _full_lines(full: dict[str, Any], cores: int) -> list[str]:
     if "answered_s" in probe:
         lines.append(
             f"- **Time to the first full-text search: {probe['answered_s']:.1f} s** from the "
-            f"index start (phase 1 reported `Full text ready` at {probe['text_ready_s']:.1f} s; "
-            f"the `--mode fts` search for `{probe['query']}` took {probe['search_s']:.2f} s "
-            f"and {'found' if probe['found_last_note'] else 'did NOT find'} the last note "
-            f"`{probe['expected_path']}`; `status` then counted {probe['status_documents']} "
-            f"documents) — target ≤ {full['fts_target_s']:.0f} s, {verdict(full['fts_met'])}; "
-            f"the full index took {full['index_wall_s']:.1f} s.")
+            f"index start (last run; phase 1 reported `Full text ready` at "
+            f"{probe['text_ready_s']:.1f} s; the `--mode fts` search for `{probe['query']}` took "
+            f"{probe['search_s']:.2f} s and {'found' if probe['found_last_note'] else 'did NOT find'} "
+            f"the last note `{probe['expected_path']}`; `status` then counted "
+            f"{probe['status_documents']} documents) — target ≤ {full['fts_target_s']:.0f} s, "
+            f"{verdict(full['fts_met'])}.")
     lines += [
         f"- Indexed {full['documents']} documents / {full['chunks']} chunks "
         f"(dataset: {full['dataset_documents']} files); `groove status --format json` "
         f"reports {full['status_documents']} / {full['status_chunks']} — "
-        f"{'same counts' if full['status_matches'] else 'DIFFERENT counts'}.",
-        f"- Index from scratch: {full['index_wall_s']:.1f} s wall (subprocess, model load "
-        f"included; `Done` line {full['index_done_ms'] / 1000:.1f} s) = "
-        f"{full['index_chunks_per_s']:.2f} chunks/s.",
-        f"- Bare `Embedder.embed_passages` on the same {full['bare_inputs']} inputs: "
-        f"{_bare_runs(full)} (model load {full['bare_model_load_s']:.1f} s "
-        f"excluded) = {full['bare_chunks_per_s']:.2f} chunks/s.",
-        f"- **Throughput ratio {full['throughput_ratio']:.3f}** (index ÷ bare; target ≥ "
-        f"{full['throughput_target']}, {verdict(full['throughput_met'])}); by the `Done` line "
-        f"{full['throughput_ratio_done_line']:.3f}; by CPU seconds per chunk (less "
-        f"sensitive to the other load) {full['cpu_ratio']:.3f} (index child CPU "
-        f"{full['index_cpu_s']:.1f} s incl. model load, bare embed CPU "
-        f"{full['bare_embed_cpu_s']:.1f} s).",
-        f"- Load average (1/5/15 min) {_loads(full['load_average'])} on {cores} cores (shared "
-        "machine; each phase ran once because it takes minutes).",
+        f"{'same counts' if full['status_matches'] else 'DIFFERENT counts'}. The bare embedder "
+        f"embeds the same {full['bare_inputs']} inputs (`embed_passages`); model load "
+        f"{full['bare_model_load_s']:.1f} s excluded.",
+        f"- Bare, index, bare, … ({len(full['repeats'])} index runs, each against the mean of "
+        "the bare runs around it):", "",
+        "| run | index wall s | `Done` s | bare s (before, after) | ratio | by `Done` | by CPU |",
+        "|---|---:|---:|---|---:|---:|---:|",
+    ]
+    for n, r in enumerate(full["repeats"], 1):
+        before, after = r["bare_embed_s"]
+        lines.append(f"| {n} | {r['index_wall_s']:.1f} | {r['index_done_ms'] / 1000:.1f} | "
+                     f"{before:.1f}, {after:.1f} | {r['ratio']:.3f} | {r['ratio_done_line']:.3f} "
+                     f"| {r['cpu_ratio']:.3f} |")
+    low, high = full["throughput_ratio_range"]
+    lines += [
+        "",
+        f"- **Throughput ratio, mean {full['throughput_ratio']:.3f}** (range {low:.3f}–"
+        f"{high:.3f}; index chunks/s ÷ bare chunks/s, wall clock, process start and model "
+        f"load included in the index; target ≥ {full['throughput_target']}, "
+        f"{verdict(full['throughput_met'])}); by the `Done` line "
+        f"{full['throughput_ratio_done_line']:.3f}; by CPU seconds per chunk "
+        f"{full['cpu_ratio']:.3f}.",
+        f"- Load average (1/5/15 min) before and after each phase: {full['load_average']} on "
+        f"{cores} cores (shared machine).",
         "",
     ]
     return lines
+
+
+def _timed_lines(timed: dict[str, Any]) -> list[str]:
+    probe = timed["fts_probe"]
+    return [f"### {timed['collection']} — full index, once", "",
+            f"- **Full index: {timed['index_wall_s']:.1f} s** wall ({timed['index_cpu_s']:.1f} s "
+            f"CPU; `Done` line {timed['index_done_ms'] / 1000:.1f} s) for {timed['documents']} "
+            f"documents / {timed['chunks']} chunks; phase 1 reported `Full text ready` at "
+            f"{probe.get('text_ready_s', float('nan')):.1f} s and the `--mode fts` search "
+            f"answered at {probe.get('answered_s', float('nan')):.1f} s "
+            f"({'found' if probe.get('found_last_note') else 'did NOT find'} the last note). "
+            f"Load average before {timed['load_average_before']}, after "
+            f"{timed['load_average_after']} (2 shared cores).", ""]
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -357,17 +377,19 @@ def markdown(data: dict[str, Any]) -> str:
              machine_line(data["machine"]), ""]
     if data.get("fts_only_runs"):
         lines += [
-            "The time to the first full-text search is measured on the full collections; the "
-            "full index (phase 2 included) against the bare embedder on a smaller synthetic "
-            "collection, because embedding 10,000 notes takes hours on this shared, "
-            "over-subscribed 2-core machine (see the load averages). Wall times here include "
-            "waiting for the CPU; the `--text-only` CPU seconds are what phase 1 itself costs. "
-            "On a small collection the index's fixed costs (process start, phase 1, model "
-            "load) weigh more in the throughput ratio than on a large one.", ""]
+            "The time to the first full-text search is measured on the full collections, each "
+            "run stopped once the search answered; the full index (phase 2 included) is timed "
+            "separately and compared with the bare embedder (sections below). Wall times "
+            "include waiting for the CPU on this shared 2-core machine (see the load "
+            "averages): the CPU ratio is the steadier figure; the `--text-only` CPU seconds "
+            "are what phase 1 itself costs. The index's fixed costs (process start, phase 1, "
+            "model load) weigh more on a small collection than on a large one.", ""]
     for fts in data.get("fts_only_runs") or []:
         lines += _fts_lines(fts)
+    for timed in data.get("timed_runs") or []:
+        lines += _timed_lines(timed)
     for full in data.get("full_index_runs") or [data.get("full_index")]:
-        if full:
+        if full and "repeats" in full:
             lines += _full_lines(full, data["machine"]["cpu_count"])
     re_run = data.get("rerun")
     if re_run:
@@ -396,7 +418,17 @@ def main() -> None:
     parser.add_argument("--collections", default="synthetic,jsquad",
                         help="comma-separated, indexed in full: synthetic, jsquad")
     parser.add_argument("--no-rerun", action="store_true", help="skip the no-change re-run")
+    parser.add_argument("--repeats", type=int, default=2,
+                        help="index runs per collection, each bracketed by bare runs")
+    parser.add_argument("--markdown-only", action="store_true",
+                        help="rewrite index.md from index.json, measuring nothing")
+    parser.add_argument("--time-full", type=int, default=0,
+                        help="synthetic KB indexed in full once, timed (e.g. 10000)")
     args = parser.parse_args()
+    if args.markdown_only:
+        saved = json.loads((RESULTS / "index.json").read_text(encoding="utf-8"))
+        (RESULTS / "index.md").write_text(markdown(saved) + "\n", encoding="utf-8")
+        return
     chosen = {"synthetic": Synthetic(f"synthetic-{args.notes}", args.notes), "jsquad": JSQUAD}
     names = [n.strip() for n in args.collections.split(",") if n.strip()]
     data: dict[str, Any] = {"benchmark": "index", "collections": names,
@@ -407,12 +439,16 @@ def main() -> None:
         for coll in (Synthetic(f"synthetic-{args.fts_notes}", args.fts_notes), JSQUAD):
             data["fts_only_runs"].append(fts_only(coll))
             print(json.dumps(data["fts_only_runs"][-1], ensure_ascii=False), flush=True)
+    if args.time_full:
+        data["timed_runs"] = [time_full(Synthetic(f"synthetic-{args.time_full}",
+                                                  args.time_full))]
+        print(json.dumps(data["timed_runs"][-1], ensure_ascii=False), flush=True)
     if args.reuse and JSQUAD.index_is_current():
         data["full_index"] = previous_full_index()
     else:
         data["full_index_runs"] = []
         for name in names:
-            data["full_index_runs"].append(full_index(chosen[name]))
+            data["full_index_runs"].append(full_index(chosen[name], args.repeats))
             print(json.dumps(data["full_index_runs"][-1], ensure_ascii=False), flush=True)
     if not args.no_rerun:
         JSQUAD.ensure_index()

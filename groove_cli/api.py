@@ -179,6 +179,7 @@ class Index:
                 return current
         same = (settings.str_("model") == self.settings.str_("model")
                 and settings.int_("max_length") == self.settings.int_("max_length")
+                and settings.bool_("vector_pieces") == current.vector_pieces
                 and (reranker or None) == current.reranker_name)
         if same:
             return current

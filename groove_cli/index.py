@@ -10,11 +10,8 @@ never loads it.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +22,7 @@ from groove_cli.config import Settings
 from groove_cli.dbfile import damaged, quarantine, remove_snapshot_leftovers
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import GrooveError, IndexMismatch
-from groove_cli.failures import check_index_file
+from groove_cli.index_lock import indexer_lock
 from groove_cli.integrity import damage_of, refuse_damaged
 from groove_cli.models import ResolvedModel, resolve_model
 from groove_cli.runtime_model import RuntimeModel, runtime_model, warn_digest
@@ -46,7 +43,15 @@ from groove_cli.types import (
     ProgressSink,
     StoredDocument,
 )
-from groove_cli.vector_fill import BatchResult, count_pending, embed_batch, embedding_text
+from groove_cli.vector_fill import (
+    BatchResult,
+    apply_pieces_mode,
+    batches,
+    count_pending,
+    embed_batch,
+    embedding_text,
+    piece_estimate,
+)
 from groove_cli.vectors import refresh_snapshot
 
 if TYPE_CHECKING:
@@ -95,6 +100,8 @@ class IndexOptions:
     offline: bool = False
     text_only: bool = False
     """Stop after phase 1: full text only, vectors left for a later run (`--text-only`)."""
+    vector_pieces: bool = False
+    """Embed a long chunk's text past the window as extra pieces (index.md §4)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, kb: Path, db: IndexLocation, *, force: bool = False,
@@ -111,6 +118,7 @@ class IndexOptions:
             parsers=tuple(str(p) for p in s.list_("parsers.enabled")),
             contextual=s.bool_("contextual.enabled"), verbose=verbose, quiet=quiet,
             offline=config.offline_mode(), text_only=text_only,
+            vector_pieces=s.bool_("vector_pieces"),
         )
 
 
@@ -133,39 +141,12 @@ class IndexReport:
     to_embed: int = 0
     """Chunks without a vector when phase 2 started (0 when it did not run)."""
     pending_vectors: int = 0
-    """Chunks still without a vector when the run ended (`--text-only`, an interrupt)."""
+    """Chunks still without all their vectors when the run ended (`--text-only`, an
+    interrupt)."""
+    pieces: int = 0
+    """Extra-piece vectors this run embedded (long chunks, index.md §4)."""
     text_ready_ms: int | None = None
     """When phase 1 ended: from then on `--mode fts` sees every note."""
-
-
-@contextmanager
-def indexer_lock(db: IndexLocation, *, force: bool = False) -> Iterator[None]:
-    """Exclusive lock on `{db}.lock`: one indexer per index; searches are never blocked.
-    A file that cannot be an index is refused first, unless `force` (which sets a damaged
-    file aside under the lock). A Postgres KB is locked by the store itself (an advisory
-    lock held by the writer's connection)."""
-    if not isinstance(db, Path):
-        yield
-        return
-    check_index_file(db, allow_empty=True, damaged_ok=force)
-    db.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = db.with_name(db.name + ".lock")
-    if not os.access(db.parent, os.W_OK) or (db.exists() and not os.access(db, os.W_OK)):
-        raise GrooveError(f"cannot write the index at {db}: the file or its folder is read-only",
-                          hint="make it writable, or pass --db a writable location "
-                               "(search, status and doctor work on a read-only index)")
-    if lock_path.is_dir():
-        raise GrooveError(f"the lock file {lock_path} is a folder",
-                          hint="remove that folder (groove creates the lock file itself)")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise GrooveError(f"another groove index is running on {db}") from None
-        yield
-    finally:
-        os.close(fd)
 
 
 def kb_mismatch_text(db: IndexLocation, recorded: str, kb: Path) -> str:
@@ -205,7 +186,7 @@ class Indexer:
         self.model: ResolvedModel | None = None
         self.runtime: RuntimeModel | None = None
         self.updated = self.renamed = self.deleted = self.skipped = 0
-        self.truncated = 0
+        self.truncated = self.long = self.pieces = 0
         self.done = 0
         self.total = 0
         self.interrupted = False
@@ -273,7 +254,8 @@ class Indexer:
         elapsed = int((time.monotonic() - started) * 1000)
         return IndexReport(documents, chunks, self.updated, self.renamed, self.deleted,
                            self.skipped, elapsed, self.done, self.total, self.interrupted,
-                           self.embedded, self.to_embed, self.pending_left, self.text_ready_ms)
+                           self.embedded, self.to_embed, self.pending_left, self.pieces,
+                           self.text_ready_ms)
 
     def _set_aside_if_damaged(self) -> None:
         """`--force` on a damaged file: keep it as `.corrupt-<time>` and start a new one."""
@@ -327,6 +309,8 @@ class Indexer:
                 mode = desired
             else:
                 mode = self._context_mode(store, meta, desired)
+            apply_pieces_mode(store, meta if not fresh else {}, opt.vector_pieces,
+                              self.runtime.max_length, mode == "static")
         static = mode == "static"
         fingerprint = chunker_fingerprint(opt.exclude_headings)
         rechunk = store.chunk_count() > 0 and meta.get("chunker_fingerprint") != fingerprint
@@ -372,8 +356,12 @@ class Indexer:
         if self.pending_left and not self.interrupted:
             self._note(f"{self.pending_left:,} of {store.chunk_count():,} chunks have no vector "
                        "yet; run `groove index` without --text-only to embed them")
+        assert self.runtime is not None
+        if self.long and self.opt.vector_pieces:
+            self._note(f"{self.long} chunk(s) exceed max_length {self.runtime.max_length} "
+                       f"tokens; their text past the window went into {self.pieces} more "
+                       "vector(s)")
         if self.truncated:
-            assert self.runtime is not None
             self._note(f"{self.truncated} chunk(s) exceed max_length {self.runtime.max_length} "
                        "tokens and were truncated for embedding")
         if not self.interrupted:
@@ -539,6 +527,8 @@ class Indexer:
 
     def _count(self, done: BatchResult) -> None:
         self.embedded += done.embedded
+        self.pieces += done.pieces
+        self.long += done.long
         self.truncated += done.truncated
         for path in done.dropped:
             self.skipped += 1
@@ -548,8 +538,9 @@ class Indexer:
 
     def _embed_pending(self, store: Store | PgStore, pending: list[int],
                        static: bool) -> None:
-        """Phase 2: embed every chunk that has no vector yet, shortest first, one model batch
-        per transaction, so an interrupt or a kill keeps every batch already written."""
+        """Phase 2: embed every chunk that lacks vectors, shortest first, one model batch (of
+        about `batch_size` vectors, a long chunk's pieces together) per transaction, so an
+        interrupt or a kill keeps every batch already written."""
         embedder = self.load_embedder()
         self.to_embed = len(pending)
         self._line(f"Embedding {len(pending):,} chunks...")
@@ -560,16 +551,21 @@ class Indexer:
                 self.interrupted = True
                 return
             order = sorted(counts, key=lambda cid: (counts[cid], cid))
-            step = max(1, embedder.settings.batch_size)
-            for first in range(0, len(order), step):
+            size = max(1, embedder.settings.batch_size)
+            width = embedder.max_length if self.opt.vector_pieces else 1 << 62
+            estimate = {cid: piece_estimate(n, width) for cid, n in counts.items()}
+            finished = 0
+            for ids in batches(order, estimate, size):
                 if self.should_stop():
                     self.interrupted = True
                     return
-                batch = store.embedding_rows(order[first : first + step])
+                batch = store.embedding_rows(ids)
                 if batch:
                     self._count(embed_batch(store, embedder, batch,
-                                            [counts[row.chunk_id] for row in batch], static))
-                self.progress.advance(min(first + step, len(order)), len(batch))
+                                            [counts[row.chunk_id] for row in batch], static,
+                                            self.opt.vector_pieces))
+                finished += len(ids)
+                self.progress.advance(finished, len(batch))
         finally:
             self.progress.finish()
 

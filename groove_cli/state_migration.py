@@ -64,7 +64,7 @@ def migrate_legacy(legacy: Path, target: Path, *, force: bool = False) -> None:
     does with any damaged index (index.md §6.4), and nothing is copied.
     """
     from groove_cli.dbfile import quarantine
-    from groove_cli.index import indexer_lock
+    from groove_cli.index_lock import indexer_lock
     from groove_cli.integrity import damage_of
     from groove_cli.store import copy_database, schema_version
 

@@ -66,7 +66,9 @@ class StatusReport:
     knowledge_bases: tuple[tuple[str, int, int, str | None], ...] = ()
     """A Postgres store's KBs: (KB id, documents, chunks, last indexed)."""
     pending_vectors: int = 0
-    """Chunks written by phase 1 whose vector phase 2 has not written yet (index.md §6.1)."""
+    """Chunks written by phase 1 whose vectors phase 2 has not written yet (index.md §6.1)."""
+    piece_vectors: int = 0
+    """Extra-piece vectors of chunks longer than the model's window (index.md §4)."""
 
 
 def pending_changes(store: Store | PgStore, kb: Path, exclude_dirs: tuple[str, ...],
@@ -181,6 +183,7 @@ def index_status(db: IndexLocation, kb: Path | None, *, quality_threshold: float
             quality_below=below,
             knowledge_bases=kbs,
             pending_vectors=pending_vectors(store),
+            piece_vectors=store.piece_count(),
         )
     finally:
         store.close()

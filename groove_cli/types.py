@@ -4,7 +4,11 @@ and the progress protocol the long-running stages (index, tune) report through."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # numpy is imported where vectors are read or written, not at start-up
+    import numpy as np
+    import numpy.typing as npt
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,26 @@ class EmbeddingRow:
     context_text: str | None
     content: str
     path: str
+    has_vector: bool = False
+    """The chunk already has its first piece's vector (an index written before pieces, whose
+    long chunks wait only for their extra pieces: index.md §4)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkVectors:
+    """Everything phase 2 stores for one chunk in one transaction (index.md §4): the first
+    piece's vector (None when the chunk already has it), the extra pieces' vectors, the token
+    count, and how many vectors the chunk then has in all."""
+
+    chunk_id: int
+    first: npt.NDArray[np.float32] | None
+    extra: npt.NDArray[np.float32]
+    """Shape (pieces − 1, dim); zero rows for a chunk that fits the window."""
+    token_count: int
+
+    @property
+    def pieces(self) -> int:
+        return 1 + int(self.extra.shape[0])
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
-from groove_cli.types import EmbeddingRow
+from groove_cli.types import ChunkVectors, EmbeddingRow
 
 if TYPE_CHECKING:
     from groove_cli.models import Embedder
@@ -25,8 +26,14 @@ class BatchResult:
     """What one committed batch did."""
 
     embedded: int
+    """Chunks whose vectors this batch completed."""
+    pieces: int
+    """Extra-piece vectors it embedded (index.md §4)."""
+    long: int
+    """Chunks whose input was longer than `max_length`."""
     truncated: int
-    """Chunks whose input was longer than `max_length` (cut for embedding, index.md §4)."""
+    """Of those, the chunks whose text some vector still leaves out: all of them with
+    `vector_pieces` off, else those past MAX_PIECES."""
     dropped: tuple[str, ...]
     """Paths of documents dropped for a degenerate embedding (index.md §4)."""
 
@@ -59,30 +66,113 @@ def count_pending(store: Store | PgStore, embedder: Embedder, ids: list[int],
     return counts
 
 
+def lead_text(row: EmbeddingRow, prefix: str, static: bool) -> str:
+    """What each piece of a chunk's input starts with: the passage prefix, and the breadcrumb
+    in static context mode (index.md §4)."""
+    if static and row.context_text and row.context_text.strip():
+        return f"{prefix}{row.context_text}\n\n"
+    return prefix
+
+
+def batches(order: list[int], pieces: dict[int, int], size: int) -> list[list[int]]:
+    """`order` cut into model batches of about `size` vectors each (a chunk's pieces counted,
+    so a batch of long chunks commits as soon as one of short ones); a chunk is never split."""
+    out: list[list[int]] = []
+    current: list[int] = []
+    vectors = 0
+    for cid in order:
+        if current and vectors + pieces[cid] > size:
+            out.append(current)
+            current, vectors = [], 0
+        current.append(cid)
+        vectors += pieces[cid]
+    if current:
+        out.append(current)
+    return out
+
+
+def piece_estimate(tokens: int, max_length: int) -> int:
+    """About how many vectors a chunk of `tokens` content tokens gets (for batching only)."""
+    window = max(max_length - 16, 1)
+    if tokens <= window:
+        return 1
+    step = max(window - window // 8, 1)
+    return 1 + -(-(tokens - window) // step)
+
+
+PIECES_KEY = "vector_pieces"
+"""index_meta: '1' when long chunks have their extra pieces' vectors, '0' when not."""
+
+
+def apply_pieces_mode(store: Store | PgStore, meta: dict[str, str], on: bool,
+                      max_length: int, static: bool) -> None:
+    """Follow a change of `vector_pieces` (call inside a transaction): switched on, the chunks
+    that may be longer than the window become pending for their extra pieces; switched off,
+    the extra pieces are deleted. An index that records nothing has its pieces (schema 5)."""
+    want = "1" if on else "0"
+    if meta.get(PIECES_KEY, "1") == want:
+        return
+    store.set_pieces_mode(on, max_length, static)
+    store.set_meta({PIECES_KEY: want})
+
+
 def embed_batch(store: Store | PgStore, embedder: Embedder, batch: list[EmbeddingRow],
-                counts: list[int], static: bool) -> BatchResult:
-    """Embed one batch and commit its vectors and token counts; a degenerate vector drops
-    its document (index.md §4)."""
+                counts: list[int], static: bool, pieces: bool = True) -> BatchResult:
+    """Embed one batch — each chunk's first piece unless it has it, and a long chunk's extra
+    pieces — and commit its vectors and token counts; a degenerate vector drops its document
+    (index.md §4)."""
     inputs = [embedding_text(row.heading, row.context_text, row.content, static)
               for row in batch]
     room = embedder.max_length
+    prefix = embedder.settings.passage_prefix
     # exact input lengths only where the content's count plus a generous bound for the
     # breadcrumb, prefix and special tokens (two per character) could pass the window
-    extra = 2 * len(embedder.settings.passage_prefix) + 8
+    extra = 2 * len(prefix) + 8
     maybe_long = [i for i, row in enumerate(batch)
                   if counts[i] + 2 * (len(inputs[i]) - len(row.content)) + extra > room]
-    truncated = 0
+    long = truncated = 0
+    rows: dict[int, list[list[int]]] = {}
     if maybe_long:
         lengths = embedder.input_lengths([inputs[i] for i in maybe_long], "passage")
-        truncated = sum(1 for n in lengths if n > room)
-    vectors = embedder.embed_passages(inputs)
-    norms = np.linalg.norm(vectors, axis=1)
-    bad = ~np.isfinite(vectors).all(axis=1) | (norms < 1e-6)
-    dropped = {batch[i].document_id: batch[i].path for i in np.flatnonzero(bad)}
-    good = [i for i, row in enumerate(batch) if row.document_id not in dropped]
+        for i, n in zip(maybe_long, lengths, strict=True):
+            if n <= room:
+                continue
+            long += 1
+            if not pieces or not batch[i].content:
+                truncated += 1
+                continue
+            rows[i], whole = embedder.piece_rows(lead_text(batch[i], prefix, static),
+                                                 batch[i].content)
+            truncated += not whole
+    need = [i for i, row in enumerate(batch) if not row.has_vector]
+    first = embedder.embed_passages([inputs[i] for i in need])
+    flat = [r for i in sorted(rows) for r in rows[i]]
+    extras = embedder.embed_rows(flat)
+    firsts = dict(zip(need, first, strict=True))
+    by_chunk: dict[int, npt.NDArray[np.float32]] = {}
+    at = 0
+    for i in sorted(rows):
+        by_chunk[i] = extras[at : at + len(rows[i])]
+        at += len(rows[i])
+    dim = embedder.dim
+    dropped: dict[int, str] = {}
+    for i, row in enumerate(batch):
+        mine = [firsts[i][None, :]] if i in firsts else []
+        mine += [by_chunk[i]] if i in by_chunk else []
+        if mine and not _sound(np.vstack(mine)):
+            dropped[row.document_id] = row.path
+    items = [ChunkVectors(row.chunk_id, firsts.get(i),
+                          by_chunk.get(i, np.zeros((0, dim), dtype=np.float32)), counts[i])
+             for i, row in enumerate(batch) if row.document_id not in dropped]
     with store.transaction():
-        store.write_vectors([batch[i].chunk_id for i in good], vectors[good],
-                            [counts[i] for i in good])
+        store.write_chunk_vectors(items)
         for document_id in dropped:
             store.delete_document(document_id)
-    return BatchResult(len(good), truncated, tuple(sorted(dropped.values())))
+    return BatchResult(len(items), sum(item.pieces - 1 for item in items), long, truncated,
+                       tuple(sorted(dropped.values())))
+
+
+def _sound(vectors: npt.NDArray[np.float32]) -> bool:
+    """Every vector finite with an L2 norm of at least 1e-6 (index.md §4)."""
+    norms = np.linalg.norm(vectors, axis=1)
+    return bool(np.isfinite(vectors).all() and (norms >= 1e-6).all())

@@ -35,6 +35,8 @@ class VectorRows(Protocol):
 
     def all_vectors(self) -> Iterator[tuple[int, bytes]]: ...
 
+    def all_piece_vectors(self) -> Iterator[tuple[int, bytes]]: ...
+
 
 class StampedVectors(VectorRows, Protocol):
     """An index whose vectors carry an identity and a version (the snapshot's stamp)."""
@@ -52,6 +54,8 @@ class KnnSource(Protocol):
     def chunk_count(self) -> int: ...
 
     def vec_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]: ...
+
+    def piece_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]: ...
 
 BLOCK_FLOATS = 16_000_000
 MAX_VEC_K = MAX_TOP_K
@@ -101,6 +105,10 @@ def read_stamp(db: Path) -> SnapshotStamp | None:
 class VectorSnapshot:
     """Row-normalised float32 matrix + chunk ids; cosine distance = 1 − dot.
 
+    A chunk longer than the model's window has several rows (index.md §4): its rows are
+    adjacent, first piece first, and `ids` repeats its id. A chunk's distance is its nearest
+    row's, so KNN returns each chunk once, however many pieces it has.
+
     Rows holding one and the same vector (duplicate notes) must tie exactly, so that the id
     tie-break decides between them. A float32 matrix product does not promise that: the last
     bits of a row's dot product depend on where the row falls in the BLAS kernel's blocks, on
@@ -116,13 +124,28 @@ class VectorSnapshot:
         self.duplicates = (np.zeros((0, 2), dtype=np.int64) if duplicates is None
                            else duplicates)
         """(row, first row with the same vector) pairs, row-ascending."""
+        rows = int(ids.shape[0])
+        self.starts: npt.NDArray[np.int64] = (
+            np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]).astype(np.int64) if rows
+            else np.zeros(0, dtype=np.int64))
+        """The first row (first piece) of each chunk."""
+        self.chunk_ids: npt.NDArray[np.int64] = ids[self.starts] if rows else ids
+        self.pieces = self.starts.shape[0] < rows
+        """Whether some chunk has more than one row."""
 
     @classmethod
-    def from_store(cls, store: VectorRows, dim: int) -> VectorSnapshot:
-        """Read every vector from vec0 (one scan) and normalise; zero vectors are dropped."""
+    def from_store(cls, store: VectorRows, dim: int, *, pieces: bool = True) -> VectorSnapshot:
+        """Read every vector (first pieces, then extra pieces unless `pieces` is off) and
+        normalise; zero vectors are dropped, and so are the extra pieces of a chunk whose
+        first piece is."""
         ids: list[int] = []
         blobs: list[bytes] = []
         for cid, blob in store.all_vectors():
+            if len(blob) == dim * 4:
+                ids.append(cid)
+                blobs.append(blob)
+        first = len(ids)
+        for cid, blob in store.all_piece_vectors() if pieces else ():
             if len(blob) == dim * 4:
                 ids.append(cid)
                 blobs.append(blob)
@@ -130,10 +153,19 @@ class VectorSnapshot:
         with np.errstate(over="ignore", invalid="ignore"):  # a damaged vector's norm is
             norms = np.linalg.norm(matrix, axis=1)           # inf or nan: dropped below
         keep = np.isfinite(norms) & (norms > 0)
+        chunk_ids = np.asarray(ids, dtype=np.int64)
+        keep[first:] &= np.isin(chunk_ids[first:], chunk_ids[:first][keep[:first]])
         matrix = matrix[keep] / norms[keep, None]
-        order = np.argsort(np.asarray(ids, dtype=np.int64)[keep], kind="stable")
+        order = np.argsort(chunk_ids[keep], kind="stable")  # first pieces stay first
         matrix = np.ascontiguousarray(matrix[order], dtype=np.float32)
-        return cls(np.asarray(ids, dtype=np.int64)[keep][order], matrix, duplicate_rows(matrix))
+        return cls(chunk_ids[keep][order], matrix, duplicate_rows(matrix))
+
+    def first_pieces(self) -> VectorSnapshot:
+        """The snapshot of each chunk's first piece only (`vector_pieces = false`)."""
+        if not self.pieces:
+            return self
+        matrix = np.ascontiguousarray(self.matrix[self.starts], dtype=np.float32)
+        return VectorSnapshot(self.chunk_ids, matrix, duplicate_rows(matrix))
 
     def checksum(self) -> int:
         """CRC-32 of the matrix, the ids and the duplicate pairs, as they sit in memory."""
@@ -183,25 +215,27 @@ class VectorSnapshot:
         return dist
 
     def rows_by_id(self, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
-        """The unit-length vectors of `ids` that the snapshot holds (ids are sorted, so one
-        binary search each: the pipeline's cosines without a vec0 point lookup per hit)."""
+        """The unit-length vectors of each chunk of `ids` the snapshot holds, shape (pieces,
+        dim), first piece first (ids are sorted, so two binary searches each: the pipeline's
+        cosines without a store lookup per hit)."""
         wanted = np.asarray(list(ids), dtype=np.int64)
         if not wanted.size or not self.ids.size:
             return {}
-        rows = np.minimum(np.searchsorted(self.ids, wanted), self.ids.shape[0] - 1)
-        found = self.ids[rows] == wanted
-        return {int(cid): self.matrix[row] for cid, row, ok in zip(wanted, rows, found, strict=True)
-                if ok}
+        first = np.searchsorted(self.ids, wanted, side="left")
+        last = np.searchsorted(self.ids, wanted, side="right")
+        return {int(cid): self.matrix[a:b] for cid, a, b in zip(wanted, first, last, strict=True)
+                if b > a}
 
     def knn(self, query: npt.NDArray[np.float32], k: int) -> Neighbours:
         return self.knn_batch(query[None, :], k)[0]
 
     def knn_batch(self, queries: npt.NDArray[np.float32], k: int) -> list[Neighbours]:
-        """Top-k (chunk id, distance) per query, ordered by distance then chunk id."""
+        """Top-k (chunk id, distance) per query, ordered by distance then chunk id; a chunk's
+        distance is its nearest piece's."""
         rows = self.ids.shape[0]
         if rows == 0:
             return [[] for _ in range(queries.shape[0])]
-        k = min(k, rows)
+        k = min(k, int(self.chunk_ids.shape[0]))
         out: list[Neighbours] = []
         # bound the distance block to ~16M floats (64 MB) however many queries come at once
         block = max(1, BLOCK_FLOATS // rows)
@@ -210,7 +244,10 @@ class VectorSnapshot:
         return out
 
     def _top_k(self, dist: npt.NDArray[np.float32], k: int) -> list[Neighbours]:
-        rows = self.ids.shape[0]
+        if self.pieces:  # each chunk's nearest piece
+            dist = np.minimum.reduceat(dist, self.starts, axis=1)
+        ids = self.chunk_ids
+        rows = ids.shape[0]
         out: list[Neighbours] = []
         for row in dist:
             if k < rows:
@@ -220,9 +257,9 @@ class VectorSnapshot:
                 part = np.nonzero(row <= cutoff)[0]
             else:
                 part = np.arange(rows)
-            order = np.lexsort((self.ids[part], row[part]))[:k]
+            order = np.lexsort((ids[part], row[part]))[:k]
             chosen = part[order]
-            out.append([(int(self.ids[i]), float(row[i])) for i in chosen])
+            out.append([(int(ids[i]), float(row[i])) for i in chosen])
         return out
 
 
@@ -233,8 +270,21 @@ def duplicate_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.int64]:
     return np.asarray([p for p in pairs if p[0] != p[1]], dtype=np.int64).reshape(-1, 2)
 
 
-def vec0_knn(store: KnnSource) -> Callable[[npt.NDArray[np.float32], int], Neighbours]:
-    """Plain vec0 KNN (or Postgres's HNSW) made to agree with the snapshot at the k-th distance.
+def nearest_pieces(first: Neighbours, extra: Neighbours, k: int) -> Neighbours:
+    """Two KNN answers merged, each chunk at its nearer distance: the first pieces' k nearest
+    chunks and the extra pieces' k nearest hold together every chunk of the k nearest by best
+    piece, so the merged list's first k are exact."""
+    best: dict[int, float] = {}
+    for cid, dist in [*first, *extra]:
+        if cid not in best or dist < best[cid]:
+            best[cid] = dist
+    return sorted(best.items(), key=lambda item: (item[1], item[0]))[:k]
+
+
+def vec0_knn(store: KnnSource, *, pieces: bool = True
+             ) -> Callable[[npt.NDArray[np.float32], int], Neighbours]:
+    """Plain vec0 KNN (or Postgres's HNSW) made to agree with the snapshot at the k-th distance,
+    the extra pieces merged in unless `pieces` is off (each chunk once, at its best piece).
 
     vec0 picks arbitrarily among rows tied with the k-th distance, and a NULL-distance row (a
     zero vector) can take one of its k slots. Asking for more rows until the row after the k-th
@@ -243,13 +293,19 @@ def vec0_knn(store: KnnSource) -> Callable[[npt.NDArray[np.float32], int], Neigh
     """
     total = store.chunk_count()
 
+    def search(query: npt.NDArray[np.float32], fetch: int) -> Neighbours:
+        found = store.vec_search(query, fetch)
+        if not pieces:
+            return found
+        return nearest_pieces(found, store.piece_search(query, fetch), fetch)
+
     def knn(query: npt.NDArray[np.float32], k: int) -> Neighbours:
         k = min(k, MAX_VEC_K)
         if k <= 0:
             return []
         fetch = min(k + 1, MAX_VEC_K)
         while True:
-            found = store.vec_search(query, fetch)
+            found = search(query, fetch)
             settled = len(found) > k and found[k][1] > found[k - 1][1]
             if settled or fetch >= min(total, MAX_VEC_K):
                 return found[:k]

@@ -53,7 +53,9 @@ def test_migration_3_backfills_an_old_index_without_re_embedding(ja: Groove) -> 
     db = ja.db
     vectors = rows(db, "SELECT chunk_id, embedding FROM vec_chunks ORDER BY chunk_id")
     with writable(db) as con:  # what a schema-2 groove wrote: no fts_cjk, no tokeniser version,
-        con.execute("DROP TABLE fts_cjk")  # no chunk lines (migration 0004)
+        con.execute("DROP TABLE fts_cjk")  # no chunk lines (migration 0004), no pieces (0005)
+        con.execute("DROP TABLE chunk_pieces")
+        con.execute("ALTER TABLE chunks DROP COLUMN pieces")
         con.execute("ALTER TABLE chunks DROP COLUMN line_start")
         con.execute("ALTER TABLE chunks DROP COLUMN line_end")
         con.execute("DELETE FROM index_meta WHERE key = 'cjk_tokeniser_version'")
@@ -65,7 +67,7 @@ def test_migration_3_backfills_an_old_index_without_re_embedding(ja: Groove) -> 
     again = ja.index_ok()
     assert "Backfilled" not in again.stderr  # the migration itself filled the table
     assert "0 updated" in again.stderr.splitlines()[-1]
-    assert rows(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 4
+    assert rows(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)] and SCHEMA_VERSION == 5
     assert rows(db, "SELECT chunk_id, embedding FROM vec_chunks ORDER BY chunk_id") == vectors
     chunks = {int(str(r[0])) for r in rows(db, "SELECT id FROM chunks")}
     assert {int(str(r[0])) for r in rows(db, "SELECT rowid FROM fts_cjk")} == chunks

@@ -833,14 +833,26 @@ def test_degenerate_embedding_skips_the_file_and_drops_its_rows(indexed: Groove)
 def test_truncation_note_and_untruncated_token_count(groove: Groove) -> None:
     words = ("the cat sat on the mat " * 12).split()  # 72 words: 74 tokens with [CLS], [SEP]
     write(groove.kb, "long.md", " ".join(words) + "\n")
+    groove.configure("vector_pieces = true\n")  # off by default (index.md §4)
     result = groove.index_ok()
-    assert (f"groove: note: 1 chunk(s) exceed max_length {MAX_LENGTH} tokens and were "
-            "truncated for embedding") in result.stderr.splitlines()
+    assert (f"groove: note: 1 chunk(s) exceed max_length {MAX_LENGTH} tokens; their text past "
+            "the window went into 1 more vector(s)") in result.stderr.splitlines()
     (cid,) = chunk_ids(groove.db, "long.md")
     assert rows(groove.db, "SELECT token_count FROM chunks WHERE id = ?", (cid,)) == [(72,)]
-    # Embedded: [CLS] + the first 64 - 2 words + [SEP].
+    # The first piece: [CLS] + the first 64 - 2 words + [SEP]. One extra piece (index.md §4):
+    # 64 - 2 specials - 4 seam tokens = 58 a piece, overlap 58 // 8 = 7, the first piece
+    # surely covers 60 words, so it holds words 53..71
     assert np.allclose(vector(groove.db, cid),
                        expected_vector(" ".join(words[: MAX_LENGTH - 2])), atol=1e-5)
+    ((blob,),) = rows(groove.db, "SELECT embedding FROM chunk_pieces WHERE chunk_id = ?", (cid,))
+    assert isinstance(blob, bytes)
+    assert np.allclose(np.frombuffer(blob, dtype="<f4"), expected_vector(" ".join(words[53:])),
+                       atol=1e-5)
+    groove.configure("vector_pieces = false\n")  # truncated again, the extra piece deleted
+    again = groove.index_ok()
+    assert (f"groove: note: 1 chunk(s) exceed max_length {MAX_LENGTH} tokens and were "
+            "truncated for embedding") not in again.stderr.splitlines()  # nothing re-embedded
+    assert rows(groove.db, "SELECT count(*) FROM chunk_pieces") == [(0,)]
 
 
 # =========================================================================== transactions

@@ -83,7 +83,7 @@ def test_status_lists_the_kbs_and_doctor_checks_the_server(
         pg_golden: tuple[Path, Path, Path, str]) -> None:
     kb, _db, config, url = pg_golden
     status = _json(_run("--config", str(config), "--db", url, "status", "--format", "json"))
-    assert status["documents"] == 27 and status["chunks"] > 0 and status["schema_version"] == 1
+    assert status["documents"] == 27 and status["chunks"] > 0 and status["schema_version"] == 2
     assert E2E_KB in [k["kb"] for k in status["knowledge_bases"]]
     doctor = _run("--config", str(config), "--db", url, "doctor", "--kb-path", str(kb)).stdout
     assert "Server: PostgreSQL 18" in doctor and "vector 0.8" in doctor

@@ -136,11 +136,12 @@ def test_status_json_counts_pending_changes_without_indexing(indexed: Groove) ->
         "last_indexed": meta(indexed.db)["last_indexed"],
         "pending": {"new": 1, "changed": 1, "deleted": 1, "renamed": 1, "skipped": 0},
         "pending_vectors": 0,
+        "piece_vectors": 0,
         "quality_filter": {"threshold": 0.3, "passing": 3, "below": 1},
     }
     assert list(doc) == ["index", "kb_path", "schema_version", "documents", "chunks", "model",
                          "context_mode", "last_indexed", "pending", "pending_vectors",
-                         "quality_filter"]
+                         "piece_vectors", "quality_filter"]
     assert result.stdout.endswith("}\n") and '\n  "index"' in result.stdout
     assert table_dump(indexed.db) == before
 
@@ -521,7 +522,7 @@ def test_migration_2_adds_and_backfills_the_word_level_table(indexed: Groove,
 
     store = Store.open_for_index(db)
     store.close()
-    assert SCHEMA_VERSION == 4 and schema_version(db) == 4
+    assert SCHEMA_VERSION == 5 and schema_version(db) == 5
     assert {int(str(r[0])) for r in rows(db, "SELECT rowid FROM fts_words")} == chunks
     # the backfilled rows are word-level and stemmed: "swimming" finds the "swims" of BETA
     # and GAMMA, and no other chunk
@@ -546,8 +547,11 @@ def test_migration_4_adds_chunk_lines_and_the_next_index_fills_them(indexed: Gro
     db = indexed.db
     filled = rows(db, "SELECT id, line_start, line_end FROM chunks ORDER BY id")
     assert all(start is not None and end is not None for _, start, end in filled)
-    # an index written before schema 4: no line columns, and the chunker of version 1
+    # an index written before schema 4: no line columns, no pieces, and the chunker of
+    # version 1
     with writable(db) as con:
+        con.execute("DROP TABLE chunk_pieces")
+        con.execute("ALTER TABLE chunks DROP COLUMN pieces")
         con.execute("ALTER TABLE chunks DROP COLUMN line_start")
         con.execute("ALTER TABLE chunks DROP COLUMN line_end")
         con.execute("UPDATE index_meta SET value = ? WHERE key = 'chunker_fingerprint'",

@@ -52,6 +52,16 @@ def windows(text: str, size: int = WINDOW_CHARS) -> Iterator[str]:
         start = end
 
 
+PIECE_OVERLAP = 8
+"""An extra piece overlaps the one before it by 1/8 of its window (index.md §4)."""
+PIECE_BOUNDARY = 2
+"""Tokens a piece gives up at each end: a text tokenized after the prefix can differ from the
+same text tokenized alone by a token at the seam, and the overlap covers what this hides."""
+MAX_PIECES = 256
+"""Vectors per chunk at most (the first included): a chunk longer than this many windows
+keeps its remaining tail for the full-text legs only, like a truncated chunk."""
+
+
 def check_max_length(max_length: int, own: int) -> None:
     """`max_length` must lie in [16, the model's own]; ConfigError naming the key otherwise."""
     if not MIN_MAX_LENGTH <= max_length <= own:
@@ -206,7 +216,57 @@ class Embedder:
             rows[i] = tok.post_process(enc).ids
         return rows
 
+    def _specials(self) -> tuple[list[int], list[int]]:
+        """The special tokens the tokenizer puts before and after one text's tokens."""
+        tok = self._full_tokenizer()
+        enc = tok.encode("a", add_special_tokens=False)
+        full = list(tok.post_process(enc).ids)
+        at = full.index(enc.ids[-1])
+        return full[:at - len(enc.ids) + 1], full[at + 1:]
+
+    def piece_rows(self, lead: str, content: str) -> tuple[list[list[int]], bool]:
+        """Model input ids of a long chunk's extra pieces (index.md §4), and whether they
+        reach the content's end (False past MAX_PIECES vectors).
+
+        The first piece is the chunk's ordinary input (`lead` + `content`, cut at
+        `max_length`). The content's tokens after what it covers are cut into window-sized
+        pieces overlapping by 1/8, each run with the special tokens and `lead` (the passage
+        prefix, and the breadcrumb in static context mode) in front, as the first piece has
+        them. No pieces for a content that fits the first piece."""
+        tok = self._full_tokenizer()
+        head, tail = self._specials()
+        lead_ids = list(tok.encode(lead, add_special_tokens=False).ids) if lead else []
+        span = self.max_length - len(head) - len(tail) - len(lead_ids) - 2 * PIECE_BOUNDARY
+        overlap = max(span // PIECE_OVERLAP, 2 * PIECE_BOUNDARY)
+        step = span - overlap
+        if step <= 0:
+            return [], False
+        first = span + PIECE_BOUNDARY  # the content tokens the first piece surely holds
+        limit = first + MAX_PIECES * step + overlap
+        if len(content) <= WINDOW_CHARS:
+            ids = list(tok.encode(content, add_special_tokens=False).ids)
+        else:
+            ids = list(self._head_encoding(content, limit).ids)
+        if len(ids) <= first:
+            return [], True
+        rows: list[list[int]] = []
+        start = first - overlap
+        while len(rows) < MAX_PIECES - 1:
+            stop = min(start + span, len(ids))
+            rows.append(head + lead_ids + ids[start:stop] + tail)
+            if stop == len(ids):
+                return rows, True
+            start += step
+        return rows, False
+
     # ------------------------------------------------------------------ embedding
+
+    def embed_rows(self, rows: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
+        """Vectors of ready model inputs (`piece_rows`), float32 [n, dim], in input order."""
+        out = np.zeros((len(rows), self.dim), dtype=np.float32)
+        for batch in length_batches([len(r) for r in rows], self.settings.batch_size):
+            out[batch] = self._run([rows[i] for i in batch])
+        return out
 
     def embed_queries(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Query vectors, float32 [n, dim]."""
@@ -217,13 +277,9 @@ class Embedder:
         return self._embed(texts, self.settings.passage_prefix)
 
     def _embed(self, texts: Sequence[str], prefix: str) -> npt.NDArray[np.float32]:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return out
-        rows = self._rows(texts, prefix)
-        for batch in length_batches([len(r) for r in rows], self.settings.batch_size):
-            out[batch] = self._run([rows[i] for i in batch])
-        return out
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self.embed_rows(self._rows(texts, prefix))
 
     def _run(self, rows: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
         ids, mask = pad_batch(rows, self._pad_id)

@@ -176,6 +176,7 @@ def status_json(report: StatusReport) -> dict[str, Any]:
         "last_indexed": report.last_indexed,
         "pending": pending,
         "pending_vectors": report.pending_vectors,
+        "piece_vectors": report.piece_vectors,
         "quality_filter": _quality(report),
         **({"knowledge_bases": [
             {"kb": name, "documents": docs, "chunks": chunks, "last_indexed": last}
@@ -218,6 +219,9 @@ def print_status(report: StatusReport, fmt: str, server: dict[str, Any] | None =
     if report.pending_vectors:
         print_line(f"Pending vectors: {report.pending_vectors:,} of {report.chunks:,} chunks "
                    "(full-text search covers all; `groove index` embeds the rest)")
+    if report.piece_vectors:
+        print_line(f"Extra piece vectors: {report.piece_vectors:,} (the text of long chunks "
+                   "past the model's window)")
     if report.quality_threshold > 0:
         print_line(f"Quality filter (threshold={report.quality_threshold}): "
                    f"{report.quality_passing} passing, {report.quality_below} below threshold")

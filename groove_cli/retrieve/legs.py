@@ -31,8 +31,8 @@ Knn = Callable[["npt.NDArray[np.float32]", int], list[tuple[int, float]]]
 id, so a prefix of a longer answer is exactly the shorter answer."""
 
 VectorRows = Callable[[Sequence[int]], "dict[int, npt.NDArray[np.float32]]"]
-"""Stored vectors by chunk id from memory (the KNN snapshot's `rows_by_id`); ids it lacks are
-left out."""
+"""Stored vectors by chunk id, shape (pieces, dim), from memory (the KNN snapshot's
+`rows_by_id`); ids it lacks are left out."""
 
 BM25Weights = tuple[float, float, float]
 
@@ -305,9 +305,9 @@ def vector_leg_scored(knn: Knn, store: IndexReader, vector: npt.NDArray[np.float
 
 def cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32] | None,
             dim: int | None, vectors: VectorRows | None = None) -> dict[int, float]:
-    """Cosine similarity of the query vector and each chunk's stored vector, in float64
-    (`vectors`: from memory, the KNN snapshot; else read from the store); none without a
-    query vector (the vector leg did not run)."""
+    """Cosine similarity of the query vector and each chunk's best piece (search.md §4), in
+    float64 (`vectors`: from memory, the KNN snapshot; else read from the store); none
+    without a query vector (the vector leg did not run)."""
     if vector is None or not ids or not dim:
         return {}
     import numpy as np
@@ -315,12 +315,14 @@ def cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32] 
     q = np.asarray(vector, dtype=np.float64)
     q_norm = float(np.linalg.norm(q))
     found: dict[int, float] = {}
-    stored_vectors = vectors(ids) if vectors is not None else store.vectors_by_id(ids, dim)
+    stored_vectors = (vectors(ids) if vectors is not None
+                      else store.piece_vectors_by_id(ids, dim))
     for cid, stored in stored_vectors.items():
-        v = np.asarray(stored, dtype=np.float64)
-        norm = q_norm * float(np.linalg.norm(v))
-        if norm > 0 and v.shape == q.shape:
-            found[cid] = float(q @ v) / norm
+        v = np.asarray(stored, dtype=np.float64).reshape(-1, q.shape[0])
+        norms = q_norm * np.linalg.norm(v, axis=1)
+        ok = norms > 0
+        if ok.any():
+            found[cid] = float(np.max((v[ok] @ q) / norms[ok]))
     return found
 
 

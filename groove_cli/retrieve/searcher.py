@@ -93,11 +93,13 @@ class Searcher:
     deferred: DeferredCache | None = field(default=None, repr=False)
     """Set by a long-lived reader (the server): query vectors reach the cache in batches from
     a background thread instead of on each search's path."""
+    vector_pieces: bool = False
+    """Rank a chunk by its best piece (index.md §4); off, by its first piece alone."""
 
     @classmethod
     def open(cls, db: IndexLocation, kb: Path | None, *, model: str | None, max_length: int | None,
              models_dir: Path, offline: bool, reranker: str | None = None,
-             embeds: bool = True) -> Searcher:
+             embeds: bool = True, vector_pieces: bool = False) -> Searcher:
         """Open the index read-only and check model identity before loading anything.
 
         `embeds=False` (a full-text-only search): a model that cannot be found is no error, the
@@ -132,7 +134,8 @@ class Searcher:
             store.close()
             raise
         return cls(store, db, meta, runtime, models_dir, offline,
-                   reranker_name=None if reranker == "none" else reranker, kb_hint=kb_hint)
+                   reranker_name=None if reranker == "none" else reranker, kb_hint=kb_hint,
+                   vector_pieces=vector_pieces)
 
     @classmethod
     def from_settings(cls, settings: Settings, db: IndexLocation, kb: Path | None, *,
@@ -141,7 +144,8 @@ class Searcher:
         return cls.open(db, kb, model=settings.str_("model"),
                         max_length=settings.int_("max_length"),
                         models_dir=config.models_dir(settings), offline=config.offline_mode(),
-                        reranker=reranker, embeds=embeds)
+                        reranker=reranker, embeds=embeds,
+                        vector_pieces=settings.bool_("vector_pieces"))
 
     def __post_init__(self) -> None:
         self._idle.append(self.store)
@@ -243,26 +247,34 @@ class Searcher:
         from groove_cli.vectors import SnapshotStamp, VectorSnapshot, vec0_knn
 
         reader = store or self.store
+        pieces = self.vector_pieces
         with self._lock:
             if not isinstance(reader, Store):
                 assert not isinstance(self.store, Store)
                 if not self.store.exact_vectors():
-                    return vec0_knn(reader)  # Postgres: the KB's HNSW index
+                    return vec0_knn(reader, pieces=pieces)  # Postgres: the KB's HNSW index
                 if self._snapshot is None:  # Postgres, vector_index = exact: all vectors, once
-                    self._snapshot = VectorSnapshot.from_store(reader, self.dim)
+                    self._snapshot = VectorSnapshot.from_store(reader, self.dim, pieces=pieces)
                 return self._snapshot.knn
             if self._snapshot is None and isinstance(self.db, Path):
-                self._snapshot = VectorSnapshot.load(self.db, SnapshotStamp.of(reader),
-                                                     self.dim)
+                loaded = VectorSnapshot.load(self.db, SnapshotStamp.of(reader), self.dim)
+                self._snapshot = loaded if loaded is None or pieces else loaded.first_pieces()
                 if self._snapshot is None and batch:
-                    self._snapshot = VectorSnapshot.from_store(reader, self.dim)
+                    self._snapshot = VectorSnapshot.from_store(reader, self.dim, pieces=pieces)
             if self._snapshot is not None:
                 return self._snapshot.knn
-        return vec0_knn(reader)
+        return vec0_knn(reader, pieces=pieces)
 
-    def vector_rows(self) -> VectorRows | None:
-        """The loaded snapshot's vectors by id, for the hits' cosines (None: read the store)."""
-        return self._snapshot.rows_by_id if self._snapshot is not None else None
+    def vector_rows(self, store: Store | PgStore | None = None) -> VectorRows | None:
+        """The loaded snapshot's vectors by id (each chunk's pieces), for the hits' cosines;
+        None: the pipeline reads every piece from the store. With `vector_pieces` off and no
+        snapshot, only first pieces, read through `store` (default the Searcher's own)."""
+        if self._snapshot is not None:
+            return self._snapshot.rows_by_id
+        if self.vector_pieces:
+            return None
+        reader, dim = store or self.store, self.dim
+        return lambda ids: {cid: v[None, :] for cid, v in reader.vectors_by_id(ids, dim).items()}
 
     def snapshot(self) -> VectorSnapshot:
         """The snapshot for batch KNN (eval, tune), building it in memory when stale."""
@@ -325,7 +337,7 @@ class Searcher:
                 embed_ms = (time.perf_counter() - start) * 1000
                 knn = self.knn(store=store)
             return search(store, query, params, vector=vector, knn=knn, reranker=reranker,
-                          dim=self.dim, embed_ms=embed_ms, vectors=self.vector_rows())
+                          dim=self.dim, embed_ms=embed_ms, vectors=self.vector_rows(store))
 
     def prepare(self, queries: Sequence[CompiledQuery], params: SearchParams) -> Batch:
         """A batch's query vectors (cache first, one embedding batch for the misses), the
@@ -364,7 +376,7 @@ class Searcher:
         reader = store or self.store
         knn = self.knn(batch=True, store=reader) if vector is not None else None
         return search(reader, batch.queries[index], batch.params, vector=vector, knn=knn,
-                      reranker=batch.reranker, dim=self.dim, vectors=self.vector_rows())
+                      reranker=batch.reranker, dim=self.dim, vectors=self.vector_rows(reader))
 
     def search_many(self, queries: Sequence[CompiledQuery], params: SearchParams
                     ) -> list[SearchResult]:

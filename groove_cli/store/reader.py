@@ -51,7 +51,11 @@ class IndexReader(Protocol):
     def fts_count(self, expr: str, table: str = "fts_chunks") -> int: ...
 
     def vec_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
-        """The k nearest chunks by distance, ties by id."""
+        """The k nearest chunks by their first piece's distance, ties by id."""
+        ...
+
+    def piece_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+        """The k nearest chunks by their nearest extra piece's distance, ties by id."""
         ...
 
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, IndexedChunk]: ...
@@ -61,7 +65,14 @@ class IndexReader(Protocol):
     def vectors_by_id(self, ids: Sequence[int], dim: int) -> dict[int, npt.NDArray[np.float32]]:
         ...
 
+    def piece_vectors_by_id(self, ids: Sequence[int], dim: int
+                            ) -> dict[int, npt.NDArray[np.float32]]:
+        """All of each chunk's vectors, first piece first: shape (pieces, dim)."""
+        ...
+
     def all_vectors(self) -> Iterator[tuple[int, bytes]]: ...
+
+    def all_piece_vectors(self) -> Iterator[tuple[int, bytes]]: ...
 
     def document_chunks(self, document_id: int, limit: int) -> list[IndexedChunk]:
         """A document's chunks by chunk index; raises IndexReadError when the read fails."""

@@ -78,6 +78,17 @@ class SearchReads:
                  if dist is not None]
         return sorted(found, key=lambda item: (item[1], item[0]))
 
+    def piece_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+        """The extra pieces' side of the vector leg (index.md §4): each chunk's nearest extra
+        piece, the `k` nearest chunks, (chunk id, cosine distance) ordered by distance then id.
+        An exact scan: only chunks longer than the model's window have extra pieces."""
+        rows = self.con.execute(
+            "SELECT chunk_id, min(vec_distance_cosine(embedding, ?)) AS d FROM chunk_pieces "
+            "GROUP BY chunk_id HAVING d IS NOT NULL ORDER BY d, chunk_id LIMIT ?",
+            (f32_blob(query), min(k, MAX_TOP_K)),
+        ).fetchall()
+        return [(int(cid), float(dist)) for cid, dist in rows]  # type: ignore[arg-type]
+
     def _rows_in(self, sql: str, values: Iterable[object]) -> Iterator[tuple[Any, ...]]:
         """Rows of `sql` whose `IN ({marks})` takes `values` (deduplicated), 500 at a time so
         no statement exceeds SQLite's bound-parameter limit."""
@@ -117,9 +128,31 @@ class SearchReads:
                 out[int(cid)] = vector
         return out
 
+    def piece_vectors_by_id(self, ids: Sequence[int], dim: int
+                            ) -> dict[int, npt.NDArray[np.float32]]:
+        """Every stored vector of each chunk in `ids`, first piece first: shape (pieces, dim)
+        (the vector leg's score is the best piece's cosine, search.md §4)."""
+        import numpy as np
+
+        found: dict[int, list[npt.NDArray[np.float32]]] = {
+            cid: [vector] for cid, vector in self.vectors_by_id(ids, dim).items()}
+        for cid, blob in self._rows_in(
+                "SELECT chunk_id, embedding FROM chunk_pieces WHERE chunk_id IN ({marks}) "
+                "ORDER BY chunk_id, piece", list(found)):
+            vector = f32_vector(blob)
+            if vector.shape[0] == dim:
+                found[int(cid)].append(vector)
+        return {cid: np.vstack(rows) for cid, rows in found.items()}
+
     def all_vectors(self) -> Iterator[tuple[int, bytes]]:
-        """Every (chunk id, float32 blob), for the numpy snapshot."""
+        """Every (chunk id, float32 blob) of a first piece, for the numpy snapshot."""
         for cid, blob in self.con.execute("SELECT chunk_id, embedding FROM vec_chunks"):
+            yield int(cid), bytes(blob)
+
+    def all_piece_vectors(self) -> Iterator[tuple[int, bytes]]:
+        """Every (chunk id, float32 blob) of an extra piece, by chunk then piece."""
+        for cid, blob in self.con.execute(
+                "SELECT chunk_id, embedding FROM chunk_pieces ORDER BY chunk_id, piece"):
             yield int(cid), bytes(blob)
 
     def document_chunks(self, document_id: int, limit: int) -> list[IndexedChunk]:

@@ -21,6 +21,7 @@ import apsw
 from groove_cli.dbfile import damage_error
 from groove_cli.errors import GrooveError, IndexMissing
 from groove_cli.failures import check_index_file
+from groove_cli.store.pieces import VectorWrites
 from groove_cli.store.reads import SearchReads
 from groove_cli.store.rows import FTS_TABLES, FTS_VALUE, f32_blob, scalar_int
 from groove_cli.store.runtime import (
@@ -30,7 +31,7 @@ from groove_cli.store.runtime import (
     register_functions,
 )
 from groove_cli.text.cjk import CJK_TOKENISER_VERSION
-from groove_cli.types import ChunkRow, DocumentRow, EmbeddingRow, StoredDocument
+from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
 
 if TYPE_CHECKING:  # numpy is imported where vectors are read or written, not at start-up
     import numpy as np
@@ -97,7 +98,7 @@ def _start_read(con: apsw.Connection) -> None:
     con.execute("SELECT count(*) FROM index_meta").fetchall()
 
 
-class Store(SearchReads):
+class Store(VectorWrites, SearchReads):
     """An open index file."""
 
     def __init__(self, con: apsw.Connection, path: Path, *, readonly: bool) -> None:
@@ -266,29 +267,11 @@ class Store(SearchReads):
                 (key, value),
             )
 
-    def vec_dim(self) -> int | None:
-        """The declared dimension of vec_chunks, or None when the table does not exist."""
-        rows = self.con.execute(
-            "SELECT sql FROM sqlite_master WHERE name = 'vec_chunks'"
-        ).fetchall()
-        if not rows:
-            return None
-        sql = str(rows[0][0])
-        start = sql.index("float[") + len("float[")
-        return int(sql[start : sql.index("]", start)])
-
     def create_vec_table(self, dim: int) -> None:
         self.con.execute("DROP TABLE IF EXISTS vec_chunks")
         self.con.execute(
             "CREATE VIRTUAL TABLE vec_chunks USING vec0("
             f"chunk_id INTEGER PRIMARY KEY, embedding float[{int(dim)}] distance_metric=cosine)"
-        )
-
-    def bump_vectors_version(self) -> None:
-        """Mark the vector snapshot stale (see vectors.py); called in every vector write."""
-        self.con.execute(
-            "INSERT INTO index_meta(key, value) VALUES ('vectors_version', '1') "
-            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
         )
 
     def _ensure_index_id(self) -> None:
@@ -381,7 +364,7 @@ class Store(SearchReads):
                        vectors: npt.NDArray[np.float32] | None, existing_id: int | None) -> int:
         """Replace a document's rows (call inside a transaction). Returns the document id.
         With `vectors` None the chunks are written without vectors (phase 1, index.md §6.1):
-        `write_vectors` adds them later."""
+        `write_chunk_vectors` adds them later; given vectors are each chunk's only one."""
         if existing_id is not None:
             self._delete_chunk_rows(self._chunk_ids(existing_id))
             self.con.execute(
@@ -400,12 +383,12 @@ class Store(SearchReads):
         for number, chunk in enumerate(chunks):
             self.con.execute(
                 "INSERT INTO chunks(document_id, chunk_index, heading, level, ancestry, content, "
-                "context_text, token_count, quality_score, line_start, line_end) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "context_text, token_count, quality_score, line_start, line_end, pieces) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (doc_id, chunk.chunk_index, chunk.heading, chunk.level,
                  json.dumps(list(chunk.ancestry), ensure_ascii=False), chunk.content,
                  chunk.context_text, chunk.token_count, chunk.quality_score, chunk.line_start,
-                 chunk.line_end),
+                 chunk.line_end, None if vectors is None else 1),
             )
             cid = int(self.con.last_insert_rowid())
             self._insert_fts(cid, chunk.heading, chunk.context_text, chunk.content)
@@ -414,37 +397,6 @@ class Store(SearchReads):
                                  (cid, f32_blob(vectors[number])))
         self.bump_vectors_version()
         return doc_id
-
-    def pending_vectors(self) -> list[int]:
-        """Ids of the chunks that have no vector yet (index.md §6.1 phase 2)."""
-        have = self._vec_ids()
-        return [int(r[0]) for r in self.con.execute("SELECT id FROM chunks ORDER BY id")
-                if int(r[0]) not in have]
-
-    def vector_count(self) -> int:
-        """How many chunks have a vector (status, search and eval compare it with chunk_count)."""
-        if self.vec_dim() is None:
-            return 0
-        return scalar_int(self.con, "SELECT count(*) FROM vec_chunks")
-
-    def embedding_rows(self, ids: Sequence[int]) -> list[EmbeddingRow]:
-        """What phase 2 embeds for these chunks, in the order of `ids` (missing ids left out)."""
-        found = {int(r[0]): EmbeddingRow(int(r[0]), int(r[5]), r[1], r[2], str(r[3]), str(r[4]))
-                 for r in self.con.execute(
-                     "SELECT c.id, c.heading, c.context_text, c.content, d.path, d.id FROM chunks c "
-                     "JOIN documents d ON d.id = c.document_id "
-                     "WHERE c.id IN (SELECT value FROM json_each(?))", (json.dumps(list(ids)),))}
-        return [found[i] for i in ids if i in found]
-
-    def write_vectors(self, ids: Sequence[int], vectors: npt.NDArray[np.float32],
-                      token_counts: Sequence[int]) -> None:
-        """Add the vectors (and token counts) of chunks written without them (call inside a
-        transaction)."""
-        for cid, vector, tokens in zip(ids, vectors, token_counts, strict=True):
-            self.con.execute("INSERT INTO vec_chunks(chunk_id, embedding) VALUES (?, ?)",
-                             (int(cid), f32_blob(vector)))
-            self.con.execute("UPDATE chunks SET token_count = ? WHERE id = ?", (tokens, int(cid)))
-        self.bump_vectors_version()
 
     def _insert_fts(self, cid: int, heading: str | None, context: str | None, content: str,
                     tables: Sequence[str] = FTS_TABLES) -> None:
@@ -505,11 +457,6 @@ class Store(SearchReads):
 
     def _fts_rowids(self, table: str) -> set[int]:
         return {int(r[0]) for r in self.con.execute(f"SELECT rowid FROM {table}")}
-
-    def _vec_ids(self) -> set[int]:
-        if self.vec_dim() is None:
-            return set()
-        return {int(r[0]) for r in self.con.execute("SELECT chunk_id FROM vec_chunks")}
 
     def backfill_fts(self) -> int:
         """Insert FTS rows for chunks that lack one in any table (a repair, and the re-tokenising
@@ -577,7 +524,7 @@ class Store(SearchReads):
     def integrity(self) -> IntegrityReport:
         chunk_ids = {int(r[0]) for r in self.con.execute("SELECT id FROM chunks")}
         has_vec = self.vec_dim() is not None
-        vec_ids = self._vec_ids()
+        vec_ids = self._first_ids()
         fts_ids = [self._fts_rowids(table) for table in FTS_TABLES]
         return IntegrityReport(
             vector_table_missing=not has_vec and bool(chunk_ids),

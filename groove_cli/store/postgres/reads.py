@@ -162,7 +162,7 @@ class PgReads:
         if self.exact_vectors():
             from groove_cli.vectors import VectorSnapshot
 
-            return VectorSnapshot.from_store(self, dim).knn(query, k)
+            return VectorSnapshot.from_store(self, dim, pieces=False).knn(query, k)
         ef = min(max(self.ef_search, k), MAX_EF_SEARCH)
         with self.con.transaction():
             self.con.execute("SELECT set_config('hnsw.ef_search', %s, true), "
@@ -198,6 +198,64 @@ class PgReads:
     def all_vectors(self) -> Iterator[tuple[int, bytes]]:
         for cid, vector in self._vector_rows("ORDER BY id", ()):
             yield cid, vector.astype("<f4").tobytes()
+
+    def _piece_rows(self, where: str, params: Sequence[object]
+                    ) -> Iterator[tuple[int, npt.NDArray[np.float32]]]:
+        """(chunk id, vector) of the KB's extra pieces matching `where`, by chunk then piece."""
+        import numpy as np
+
+        column = "embedding_f32" if self.exact_vectors() else "embedding::real[]"
+        for cid, value in self._rows(f"SELECT chunk_id, {column} FROM groove_chunk_pieces "
+                                     f"WHERE kb = %s {where} ORDER BY chunk_id, piece",
+                                     (self.kb, *params)):
+            if value is None:
+                continue
+            if isinstance(value, (bytes, memoryview)):
+                yield int(cid), np.frombuffer(bytes(value), dtype="<f4").astype(np.float32)
+            else:
+                yield int(cid), np.asarray(value, dtype=np.float32)
+
+    def all_piece_vectors(self) -> Iterator[tuple[int, bytes]]:
+        for cid, vector in self._piece_rows("", ()):
+            yield cid, vector.astype("<f4").tobytes()
+
+    def piece_vectors_by_id(self, ids: Sequence[int], dim: int
+                            ) -> dict[int, npt.NDArray[np.float32]]:
+        """Every stored vector of each chunk in `ids`, first piece first: (pieces, dim)."""
+        import numpy as np
+
+        found = {cid: [vector] for cid, vector in self.vectors_by_id(ids, dim).items()}
+        for cid, vector in self._piece_rows("AND chunk_id = ANY(%s)", (list(found),)):
+            if vector.shape[0] == dim and cid in found:
+                found[cid].append(vector)
+        return {cid: np.vstack(rows) for cid, rows in found.items()}
+
+    def piece_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+        """Each chunk's nearest extra piece, the `k` nearest chunks, by distance then id: an
+        exact scan of the KB's extra pieces (only long chunks have them)."""
+        dim = self.vec_dim()
+        k = min(k, MAX_TOP_K)
+        if dim is None or k <= 0:
+            return []
+        if self.exact_vectors():
+            import numpy as np
+
+            from groove_cli.vectors import VectorSnapshot
+
+            rows = list(self._piece_rows("", ()))
+            if not rows:
+                return []
+            snapshot = VectorSnapshot(np.asarray([c for c, _ in rows], dtype=np.int64),
+                                      np.vstack([v for _, v in rows]).astype(np.float32))
+            norms = np.linalg.norm(snapshot.matrix, axis=1, keepdims=True)
+            snapshot.matrix = snapshot.matrix / np.maximum(norms, 1e-12)
+            return snapshot.knn(query, k)
+        dist = f"(embedding::vector({int(dim)}) <=> %s::vector({int(dim)}))"
+        found = self._rows(f"SELECT chunk_id, min({dist}) AS d FROM groove_chunk_pieces "
+                           "WHERE kb = %s AND embedding IS NOT NULL GROUP BY chunk_id "
+                           "ORDER BY d, chunk_id LIMIT %s",
+                           (vector_text(query), self.kb, k), prepare=False)
+        return [(int(cid), float(d)) for cid, d in found if d is not None]
 
     def document_chunks(self, document_id: int, limit: int) -> list[IndexedChunk]:
         """A document's chunks in order (the parent retriever's read)."""

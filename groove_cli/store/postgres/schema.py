@@ -117,6 +117,25 @@ BEGIN
   RETURN n;
 END $$;
 """),
+    # several vectors per chunk (index.md §4, store.md): a long chunk's extra pieces; a
+    # chunk's `pieces` is NULL while it is pending (see SQLite's 0005_chunk_pieces.sql)
+    (2, """
+ALTER TABLE groove_chunks ADD COLUMN pieces integer;
+UPDATE groove_chunks c SET pieces = 1
+ WHERE (embedding IS NOT NULL OR embedding_f32 IS NOT NULL) AND token_count IS NOT NULL
+   AND token_count + 32 <= coalesce((SELECT value::integer FROM groove_meta m
+                                     WHERE m.kb = c.kb AND m.key = 'embedding_max_length'), 0)
+   AND coalesce((SELECT value FROM groove_meta m
+                 WHERE m.kb = c.kb AND m.key = 'context_mode'), 'off') = 'off';
+CREATE TABLE groove_chunk_pieces (
+  kb integer NOT NULL,
+  chunk_id bigint NOT NULL,
+  piece integer NOT NULL,                       -- 1, 2, …: piece 0 is the chunk's own vector
+  embedding vector,                             -- vector_index = 'hnsw'
+  embedding_f32 bytea,                          -- vector_index = 'exact'
+  PRIMARY KEY (kb, chunk_id, piece),
+  FOREIGN KEY (kb, chunk_id) REFERENCES groove_chunks(kb, id) ON DELETE CASCADE);
+"""),
 )
 SCHEMA_VERSION = max(number for number, _ in MIGRATIONS)
 

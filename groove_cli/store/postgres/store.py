@@ -18,11 +18,12 @@ from groove_cli.dburl import PgTarget, mask
 from groove_cli.errors import GrooveError, IndexMissing
 from groove_cli.store.cache import QUERY_CACHE_MAX_ROWS
 from groove_cli.store.postgres import schema, tokens
-from groove_cli.store.postgres.reads import PgReads, binary_vector_type, vector_binary
+from groove_cli.store.postgres.pieces import PgVectorWrites
+from groove_cli.store.postgres.reads import binary_vector_type, vector_binary
 from groove_cli.store.rows import f32_blob
 from groove_cli.store.runtime import utc_now
 from groove_cli.text.cjk import CJK_TOKENISER_VERSION
-from groove_cli.types import ChunkRow, DocumentRow, EmbeddingRow, StoredDocument
+from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
 
 if TYPE_CHECKING:
     import numpy as np
@@ -57,7 +58,7 @@ def _hnsw_name(kb: int) -> str:
     return f"groove_hnsw_kb{int(kb)}"
 
 
-class PgStore(PgReads):
+class PgStore(PgVectorWrites):
     """An open KB of a Postgres store (see the module doc)."""
 
     def __init__(self, con: psycopg.Connection[Any], target: PgTarget, kb: int, *,
@@ -198,8 +199,9 @@ class PgStore(PgReads):
         built once its vectors are in (`build_vector_index`), 3–4× faster than growing it row
         by row; until then the leg is an exact scan (the same answers, slower)."""
         self.con.execute(f"DROP INDEX IF EXISTS {_hnsw_name(self.kb)}")
-        self.con.execute("UPDATE groove_chunks SET embedding = NULL, embedding_f32 = NULL "
-                         "WHERE kb = %s", (self.kb,))
+        self.con.execute("DELETE FROM groove_chunk_pieces WHERE kb = %s", (self.kb,))
+        self.con.execute("UPDATE groove_chunks SET embedding = NULL, embedding_f32 = NULL, "
+                         "pieces = NULL WHERE kb = %s", (self.kb,))
         self.con.execute("UPDATE groove_kb SET dim = %s, vector_index = %s WHERE id = %s",
                          (int(dim), self.target.vector_index, self.kb))
         self._ids = None
@@ -348,7 +350,8 @@ class PgStore(PgReads):
             rows.append((self.kb, cid, doc_id, chunk.chunk_index, chunk.heading, chunk.level,
                          json.dumps(list(chunk.ancestry), ensure_ascii=False), chunk.content,
                          chunk.context_text, chunk.token_count, chunk.quality_score,
-                         chunk.line_start, chunk.line_end, *tri[offset], tri_lens[offset],
+                         chunk.line_start, chunk.line_end, None if vectors is None else 1,
+                         *tri[offset], tri_lens[offset],
                          *words[offset].streams, words[offset].length, *cjk[offset].streams,
                          cjk[offset].length,
                          self._stored_vector(vector, exact)))
@@ -379,10 +382,11 @@ class PgStore(PgReads):
                 cur.executemany(
                     "INSERT INTO groove_chunks(kb, id, document_id, chunk_index, heading, level, "
                     "ancestry, content, context_text, token_count, quality_score, line_start, "
-                    "line_end, tri_heading, tri_context, tri_content, tri_len, word_heading, "
-                    "word_context, word_content, word_len, cjk_heading, cjk_context, cjk_content, "
-                    "cjk_len, " + ("embedding_f32" if exact else "embedding") + ") VALUES ("
-                    + ",".join(["%s"] * 25) + (",%s)" if exact else ",%b)"), rows)
+                    "line_end, pieces, tri_heading, tri_context, tri_content, tri_len, "
+                    "word_heading, word_context, word_content, word_len, cjk_heading, "
+                    "cjk_context, cjk_content, cjk_len, "
+                    + ("embedding_f32" if exact else "embedding") + ") VALUES ("
+                    + ",".join(["%s"] * 26) + (",%s)" if exact else ",%b)"), rows)
             if postings:
                 # one statement (COPY would end the pipeline); the columns go as delimited
                 # text the server splits in C, 10x cheaper than psycopg's list adaptation.
@@ -403,46 +407,13 @@ class PgStore(PgReads):
         ids.chunk += len(chunks)
         return doc_id
 
+    def exact_writes(self) -> bool:
+        return self._next_ids().exact
+
     def _stored_vector(self, vector: npt.NDArray[np.float32] | None, exact: bool) -> object:
         if vector is None:
             return None
         return f32_blob(vector) if exact else self._vector_param(vector)
-
-    def pending_vectors(self) -> list[int]:
-        """Ids of the chunks without a vector yet (index.md §6.1)."""
-        return [int(r[0]) for r in self._rows(
-            "SELECT id FROM groove_chunks WHERE kb = %s AND embedding IS NULL AND "
-            "embedding_f32 IS NULL ORDER BY id", (self.kb,))]
-
-    def vector_count(self) -> int:
-        """How many chunks have a vector."""
-        return int(self._scalar("SELECT count(*) FROM groove_chunks WHERE kb = %s AND "
-                                "(embedding IS NOT NULL OR embedding_f32 IS NOT NULL)",
-                                (self.kb,)))
-
-    def embedding_rows(self, ids: Sequence[int]) -> list[EmbeddingRow]:
-        """What phase 2 embeds for these chunks, in the order of `ids`."""
-        found = {int(r[0]): EmbeddingRow(int(r[0]), int(r[5]), r[1], r[2], str(r[3]), str(r[4]))
-                 for r in self._rows(
-                     "SELECT c.id, c.heading, c.context_text, c.content, d.path, d.id "
-                     "FROM groove_chunks c JOIN groove_documents d ON d.kb = c.kb "
-                     "AND d.id = c.document_id WHERE c.kb = %s AND c.id = ANY(%s)",
-                     (self.kb, [int(i) for i in ids]))}
-        return [found[i] for i in ids if i in found]
-
-    def write_vectors(self, ids: Sequence[int], vectors: npt.NDArray[np.float32],
-                      token_counts: Sequence[int]) -> None:
-        """Add the vectors and token counts of chunks written without them (in a transaction)."""
-        exact = self._next_ids().exact
-        column = "embedding_f32 = %s" if exact else "embedding = %b"
-        # the parameters first: a cursor copies the connection's adapters when it is created,
-        # and the first vector registers pgvector's binary dumper
-        params = [(self._stored_vector(v, exact), n, self.kb, int(cid))
-                  for cid, v, n in zip(ids, vectors, token_counts, strict=True)]
-        with self.con.cursor() as cur:
-            cur.executemany(f"UPDATE groove_chunks SET {column}, token_count = %s "
-                            "WHERE kb = %s AND id = %s", params)
-            self._bump_vectors_version(cur)
 
     def update_document_row(self, document_id: int, doc: DocumentRow,
                             quality_scores: Sequence[float] | None = None,
