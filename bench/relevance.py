@@ -339,7 +339,18 @@ def markdown(report: dict[str, Any]) -> str:
         "The shipped calibration (`DEFAULT_CALIBRATIONS`) is the IRLS logistic fit (ridge 1e-3) on "
         "the **fit half** of the CISI and JSQuAD queries (split by a hash of the query id), "
         f"pooled: `{cal}` = [b0, " + ", ".join(report["features"]) + "]. Refitted from this "
-        f"run's data: `{report['refit_from_this_run']}` (equal when the engine is unchanged).",
+        f"run's data: `{report['refit_from_this_run']}` (equal when the engine's hits are those "
+        "it was fitted on). It was fitted on the hits of weighted RRF, the default fusion then; "
+        "the same fit on the hits of score fusion (the default since) would replace it only if "
+        "it did better on the figures that decide (issue 28's ranks 2–10 check, the nonsense "
+        "check):",
+        "",
+        "| calibration | ranks 2–10 ECE jsquad / golden | golden ECE, all hits | nonsense "
+        "flagged (seed 16 / 17) | relevant top flagged |",
+        "|---|---|---:|---|---:|",
+        *(f"| {who} | {c['jsquad']:.4f} / {c['golden']:.4f} | {c['golden_all']:.4f} | "
+          f"{c['nonsense']:.1%} / {c['nonsense-check']:.1%} | {c['relevant_top']:.1%} |"
+          for who, c in report["choice"].items()),
         "",
         "## Calibration (top-10 hits, ECE over 10 equal-width bins)",
         "",
@@ -529,6 +540,15 @@ def shipped_check(data: dict[str, Any], cal: Calibration
     return out, curves
 
 
+def candidate(data: dict[str, Any], cal: Calibration, threshold: float) -> dict[str, float]:
+    """The figures that decide which calibration ships: ranks 2–10 ECE (JSQuAD held out,
+    golden/), golden/'s ECE over all hits, and the pooled low_confidence shares."""
+    ranks = by_rank(data, cal)
+    pooled = low_confidence_check(data, cal, threshold)["pooled"]
+    return {"jsquad": ranks["jsquad ranks 2–10"]["ece"], "golden": ranks["golden ranks 2–10"]["ece"],
+            "golden_all": shipped_check(data, cal)[0]["golden"]["ece"], **pooled}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--source", type=Path, default=ROOT / "bench" / "work",
@@ -565,6 +585,8 @@ def main() -> None:
     report["golden_flagged"] = sum(best < threshold for best, _ in
                                    best_relevance(data["golden"], cal).values())
     report["golden_queries"] = len({row["query"] for row in data["golden"]})
+    report["choice"] = {"shipped": candidate(data, cal, threshold),
+                        "refit": candidate(data, refit, threshold)}
     report["nonsense_queries"] = data["nonsense_queries"]
     text = markdown(report)
     write_results("relevance", report, text)

@@ -10,10 +10,10 @@ close notes is about as likely relevant as the first, while 1 / rank halves its 
 relevant hits below the top one, above all in Japanese, near 0 (bench/results/relevance.md, ranks
 2–10). The CJK leg is its own evidence because it is cheap to satisfy: its unigrams and bigrams
 match some chunk for almost any Japanese text, nonsense included, so a CJK match says much less
-than a phrase or word match (fitted weights: CJK found −5.4, trigram/word found +1.6). Its
-coefficients are a calibration, fitted per embedding model on labelled queries (bench/relevance.py;
-the default for multilingual-e5-small is below) and overridable in groove.toml
-(`[search.relevance]`).
+than a phrase or word match (the fitted CJK-found weight is negative, the trigram/word-found one
+positive). Its coefficients are a calibration, fitted per embedding model on labelled queries
+(bench/relevance.py; the default for multilingual-e5-small is below) and overridable in
+groove.toml (`[search.relevance]`).
 
 When a cross-encoder reranked the hits, its raw score is strong evidence the legs do not have.
 A second, stacked model takes it in: `P = σ(a + b·z + c·s)`, z the logit of the model above and
@@ -54,8 +54,9 @@ class Calibration:
         return [self.intercept, *self.weights]
 
 
-# Fitted by bench/relevance.py on half of the CISI and JSQuAD queries (top-10 hybrid hits);
-# measured on the other half in bench/results/relevance.md.
+# Fitted by bench/relevance.py on half of the CISI and JSQuAD queries (top-10 hits of weighted RRF,
+# the default fusion then; the same fit on score fusion's hits calibrates golden/ worse, so this
+# one stays); measured on the other half and on golden/ in bench/results/relevance.md.
 DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
     "multilingual-e5-small": Calibration(-17.7176, (19.0132, 1.5057, 0.671, -4.5151, 7.701,
                                                     55.8615)),
