@@ -7,7 +7,7 @@ from typing import Any
 from _common import machine_line
 
 FAMILY_TITLES = {
-    "builtin": "built-in weighted RRF (no choice: today's defaults)",
+    "builtin": "weighted RRF at its built-in weights (the default before score fusion; no choice)",
     "rrf": "weighted RRF: vector weight × CJK weight × rrf_k (fts weight 1)",
     "score": "score fusion: bm25 / best bm25 + min-max cosine (max), min-max or z-score "
              "normalised leg scores, convex combination",
