@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Long chunks: several vectors per chunk (best piece) versus truncated (index.md §4).
+"""Long chunks: several vectors per chunk (corrected best piece) versus truncated (index.md §4).
 
     .venv/bin/python bench/long_chunks.py [--collections cisi,jsquad,livedoor]
 
 Per collection: index it once with `vector_pieces = true` (a chunk longer than the model's
-window gets extra window-sized pieces, the vector leg ranks a chunk by its best piece). The
+window gets extra window-sized pieces, the vector leg ranks a chunk of n pieces by its best
+piece's cosine less σ · e(n), search.md §4). The
 first piece of every chunk is exactly the truncated vector an index without pieces holds,
 so `vector_pieces = false` at search time *is* the truncated index: `eval` (vector and
 hybrid modes, all judged queries, no history) runs on the one index both ways, through
@@ -140,8 +141,12 @@ def dropped(entry: dict[str, Any]) -> bool:
 
 
 def markdown(data: dict[str, Any]) -> str:
-    lines = ["# Long chunks: several vectors per chunk (best piece) vs truncated "
+    lines = ["# Long chunks: several vectors per chunk (corrected best piece) vs truncated "
              "(multilingual-e5-small)", "", machine_line(data["machine"]), "",
+             "pieces = a chunk of n vectors scores its best piece's cosine less σ · e(n) (σ: the "
+             "query's cosines' standard deviation over every extra piece; e(n): the expected "
+             "maximum of n standard normals; search.md §4). The plain best piece, before this "
+             "correction: `git show ae7a1f9:bench/results/long_chunks.md`.", "",
              "One index per collection with `vector_pieces = true`; truncated = the "
              "same index searched with `vector_pieces = false` (each chunk's first piece, which "
              "is exactly the truncated vector). Delta = pieces − truncated per query: mean, "

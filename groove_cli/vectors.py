@@ -14,9 +14,11 @@ speed, far faster than a cryptographic hash, and it only has to catch damage, no
 from __future__ import annotations
 
 import json
+import math
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Protocol
 
@@ -55,7 +57,45 @@ class KnnSource(Protocol):
 
     def vec_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]: ...
 
-    def piece_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]: ...
+    def piece_stats(self, query: npt.NDArray[np.float32]) -> list[PieceStat]: ...
+
+
+PieceStat = tuple[int, float, int, float, float]
+"""One long chunk's extra pieces against a query (the stores' `piece_stats`): chunk id, least
+cosine distance, number of extra pieces, and the sum and sum of squares of their distances."""
+
+MAX_PIECES = 256
+"""The most vectors one chunk has (index.md §4)."""
+
+
+@cache
+def _expected_max_table() -> npt.NDArray[np.float64]:
+    """e(n) for n = 0 … MAX_PIECES: the expected maximum of n independent standard normals,
+    ∫ x · n φ(x) Φ(x)^(n−1) dx by the trapezoid rule on a fine grid (e(0) = e(1) = 0)."""
+    x = np.linspace(-12.0, 12.0, 48_001)
+    phi = np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    cdf = np.array([0.5 * math.erfc(-v / math.sqrt(2)) for v in x])
+    table = np.zeros(MAX_PIECES + 1)
+    for n in range(2, MAX_PIECES + 1):
+        table[n] = float(np.trapezoid(x * n * phi * cdf ** (n - 1), x))
+    return table
+
+
+def expected_max(n: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """e(n) per element (n clipped to 0 … MAX_PIECES): what the best of n pieces' cosines
+    gains by chance alone, in standard deviations (search.md §4)."""
+    return _expected_max_table()[np.clip(n, 0, MAX_PIECES)]
+
+
+def piece_spread(stats: Sequence[PieceStat]) -> float:
+    """The query's σ: population standard deviation of its cosines over every extra piece of
+    the index, from the per-chunk sums of `piece_stats` (0 with fewer than two pieces)."""
+    count = sum(s[2] for s in stats)
+    if count < 2:
+        return 0.0
+    mean = sum(s[3] for s in stats) / count
+    return math.sqrt(max(sum(s[4] for s in stats) / count - mean * mean, 0.0))
+
 
 BLOCK_FLOATS = 16_000_000
 MAX_VEC_K = MAX_TOP_K
@@ -132,6 +172,9 @@ class VectorSnapshot:
         self.chunk_ids: npt.NDArray[np.int64] = ids[self.starts] if rows else ids
         self.pieces = self.starts.shape[0] < rows
         """Whether some chunk has more than one row."""
+        self.counts = np.diff(np.r_[self.starts, rows]).astype(np.int64)
+        """Each chunk's number of rows (its pieces), in `chunk_ids` order."""
+        self._extra: npt.NDArray[np.float64] | None = None
 
     @classmethod
     def from_store(cls, store: VectorRows, dim: int, *, pieces: bool = True) -> VectorSnapshot:
@@ -226,6 +269,23 @@ class VectorSnapshot:
         return {int(cid): self.matrix[a:b] for cid, a, b in zip(wanted, first, last, strict=True)
                 if b > a}
 
+    def piece_spreads(self, queries: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+        """Each query's σ (`piece_spread`): the standard deviation of its cosines over every
+        extra piece, in float64 so that a query's σ does not depend on its batch."""
+        if self._extra is None:
+            extra = np.ones(self.ids.shape[0], dtype=bool)
+            extra[self.starts] = False
+            self._extra = np.asarray(self.matrix[extra], dtype=np.float64)
+        q = np.asarray(queries, dtype=np.float64)
+        if self._extra.shape[0] < 2:
+            return np.zeros(q.shape[0])
+        norms = np.linalg.norm(q, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return np.asarray(np.std((q / norms) @ self._extra.T, axis=1), dtype=np.float64)
+
+    def piece_spread(self, query: npt.NDArray[np.float32]) -> float:
+        return float(self.piece_spreads(np.asarray(query)[None, :])[0])
+
     def knn(self, query: npt.NDArray[np.float32], k: int) -> Neighbours:
         return self.knn_batch(query[None, :], k)[0]
 
@@ -240,12 +300,16 @@ class VectorSnapshot:
         # bound the distance block to ~16M floats (64 MB) however many queries come at once
         block = max(1, BLOCK_FLOATS // rows)
         for first in range(0, queries.shape[0], block):
-            out.extend(self._top_k(self.distances(queries[first : first + block]), k))
+            part = queries[first : first + block]
+            out.extend(self._top_k(self.distances(part), k, part))
         return out
 
-    def _top_k(self, dist: npt.NDArray[np.float32], k: int) -> list[Neighbours]:
-        if self.pieces:  # each chunk's nearest piece
+    def _top_k(self, dist: npt.NDArray[np.float32], k: int,
+               queries: npt.NDArray[np.float32]) -> list[Neighbours]:
+        if self.pieces:  # each chunk's nearest piece, less what n pieces gain by chance
             dist = np.minimum.reduceat(dist, self.starts, axis=1)
+            penalty = self.piece_spreads(queries)[:, None] * expected_max(self.counts)[None, :]
+            dist = np.asarray(dist + penalty, dtype=np.float32)
         ids = self.chunk_ids
         rows = ids.shape[0]
         out: list[Neighbours] = []
@@ -270,44 +334,54 @@ def duplicate_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.int64]:
     return np.asarray([p for p in pairs if p[0] != p[1]], dtype=np.int64).reshape(-1, 2)
 
 
-def nearest_pieces(first: Neighbours, extra: Neighbours, k: int) -> Neighbours:
-    """Two KNN answers merged, each chunk at its nearer distance: the first pieces' k nearest
-    chunks and the extra pieces' k nearest hold together every chunk of the k nearest by best
-    piece, so the merged list's first k are exact."""
-    best: dict[int, float] = {}
-    for cid, dist in [*first, *extra]:
-        if cid not in best or dist < best[cid]:
-            best[cid] = dist
-    return sorted(best.items(), key=lambda item: (item[1], item[0]))[:k]
+def corrected_pieces(first: Neighbours, stats: Sequence[PieceStat], bound: float
+                     ) -> Neighbours:
+    """The chunks whose corrected distance (search.md §4: best piece's distance + σ · e(n))
+    is known to be below `bound`, the first pieces' list's last distance (every chunk nearer
+    than it by first piece is in `first`), ordered by distance then id."""
+    sigma = piece_spread(stats)
+    best = dict(first)
+    pieces = {cid: count + 1 for cid, _, count, _, _ in stats}
+    for cid, dist, *_ in stats:
+        if cid in best or dist < bound:
+            best[cid] = min(best.get(cid, dist), dist)
+    gains = expected_max(np.asarray([pieces.get(cid, 1) for cid in best], dtype=np.int64))
+    found = {cid: dist + sigma * float(gain)
+             for (cid, dist), gain in zip(best.items(), gains, strict=True)}
+    return sorted(found.items(), key=lambda item: (item[1], item[0]))
 
 
 def vec0_knn(store: KnnSource, *, pieces: bool = True
              ) -> Callable[[npt.NDArray[np.float32], int], Neighbours]:
     """Plain vec0 KNN (or Postgres's HNSW) made to agree with the snapshot at the k-th distance,
-    the extra pieces merged in unless `pieces` is off (each chunk once, at its best piece).
+    the extra pieces merged in unless `pieces` is off (each chunk once, at its corrected best
+    piece, search.md §4).
 
     vec0 picks arbitrarily among rows tied with the k-th distance, and a NULL-distance row (a
     zero vector) can take one of its k slots. Asking for more rows until the row after the k-th
     is strictly farther (or every row was returned) gives ties to the lower chunk id, as the
-    snapshot does, and never returns fewer than k usable rows.
+    snapshot does, and never returns fewer than k usable rows. With pieces, more first pieces
+    are asked for until the k-th corrected distance is below the last one returned: no chunk
+    left out can then be nearer, since a correction only adds.
     """
     total = store.chunk_count()
-
-    def search(query: npt.NDArray[np.float32], fetch: int) -> Neighbours:
-        found = store.vec_search(query, fetch)
-        if not pieces:
-            return found
-        return nearest_pieces(found, store.piece_search(query, fetch), fetch)
 
     def knn(query: npt.NDArray[np.float32], k: int) -> Neighbours:
         k = min(k, MAX_VEC_K)
         if k <= 0:
             return []
+        stats = store.piece_stats(query) if pieces else []
         fetch = min(k + 1, MAX_VEC_K)
         while True:
-            found = search(query, fetch)
-            settled = len(found) > k and found[k][1] > found[k - 1][1]
-            if settled or fetch >= min(total, MAX_VEC_K):
+            found = store.vec_search(query, fetch)
+            done = fetch >= min(total, MAX_VEC_K)
+            if stats:
+                bound = math.inf if done else (found[-1][1] if found else -math.inf)
+                found = corrected_pieces(found, stats, bound)
+                settled = len(found) >= k and found[k - 1][1] < bound
+            else:
+                settled = len(found) > k and found[k][1] > found[k - 1][1]
+            if settled or done:
                 return found[:k]
             fetch = min(fetch * 2, MAX_VEC_K)
 

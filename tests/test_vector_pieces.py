@@ -120,7 +120,7 @@ def test_every_token_of_a_3000_token_section_is_in_some_piece(
 
 def test_a_query_matching_only_the_tail_finds_the_chunk_by_vector_mode(groove: Groove) -> None:
     shutil.rmtree(groove.kb)
-    words = filler(3000) + TAIL
+    words = filler(300) + TAIL
     write(groove.kb, "long.md", "## Long\n\n" + " ".join(words) + "\n")
     write(groove.kb, "other.md", "the red fish swims\nthe red fish swims\n")
     groove.configure(PIECES_ON)
@@ -132,20 +132,26 @@ def test_a_query_matching_only_the_tail_finds_the_chunk_by_vector_mode(groove: G
     assert [Path(h["path"]).name for h in hits] == ["long.md", "other.md"]
     query = expected_vector("fish swims")
     first = float(np.dot(expected_vector(" ".join(words[:62])), query))
-    best = max(float(np.dot(expected_vector(" ".join(words[a:b])), query))
-               for a, b in pieces_of(len(words)))
-    assert best > first
+    extra = [float(np.dot(expected_vector(" ".join(words[a:b])), query))
+             for a, b in pieces_of(len(words))]
+    best = max(extra)
+    assert best > first and len(extra) == 6
+    # the best of 7 pieces, less σ (the query's cosines over every extra piece: only these 6)
+    # times e(7), the expected maximum of 7 standard normals (search.md §4)
+    corrected = best - float(np.std(extra)) * 1.3521783756
+    other = float(np.dot(expected_vector("the red fish swims the red fish swims"), query))
+    assert first < other < corrected  # the correction keeps the tail's chunk first here
     assert hits[0]["explain"]["vec_rank"] == 1
-    # the vector leg's score (fusion, relevance) is the best piece's cosine, read from the
+    # the vector leg's score (fusion, relevance) is that corrected cosine, read from the
     # store or from the snapshot alike
     (cid,) = chunk_ids(groove.db, "long.md")
     store = Store.open_readonly(groove.db)
     try:
-        assert cosines(store, [cid], query, DIM) == {cid: pytest.approx(best, abs=1e-6)}
+        assert cosines(store, [cid], query, DIM) == {cid: pytest.approx(corrected, abs=1e-6)}
         snapshot = VectorSnapshot.from_store(store, DIM)
-        assert cosines(store, [cid], query, DIM, snapshot.rows_by_id) == {
-            cid: pytest.approx(best, abs=1e-6)}
-        assert snapshot.knn(query, 1) == [(cid, pytest.approx(1 - best, abs=1e-5))]
+        assert cosines(store, [cid], query, DIM, snapshot) == {
+            cid: pytest.approx(corrected, abs=1e-6)}
+        assert snapshot.knn(query, 1) == [(cid, pytest.approx(1 - corrected, abs=1e-5))]
         assert VectorSnapshot.from_store(store, DIM, pieces=False).knn(query, 5)[0][0] != cid
     finally:
         store.close()

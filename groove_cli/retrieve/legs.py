@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from groove_cli.config import MAX_TOP_K
 from groove_cli.retrieve.filters import FilterSpec, RowFilter, compile_filters
@@ -30,9 +30,16 @@ Knn = Callable[["npt.NDArray[np.float32]", int], list[tuple[int, float]]]
 """A KNN source: (query vector, k) → up to k (chunk id, distance) pairs, nearest first, ties by
 id, so a prefix of a longer answer is exactly the shorter answer."""
 
-VectorRows = Callable[[Sequence[int]], "dict[int, npt.NDArray[np.float32]]"]
-"""Stored vectors by chunk id, shape (pieces, dim), from memory (the KNN snapshot's
-`rows_by_id`); ids it lacks are left out."""
+class VectorRows(Protocol):
+    """Stored vectors from memory (the KNN snapshot) for the hits' cosines."""
+
+    def rows_by_id(self, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        """Vectors by chunk id, shape (pieces, dim); ids it lacks are left out."""
+        ...
+
+    def piece_spread(self, query: npt.NDArray[np.float32]) -> float:
+        """The query's σ over the extra pieces (search.md §4)."""
+        ...
 
 BM25Weights = tuple[float, float, float]
 
@@ -305,24 +312,33 @@ def vector_leg_scored(knn: Knn, store: IndexReader, vector: npt.NDArray[np.float
 
 def cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32] | None,
             dim: int | None, vectors: VectorRows | None = None) -> dict[int, float]:
-    """Cosine similarity of the query vector and each chunk's best piece (search.md §4), in
-    float64 (`vectors`: from memory, the KNN snapshot; else read from the store); none
-    without a query vector (the vector leg did not run)."""
+    """Cosine similarity of the query vector and each chunk's best piece, less σ · e(n) for
+    a chunk of n pieces (search.md §4), in float64 (`vectors`: from memory, the KNN snapshot;
+    else read from the store); none without a query vector (the vector leg did not run)."""
     if vector is None or not ids or not dim:
         return {}
     import numpy as np
 
+    from groove_cli.vectors import expected_max, piece_spread
+
     q = np.asarray(vector, dtype=np.float64)
     q_norm = float(np.linalg.norm(q))
     found: dict[int, float] = {}
-    stored_vectors = (vectors(ids) if vectors is not None
+    stored_vectors = (vectors.rows_by_id(ids) if vectors is not None
                       else store.piece_vectors_by_id(ids, dim))
+    sigma: float | None = None
     for cid, stored in stored_vectors.items():
         v = np.asarray(stored, dtype=np.float64).reshape(-1, q.shape[0])
         norms = q_norm * np.linalg.norm(v, axis=1)
         ok = norms > 0
-        if ok.any():
-            found[cid] = float(np.max((v[ok] @ q) / norms[ok]))
+        if not ok.any():
+            continue
+        found[cid] = float(np.max((v[ok] @ q) / norms[ok]))
+        if v.shape[0] > 1:
+            if sigma is None:
+                sigma = (vectors.piece_spread(vector) if vectors is not None
+                         else piece_spread(store.piece_stats(vector)))
+            found[cid] -= sigma * float(expected_max(np.asarray(v.shape[0])))
     return found
 
 

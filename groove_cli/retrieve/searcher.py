@@ -270,11 +270,10 @@ class Searcher:
         None: the pipeline reads every piece from the store. With `vector_pieces` off and no
         snapshot, only first pieces, read through `store` (default the Searcher's own)."""
         if self._snapshot is not None:
-            return self._snapshot.rows_by_id
+            return self._snapshot
         if self.vector_pieces:
             return None
-        reader, dim = store or self.store, self.dim
-        return lambda ids: {cid: v[None, :] for cid, v in reader.vectors_by_id(ids, dim).items()}
+        return FirstPieces(store or self.store, self.dim)
 
     def snapshot(self) -> VectorSnapshot:
         """The snapshot for batch KNN (eval, tune), building it in memory when stale."""
@@ -396,6 +395,21 @@ class Searcher:
             self._opened.clear()
             self._idle.clear()
         self.store.close()
+
+
+@dataclass(frozen=True, slots=True)
+class FirstPieces:
+    """Each chunk's first piece read from the store (`vector_pieces` off, no snapshot): one
+    piece per chunk, so no correction and no σ."""
+
+    store: Store | PgStore
+    dim: int
+
+    def rows_by_id(self, ids: Sequence[int]) -> dict[int, npt.NDArray[np.float32]]:
+        return {cid: v[None, :] for cid, v in self.store.vectors_by_id(ids, self.dim).items()}
+
+    def piece_spread(self, query: npt.NDArray[np.float32]) -> float:
+        return 0.0
 
 
 @dataclass(frozen=True, slots=True)

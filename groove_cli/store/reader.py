@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from groove_cli.vectors import PieceStat
+
 
 class IndexReader(Protocol):
     """The read side of an index, as the retrieval engine uses it."""
@@ -54,8 +56,9 @@ class IndexReader(Protocol):
         """The k nearest chunks by their first piece's distance, ties by id."""
         ...
 
-    def piece_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
-        """The k nearest chunks by their nearest extra piece's distance, ties by id."""
+    def piece_stats(self, query: npt.NDArray[np.float32]) -> list[PieceStat]:
+        """Per long chunk, its extra pieces' least distance to `query`, count, and distance sum
+        and sum of squares (an exact scan; search.md §4), by chunk id."""
         ...
 
     def chunks_by_id(self, ids: Iterable[int]) -> dict[int, IndexedChunk]: ...

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from groove_cli.vectors import PieceStat
+
 
 class SearchReads:
     """Read-only queries of an open index connection (`con`)."""
@@ -78,16 +80,18 @@ class SearchReads:
                  if dist is not None]
         return sorted(found, key=lambda item: (item[1], item[0]))
 
-    def piece_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
-        """The extra pieces' side of the vector leg (index.md §4): each chunk's nearest extra
-        piece, the `k` nearest chunks, (chunk id, cosine distance) ordered by distance then id.
-        An exact scan: only chunks longer than the model's window have extra pieces."""
+    def piece_stats(self, query: npt.NDArray[np.float32]) -> list[PieceStat]:
+        """The extra pieces' side of the vector leg (index.md §4, search.md §4), one exact scan
+        of `chunk_pieces`: per long chunk its least cosine distance to `query`, its number of
+        extra pieces, and their distances' sum and sum of squares, by chunk id."""
         rows = self.con.execute(
-            "SELECT chunk_id, min(vec_distance_cosine(embedding, ?)) AS d FROM chunk_pieces "
-            "GROUP BY chunk_id HAVING d IS NOT NULL ORDER BY d, chunk_id LIMIT ?",
-            (f32_blob(query), min(k, MAX_TOP_K)),
+            "SELECT chunk_id, min(d), count(d), sum(d), sum(d * d) FROM (SELECT chunk_id, "
+            "vec_distance_cosine(embedding, ?) AS d FROM chunk_pieces) "
+            "GROUP BY chunk_id HAVING count(d) > 0 ORDER BY chunk_id",
+            (f32_blob(query),),
         ).fetchall()
-        return [(int(cid), float(dist)) for cid, dist in rows]  # type: ignore[arg-type]
+        return [(int(cid), float(least), int(n), float(total), float(squares))  # type: ignore[arg-type]
+                for cid, least, n, total, squares in rows]
 
     def _rows_in(self, sql: str, values: Iterable[object]) -> Iterator[tuple[Any, ...]]:
         """Rows of `sql` whose `IN ({marks})` takes `values` (deduplicated), 500 at a time so

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import psycopg
 
+    from groove_cli.vectors import PieceStat
+
 CHUNK_JOIN = "groove_chunks c JOIN groove_documents d ON d.kb = c.kb AND d.id = c.document_id"
 MAX_EF_SEARCH = 1000
 """pgvector's upper bound of hnsw.ef_search; a larger k is served by its iterative scan."""
@@ -230,32 +232,34 @@ class PgReads:
                 found[cid].append(vector)
         return {cid: np.vstack(rows) for cid, rows in found.items()}
 
-    def piece_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
-        """Each chunk's nearest extra piece, the `k` nearest chunks, by distance then id: an
-        exact scan of the KB's extra pieces (only long chunks have them)."""
+    def piece_stats(self, query: npt.NDArray[np.float32]) -> list[PieceStat]:
+        """Per long chunk, its extra pieces' least cosine distance to `query`, count, and the
+        distances' sum and sum of squares, by chunk id: an exact scan of the KB's extra pieces
+        (see the SQLite store's `piece_stats`)."""
         dim = self.vec_dim()
-        k = min(k, MAX_TOP_K)
-        if dim is None or k <= 0:
+        if dim is None:
             return []
         if self.exact_vectors():
             import numpy as np
 
-            from groove_cli.vectors import VectorSnapshot
-
-            rows = list(self._piece_rows("", ()))
-            if not rows:
-                return []
-            snapshot = VectorSnapshot(np.asarray([c for c, _ in rows], dtype=np.int64),
-                                      np.vstack([v for _, v in rows]).astype(np.float32))
-            norms = np.linalg.norm(snapshot.matrix, axis=1, keepdims=True)
-            snapshot.matrix = snapshot.matrix / np.maximum(norms, 1e-12)
-            return snapshot.knn(query, k)
+            q = np.asarray(query, dtype=np.float64)
+            q = q / max(float(np.linalg.norm(q)), 1e-12)
+            per: dict[int, list[float]] = {}
+            for cid, vector in self._piece_rows("", ()):
+                v = np.asarray(vector, dtype=np.float64)
+                norm = float(np.linalg.norm(v))
+                if norm > 0:
+                    per.setdefault(cid, []).append(1.0 - float(v @ q) / norm)
+            return [(cid, min(d), len(d), sum(d), sum(x * x for x in d))
+                    for cid, d in sorted(per.items())]
         dist = f"(embedding::vector({int(dim)}) <=> %s::vector({int(dim)}))"
-        found = self._rows(f"SELECT chunk_id, min({dist}) AS d FROM groove_chunk_pieces "
-                           "WHERE kb = %s AND embedding IS NOT NULL GROUP BY chunk_id "
-                           "ORDER BY d, chunk_id LIMIT %s",
-                           (vector_text(query), self.kb, k), prepare=False)
-        return [(int(cid), float(d)) for cid, d in found if d is not None]
+        found = self._rows(f"SELECT chunk_id, min(d), count(d), sum(d), sum(d * d) FROM "
+                           f"(SELECT chunk_id, {dist} AS d FROM groove_chunk_pieces "
+                           "WHERE kb = %s AND embedding IS NOT NULL) AS p "
+                           "GROUP BY chunk_id HAVING count(d) > 0 ORDER BY chunk_id",
+                           (vector_text(query), self.kb), prepare=False)
+        return [(int(cid), float(least), int(n), float(total), float(squares))
+                for cid, least, n, total, squares in found]
 
     def document_chunks(self, document_id: int, limit: int) -> list[IndexedChunk]:
         """A document's chunks in order (the parent retriever's read)."""
