@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,13 +12,15 @@ import numpy.typing as npt
 import pytest
 
 from groove_cli.index import RuntimeModel
+from groove_cli.retrieve.legs import cosines
 from groove_cli.retrieve.searcher import Searcher
 from groove_cli.store import Store
-from groove_cli.types import ChunkRow, DocumentRow
+from groove_cli.types import ChunkRow, ChunkVectors, DocumentRow
 from groove_cli.vectors import (
     SnapshotStamp,
     VectorSnapshot,
     duplicate_rows,
+    expected_max,
     refresh_snapshot,
     vec0_knn,
 )
@@ -243,3 +246,68 @@ def test_duplicates_survive_save_and_load(tmp_path: Path) -> None:
     del document["duplicates"]
     stamp_file.write_text(json.dumps(document))
     assert VectorSnapshot.load(db, stamp, 4) is None
+
+
+def test_expected_max_of_n_standard_normals() -> None:
+    """e(n) by numerical integration against its closed forms: e(1) = 0, e(2) = 1/√π,
+    e(3) = 3/(2√π); e(5) from the standard tables."""
+    got = expected_max(np.arange(6))
+    assert got[:2].tolist() == [0.0, 0.0]
+    assert got[2] == pytest.approx(1 / math.sqrt(math.pi), abs=1e-9)
+    assert got[3] == pytest.approx(3 / (2 * math.sqrt(math.pi)), abs=1e-9)
+    assert got[5] == pytest.approx(1.16296447, abs=1e-7)
+
+
+def _unit(cos: float) -> npt.NDArray[np.float32]:
+    """A 2-dim unit vector whose cosine with (1, 0) is `cos`."""
+    return np.asarray([cos, math.sqrt(1 - cos * cos)], dtype=np.float32)
+
+
+def test_a_two_piece_chunk_pays_sigma_times_e2_for_its_extra_chance(tmp_path: Path) -> None:
+    """Query (1, 0). a: one piece, cosine 0.80. b: first piece 0.0, extra piece 0.85.
+    c: first piece −0.5, extra piece 0.45. σ over the extra pieces {0.85, 0.45} = 0.2, so a
+    2-piece chunk loses 0.2 · e(2) = 0.2/√π ≈ 0.1128: b (0.85 − 0.1128 = 0.7372) beats a by
+    less than that and ranks below it; the plain best piece would put b first."""
+    db = tmp_path / "index.db"
+    store = Store.open_for_index(db)
+    store.create_vec_table(2)
+    firsts = {"a.md": 0.80, "b.md": 0.0, "c.md": -0.5}
+    extras = {"a.md": [], "b.md": [0.85], "c.md": [0.45]}
+    with store.transaction():
+        for path in firsts:
+            doc = DocumentRow(path, None, None, None, None, (), None, path, 1, "t")
+            store.write_document(doc, [ChunkRow(0, None, None, (), path, None, None, 1.0)],
+                                 None, None)
+    ids = {path: cid for cid, path in
+           store.con.execute("SELECT c.id, d.path FROM chunks c JOIN documents d "
+                             "ON d.id = c.document_id")}
+    with store.transaction():
+        store.write_chunk_vectors([
+            ChunkVectors(ids[path], _unit(cos),
+                         np.asarray([_unit(x) for x in extras[path]],
+                                    dtype=np.float32).reshape(-1, 2), 600)
+            for path, cos in firsts.items()])
+    store.close()
+    query = np.asarray([1.0, 0.0], dtype=np.float32)
+    penalty = 0.2 / math.sqrt(math.pi)
+    want = {ids["a.md"]: 0.80, ids["b.md"]: 0.85 - penalty, ids["c.md"]: 0.45 - penalty}
+    order = [ids["a.md"], ids["b.md"], ids["c.md"]]
+    reader = Store.open_readonly(db)
+    try:
+        snapshot = VectorSnapshot.from_store(reader, 2)
+        assert snapshot.piece_spread(query) == pytest.approx(0.2, abs=1e-6)
+        for source in (None, snapshot):
+            found = cosines(reader, order, query, 2, source)
+            assert found == {cid: pytest.approx(v, abs=1e-6) for cid, v in want.items()}
+        for knn in (snapshot.knn, vec0_knn(reader)):
+            for k in (1, 2, 3):
+                got = knn(query, k)
+                assert [cid for cid, _ in got] == order[:k]
+                assert [d for _, d in got] == pytest.approx([1 - want[c] for c in order[:k]],
+                                                            abs=1e-5)
+        first_only = VectorSnapshot.from_store(reader, 2, pieces=False)
+        assert [c for c, _ in first_only.knn(query, 3)] == order  # b's first piece is far
+        plain_best = {cid: max([firsts[p], *extras[p]]) for p, cid in ids.items()}
+        assert max(plain_best, key=lambda c: plain_best[c]) == ids["b.md"]
+    finally:
+        reader.close()
