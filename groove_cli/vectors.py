@@ -174,7 +174,10 @@ class VectorSnapshot:
         """Whether some chunk has more than one row."""
         self.counts = np.diff(np.r_[self.starts, rows]).astype(np.int64)
         """Each chunk's number of rows (its pieces), in `chunk_ids` order."""
-        self._extra: npt.NDArray[np.float64] | None = None
+        extra = np.ones(rows, dtype=bool)
+        extra[self.starts] = False
+        self.extra_rows: npt.NDArray[np.int64] = np.flatnonzero(extra).astype(np.int64)
+        """The rows of extra pieces (every row but each chunk's first)."""
 
     @classmethod
     def from_store(cls, store: VectorRows, dim: int, *, pieces: bool = True) -> VectorSnapshot:
@@ -272,16 +275,22 @@ class VectorSnapshot:
     def piece_spreads(self, queries: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
         """Each query's σ (`piece_spread`): the standard deviation of its cosines over every
         extra piece, in float64 so that a query's σ does not depend on its batch."""
-        if self._extra is None:
-            extra = np.ones(self.ids.shape[0], dtype=bool)
-            extra[self.starts] = False
-            self._extra = np.asarray(self.matrix[extra], dtype=np.float64)
         q = np.asarray(queries, dtype=np.float64)
-        if self._extra.shape[0] < 2:
+        count = int(self.extra_rows.shape[0])
+        if count < 2:
             return np.zeros(q.shape[0])
         norms = np.linalg.norm(q, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        return np.asarray(np.std((q / norms) @ self._extra.T, axis=1), dtype=np.float64)
+        q = q / norms
+        total, squares = np.zeros(q.shape[0]), np.zeros(q.shape[0])
+        step = max(1, BLOCK_FLOATS // max(q.shape[0], int(self.matrix.shape[1])))
+        for first in range(0, count, step):  # memory bounded however many extra pieces
+            rows = np.asarray(self.matrix[self.extra_rows[first : first + step]], dtype=np.float64)
+            cos = q @ rows.T
+            total += cos.sum(axis=1)
+            squares += (cos * cos).sum(axis=1)
+        mean = total / count
+        return np.asarray(np.sqrt(np.maximum(squares / count - mean * mean, 0.0)))
 
     def piece_spread(self, query: npt.NDArray[np.float32]) -> float:
         return float(self.piece_spreads(np.asarray(query)[None, :])[0])
