@@ -161,6 +161,7 @@ DEFAULT_LEG_WEIGHT = default_float("search.retrieval.vector_weight")
 DEFAULT_MIN_SCORE = default_float("search.retrieval.min_score")
 DEFAULT_CJK_WEIGHT = default_float("search.retrieval.cjk_weight")
 DEFAULT_FUSION = str(SPECS["search.fusion.method"].default)
+DEFAULT_VECTOR_PIECES = bool(SPECS["vector_pieces"].default)
 """The built-in fusion method (search.md §5)."""
 DEFAULT_SCORE_ALPHA = default_float("search.fusion.score_alpha")
 DEFAULT_SCORE_CJK_WEIGHT = default_float("search.fusion.score_cjk_weight")

@@ -100,7 +100,7 @@ class IndexOptions:
     offline: bool = False
     text_only: bool = False
     """Stop after phase 1: full text only, vectors left for a later run (`--text-only`)."""
-    vector_pieces: bool = False
+    vector_pieces: bool = config.DEFAULT_VECTOR_PIECES
     """Embed a long chunk's text past the window as extra pieces (index.md §4)."""
 
     @classmethod

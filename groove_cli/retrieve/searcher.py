@@ -93,13 +93,13 @@ class Searcher:
     deferred: DeferredCache | None = field(default=None, repr=False)
     """Set by a long-lived reader (the server): query vectors reach the cache in batches from
     a background thread instead of on each search's path."""
-    vector_pieces: bool = False
+    vector_pieces: bool = config.DEFAULT_VECTOR_PIECES
     """Rank a chunk by its best piece (index.md §4); off, by its first piece alone."""
 
     @classmethod
     def open(cls, db: IndexLocation, kb: Path | None, *, model: str | None, max_length: int | None,
              models_dir: Path, offline: bool, reranker: str | None = None,
-             embeds: bool = True, vector_pieces: bool = False) -> Searcher:
+             embeds: bool = True, vector_pieces: bool = config.DEFAULT_VECTOR_PIECES) -> Searcher:
         """Open the index read-only and check model identity before loading anything.
 
         `embeds=False` (a full-text-only search): a model that cannot be found is no error, the
