@@ -37,7 +37,7 @@ from suite_fusion import (
     score_all,
     score_family,
 )
-from suite_index import SuiteCollection, suite_collections
+from suite_index import SuiteCollection, defaults_digest, suite_collections
 from suite_lists import load_or_fetch
 from suite_peers import peers_for, run_peer
 from suite_report import markdown
@@ -99,7 +99,8 @@ def measure_systems(coll: SuiteCollection, queries: list[dict[str, Any]]
     they change only with the index, i.e. the collection or groove's code)."""
     cached = coll.work / "systems.json"
     stamp = {**coll.stamp(), "version": RESULT_VERSION, "queries": len(queries),
-             "fts_query_version": FTS_QUERY_VERSION}  # the compiler is not index code
+             "fts_query_version": FTS_QUERY_VERSION,  # the compiler is not index code
+             "defaults": defaults_digest()}
     if cached.is_file():
         data: dict[str, Any] = json.loads(cached.read_text(encoding="utf-8"))
         if data.get("stamp") == stamp:

@@ -41,6 +41,12 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
+def defaults_digest() -> str:
+    """sha256 of the built-in settings (config_schema.py): results measured "with built-in
+    defaults" are stale once a default changes, even when the index itself is not."""
+    return hashlib.sha256((ROOT / "groove_cli" / "config_schema.py").read_bytes()).hexdigest()
+
+
 @dataclass(frozen=True, slots=True)
 class SuiteCollection(Collection):
     """A manifest collection: its docs folder may live outside /work/shared/datasets."""

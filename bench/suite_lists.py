@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from suite_index import SuiteCollection
+from suite_index import SuiteCollection, defaults_digest
 
 import groove_cli
 from groove_cli.engine import (
@@ -121,7 +121,7 @@ def load_or_fetch(coll: SuiteCollection, queries: list[dict[str, Any]]) -> dict[
     made for another index stamp; holds the golden queries' and the pseudo-queries' lists."""
     path = coll.work / "lists.json"
     stamp = {**coll.stamp(), "version": LIST_VERSION, "queries": len(queries),
-             "fts_query_version": FTS_QUERY_VERSION}
+             "fts_query_version": FTS_QUERY_VERSION, "defaults": defaults_digest()}
     if path.is_file():
         data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         if data.get("stamp") == stamp:

@@ -62,7 +62,7 @@ SCHEMA: tuple[KeySpec, ...] = (
             help="A new Postgres KB's vectors: hnsw (pgvector) or exact (KNN in groove)."),
     KeySpec("model", "str", help="Embedding model: registry name or model directory."),
     KeySpec("max_length", "int", lo=16, help="Embedding input cap in tokens."),
-    KeySpec("vector_pieces", "bool", True,
+    KeySpec("vector_pieces", "bool", False,
             help="Embed a chunk longer than max_length in window-sized pieces; the vector leg "
                  "ranks it by its best piece, less what its number of pieces gains by chance."),
     KeySpec("reranker", "str", "none", help="Reranker: registry name, directory or none."),

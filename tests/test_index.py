@@ -833,7 +833,7 @@ def test_degenerate_embedding_skips_the_file_and_drops_its_rows(indexed: Groove)
 def test_truncation_note_and_untruncated_token_count(groove: Groove) -> None:
     words = ("the cat sat on the mat " * 12).split()  # 72 words: 74 tokens with [CLS], [SEP]
     write(groove.kb, "long.md", " ".join(words) + "\n")
-    groove.configure()  # vector_pieces is on by default (index.md §4)
+    groove.configure("vector_pieces = true\n")  # off by default (index.md §4)
     result = groove.index_ok()
     assert (f"groove: note: 1 chunk(s) exceed max_length {MAX_LENGTH} tokens; their text past "
             "the window went into 1 more vector(s)") in result.stderr.splitlines()

@@ -45,7 +45,7 @@ FILLER = ("the", "cat", "dog", "sat", "on", "mat", "a", "red", "blue", "green", 
           "bird", "flies")
 TAIL = ["fish", "swims"] * 15
 PIECES_ON = "vector_pieces = true\n"
-"""groove.toml: pieces on (the default, written out: bench/results/long_chunks.md)."""
+"""groove.toml: pieces on (off by default: docs/design/index.md §4)."""
 
 
 def filler(n: int, seed: int = 3) -> list[str]:
@@ -194,9 +194,7 @@ def test_vector_pieces_off_truncates_and_switching_on_embeds_only_the_extra_piec
     (cid,) = chunk_ids(groove.db, "long.md")
     first = rows(groove.db, "SELECT embedding FROM vec_chunks WHERE chunk_id = ?", (cid,))
 
-    groove.configure()  # the default is on: an index written with pieces off upgrades
-    status = json.loads(groove.run("status", "--format", "json").stdout)
-    assert (status["pending_vectors"], status["piece_vectors"]) == (0, 0)  # until `index`
+    groove.configure(PIECES_ON)
     seen = recording(monkeypatch)
     on = groove.index_ok()
     lines = on.stderr.splitlines()
