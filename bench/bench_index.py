@@ -369,7 +369,9 @@ def _timed_lines(timed: dict[str, Any]) -> list[str]:
             f"answered at {probe.get('answered_s', float('nan')):.1f} s "
             f"({'found' if probe.get('found_last_note') else 'did NOT find'} the last note). "
             f"Load average before {timed['load_average_before']}, after "
-            f"{timed['load_average_after']} (2 shared cores).", ""]
+            f"{timed['load_average_after']} (2 shared cores)."
+            + (f" Kept from the run at commit `{timed['measured_at']['commit']}`."
+               if isinstance(timed.get("measured_at"), dict) else ""), ""]
 
 
 def markdown(data: dict[str, Any]) -> str:
