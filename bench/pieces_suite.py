@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
 """Several vectors per long chunk (`vector_pieces`) on the benchmark suite's Japanese long-text
-collections: the same index (built by bench/suite.py with pieces stored) evaluated with the
-setting on and off, paired per query (issue 26).
+collections: one index evaluated with the setting on and off, paired per query (issue 26).
 
     python bench/pieces_suite.py [--collections livedoor,vuedocs]
 
-Needs the suite's work folders (bench/work/suite/<name>/, `make suite`) built while
-`vector_pieces` was on, so that the extra pieces exist; off = each chunk's first piece, which is
-exactly the truncated vector (search.md §4). Writes bench/results/pieces_suite.json and .md.
+Copies each suite index (bench/work/suite/<name>/, built by `make suite`) to
+bench/work/pieces_suite/<name>/ and runs `groove index` on the copy with `vector_pieces = true`,
+which embeds only the long chunks' extra pieces; off = each chunk's first piece, exactly the
+truncated vector (search.md §4). Writes bench/results/pieces_suite.json and .md.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,23 @@ from _common import WORK, machine, machine_line, package_versions, run_groove, w
 
 MODES = ("vector", "hybrid")
 RESAMPLES = 10_000
+
+
+def prepare(name: str) -> Path:
+    """A copy of the suite's index for `name` with its extra pieces embedded."""
+    source, work = WORK / "suite" / name, WORK / "pieces_suite" / name
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    for path in source.glob("index.db*"):
+        if not path.name.endswith(".lock"):
+            shutil.copy2(path, work / path.name)
+    shutil.copy2(source / "golden.yml", work / "golden.yml")
+    (work / "kb").symlink_to((source / "kb").resolve())
+    config = work / "pieces-on.toml"
+    config.write_text("vector_pieces = true\n", encoding="utf-8")
+    run_groove(["index", "--kb-path", str(work / "kb")], config=config, db=work / "index.db")
+    return work
 
 
 def per_query(work: Path, mode: str, pieces: bool) -> dict[str, float]:
@@ -60,8 +78,7 @@ def markdown(data: dict[str, Any]) -> str:
                          f"{r['delta']:+.4f} | {r['p']:.4f} |")
     lines += ["", machine_line(data["machine"]), "",
               "Packages: " + ", ".join(f"{k} {v}" for k, v in data["packages"].items() if v), "",
-              "Command: `python bench/pieces_suite.py` (after `make suite` built the indexes "
-              "with `vector_pieces` on)."]
+              "Command: `python bench/pieces_suite.py` (after `make suite`)."]
     return "\n".join(lines) + "\n"
 
 
@@ -72,7 +89,7 @@ def main() -> None:
     data: dict[str, Any] = {"benchmark": "pieces_suite", "machine": machine(),
                             "packages": package_versions(), "collections": {}}
     for name in (n.strip() for n in args.collections.split(",") if n.strip()):
-        work = WORK / "suite" / name
+        work = prepare(name)
         data["collections"][name] = {
             mode: paired(per_query(work, mode, True), per_query(work, mode, False))
             for mode in MODES}
