@@ -10,6 +10,8 @@ import apsw
 import pytest
 import sqlite_vec
 
+from tests.serve_helpers import Server, make_kb, serving
+
 
 def pytest_report_header() -> list[str]:
     con = apsw.Connection(":memory:")
@@ -147,3 +149,20 @@ def pg_kb(request: pytest.FixtureRequest) -> str:
     import re
 
     return re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:50] + "-" + os.urandom(3).hex()
+
+
+@pytest.fixture(scope="module")
+def kb_env(golden_index: tuple[Path, Path], real_models_dir: Path,
+           tmp_path_factory: pytest.TempPathFactory,
+           request: pytest.FixtureRequest) -> tuple[Path, dict[str, str]]:
+    """A copy of the golden KB and the environment a served test runs in, one per test module."""
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    return make_kb(golden_index, tmp_path_factory.mktemp(name), real_models_dir)
+
+
+@pytest.fixture(scope="module")
+def server(kb_env: tuple[Path, dict[str, str]]) -> Iterator[Server]:
+    """`groove serve` over the module's KB, stopped after the module's tests."""
+    kb, env = kb_env
+    with serving(kb, env) as running:
+        yield running

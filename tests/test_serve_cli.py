@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,20 +22,6 @@ from tests.serve_helpers import (
     serving,
     state_file,
 )
-
-
-@pytest.fixture(scope="module")
-def kb_env(golden_index: tuple[Path, Path], real_models_dir: Path,
-           tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    return make_kb(golden_index, tmp_path_factory.mktemp("served"), real_models_dir)
-
-
-@pytest.fixture(scope="module")
-def server(kb_env: tuple[Path, dict[str, str]]) -> Iterator[Server]:
-    kb, env = kb_env
-    with serving(kb, env) as running:
-        yield running
-
 
 SEARCHES = [
     ("retry budget", "--format", "text"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,23 +16,10 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 import groove_cli
-from tests.serve_helpers import Server, make_kb, serving
+from tests.serve_helpers import Server, make_kb
 
 TOOLS = {"search", "get", "multi_get", "status", "fetch"}
 Connect = Callable[[], Any]
-
-
-@pytest.fixture(scope="module")
-def kb_env(golden_index: tuple[Path, Path], real_models_dir: Path,
-           tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    return make_kb(golden_index, tmp_path_factory.mktemp("mcp"), real_models_dir)
-
-
-@pytest.fixture(scope="module")
-def http_server(kb_env: tuple[Path, dict[str, str]]) -> Iterator[Server]:
-    kb, env = kb_env
-    with serving(kb, env) as running:
-        yield running
 
 
 def stdio(kb: Path, env: dict[str, str]) -> Connect:
@@ -46,7 +33,7 @@ def connect(request: pytest.FixtureRequest, kb_env: tuple[Path, dict[str, str]])
     kb, env = kb_env
     if request.param == "stdio":
         return stdio(kb, env)
-    server: Server = request.getfixturevalue("http_server")
+    server: Server = request.getfixturevalue("server")
     return lambda: Client(server.url + "/mcp", read_timeout_seconds=120)
 
 

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,19 +44,6 @@ def loaded(modules: list[str], prefixes: tuple[str, ...]) -> list[str]:
 
 def registry(env: dict[str, str]) -> Path:
     return Path(env["XDG_DATA_HOME"]) / "groove" / "servers"
-
-
-@pytest.fixture(scope="module")
-def kb_env(golden_index: tuple[Path, Path], real_models_dir: Path,
-           tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    return make_kb(golden_index, tmp_path_factory.mktemp("relayed"), real_models_dir)
-
-
-@pytest.fixture(scope="module")
-def server(kb_env: tuple[Path, dict[str, str]]) -> Iterator[Server]:
-    kb, env = kb_env
-    with serving(kb, env) as running:
-        yield running
 
 
 CASES = [
