@@ -56,7 +56,7 @@ class Calibration:
 
 # Fitted by bench/relevance.py on half of the CISI and JSQuAD queries (top-10 hits of weighted RRF,
 # the default fusion then; the same fit on score fusion's hits calibrates golden/ worse, so this
-# one stays); measured on the other half and on golden/ in bench/results/relevance.md.
+# one stays); its check on the other half and on golden/: bench/results/relevance.md.
 DEFAULT_CALIBRATIONS: dict[str, Calibration] = {
     "multilingual-e5-small": Calibration(-17.7176, (19.0132, 1.5057, 0.671, -4.5151, 7.701,
                                                     55.8615)),
