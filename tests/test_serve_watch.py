@@ -85,3 +85,44 @@ def test_kill_9_during_a_watched_reindex_leaves_a_valid_index(
     assert status["documents"] == 27 + 60
     assert status["pending"] == {"new": 0, "changed": 0, "deleted": 0, "renamed": 0,
                                  "skipped": 0}
+
+
+def test_a_folder_of_notes_moved_in_or_out_is_reindexed(
+        golden_index: tuple[Path, Path], real_models_dir: Path, tmp_path: Path) -> None:
+    """A folder moved into the KB raises one event (for the folder), none for its notes; so
+    does one moved out. Both must still reach the index."""
+    kb, env = make_kb(golden_index, tmp_path, real_models_dir)
+    outside = tmp_path / "incoming"
+    outside.mkdir()
+    for i in range(3):
+        (outside / f"memo-{i}.md").write_text(f"# Memo {i}\n\nThe glorptastic memo {i}.\n",
+                                              encoding="utf-8")
+    expected = [f"incoming/memo-{i}.md" for i in range(3)]
+    with serving(kb, env, "--watch") as server:
+        outside.rename(kb / "incoming")
+        seconds_until(lambda: sorted(paths_for(server, "glorptastic")) == expected)
+        (kb / "incoming").rename(tmp_path / "gone")
+        seconds_until(lambda: paths_for(server, "glorptastic") == [])
+        # a hidden folder moved in is not a change
+        (tmp_path / "gone").rename(kb / ".drafts")
+        time.sleep(1.0)
+        assert paths_for(server, "glorptastic") == []
+
+
+def test_a_failed_reindex_is_tried_again_without_another_event(
+        golden_index: tuple[Path, Path], real_models_dir: Path, tmp_path: Path) -> None:
+    """While another `groove index` holds the index, the watcher's re-index fails; it tries
+    again on its own, so the edit is not left out until the next change."""
+    import fcntl
+
+    kb, env = make_kb(golden_index, tmp_path, real_models_dir)
+    note = kb / "reliability" / "retry-budgets.md"
+    with serving(kb, env, "--watch") as server:
+        with open(kb / ".groove.db.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            with note.open("a", encoding="utf-8") as out:
+                out.write("\n## Field notes\n\nThe snarfwobble outage.\n")
+            time.sleep(1.0)  # the re-index ran and failed
+            assert paths_for(server, "snarfwobble") == []
+        seconds_until(lambda: paths_for(server, "snarfwobble") ==
+                      ["reliability/retry-budgets.md"], limit=15)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,26 +19,43 @@ if TYPE_CHECKING:
 log = logging.getLogger("groove.serve")
 DEBOUNCE_MS = 150
 """How long a burst of file events may keep growing before the re-index starts."""
+RETRY_S = 5
+"""How long after a failed re-index the watcher tries again."""
 
 
 def note_filter(served: Served) -> object:
-    """A watchfiles filter keeping the KB's note types outside hidden and excluded folders."""
-    from watchfiles import DefaultFilter
+    """A watchfiles filter keeping the KB's note types outside hidden and excluded folders, and
+    folders themselves.
+
+    A folder's own event must start a re-index: inotify watches a new folder only once it has
+    seen the folder appear, so notes copied in with it (`cp -r`, an unpacked archive) may raise
+    no event of their own, and a folder moved out of the KB raises none for the notes it takes.
+    A deleted path without a suffix counts as a folder (it can no longer be looked at); a
+    needless re-index finds nothing to do.
+    """
+    from watchfiles import Change, DefaultFilter
 
     settings = served.index.settings
     types = tuple(f".{p}" for p in settings.list_("parsers.enabled"))
     skip = {str(d).casefold() for d in settings.list_("exclude_dirs")}
     root = served.kb.resolve() if served.kb else Path("/")
 
+    def hidden(parts: tuple[str, ...]) -> bool:
+        return any(p.startswith(".") or p.casefold() in skip for p in parts)
+
     class NoteFilter(DefaultFilter):
-        def __call__(self, change: object, path: str) -> bool:
+        def __call__(self, change: Change, path: str) -> bool:
+            where = Path(path)
             try:
-                parts = Path(path).resolve().relative_to(root).parts
+                parts = where.resolve().relative_to(root).parts
             except ValueError:
                 return False
-            return (path.lower().endswith(types) and not any(
-                p.startswith(".") or p.casefold() in skip for p in parts[:-1])
-                and super().__call__(change, path))  # type: ignore[arg-type]
+            if not parts or not super().__call__(change, path):
+                return False
+            if path.lower().endswith(types):
+                return not hidden(parts[:-1])
+            folder = where.is_dir() or (change == Change.deleted and not where.suffix)
+            return folder and not hidden(parts)
 
     return NoteFilter()
 
@@ -93,13 +111,16 @@ class Watcher:
         current = served.index
         writer = Index(current.settings, current.kb, current.location)
         caught_up = False
+        retry_at: float | None = None
         for changes in watch(served.kb, watch_filter=note_filter(served),  # type: ignore[arg-type]
                              debounce=DEBOUNCE_MS, step=20, stop_event=self._stop,
                              rust_timeout=200, yield_on_timeout=True, raise_interrupt=False):
             if self._stop.is_set():
                 break
-            if changes or not caught_up:  # the first pass: what changed while unwatched
-                self._update(served, writer)
+            due = retry_at is not None and time.monotonic() >= retry_at
+            if changes or not caught_up or due:  # the first pass: what changed while unwatched
+                ok = self._update(served, writer)
+                retry_at = None if ok else time.monotonic() + RETRY_S
                 if not caught_up:
                     caught_up = True
                     with self._count:
@@ -108,13 +129,19 @@ class Watcher:
                             self.ready.set()
         writer.close()
 
-    def _update(self, served: Served, writer: Index) -> None:
+    def _update(self, served: Served, writer: Index) -> bool:
+        """Re-index one KB; False when it failed (the served state stays as it was and the
+        watcher tries again RETRY_S later, so the changes are not left out until the next
+        event)."""
         self.busy.set()
         try:
             reindex(served, writer)
-        except Exception as exc:  # a failed re-index leaves the served state as it was
+            return True
+        except Exception as exc:
             from groove_cli.serve.tools import error_text
 
-            log.warning("re-indexing %s failed: %s", served.name, error_text(exc) or exc)
+            log.warning("re-indexing %s failed (trying again in %d s): %s", served.name,
+                        RETRY_S, error_text(exc) or exc)
+            return False
         finally:
             self.busy.clear()
