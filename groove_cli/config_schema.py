@@ -62,9 +62,10 @@ SCHEMA: tuple[KeySpec, ...] = (
             help="A new Postgres KB's vectors: hnsw (pgvector) or exact (KNN in groove)."),
     KeySpec("model", "str", help="Embedding model: registry name or model directory."),
     KeySpec("max_length", "int", lo=16, help="Embedding input cap in tokens."),
-    KeySpec("vector_pieces", "bool", False,
+    KeySpec("vector_pieces", "bool", True,
             help="Embed a chunk longer than max_length in window-sized pieces; the vector leg "
-                 "ranks it by its best piece, less what its number of pieces gains by chance."),
+                 "ranks it by its first piece, or by a later one less what its number of pieces "
+                 "gains by chance when that is higher. false: truncate at max_length."),
     KeySpec("reranker", "str", "none", help="Reranker: registry name, directory or none."),
     KeySpec("rerank_by_default", "bool", True, help="Use a configured reranker in search."),
     KeySpec("models_dir", "path", help="Model cache folder."),

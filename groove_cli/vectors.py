@@ -315,10 +315,12 @@ class VectorSnapshot:
 
     def _top_k(self, dist: npt.NDArray[np.float32], k: int,
                queries: npt.NDArray[np.float32]) -> list[Neighbours]:
-        if self.pieces:  # each chunk's nearest piece, less what n pieces gain by chance
-            dist = np.minimum.reduceat(dist, self.starts, axis=1)
+        if self.pieces:  # each chunk at its first piece, or nearer by a later piece less what
+            # n pieces gain by chance (search.md §4)
+            first = dist[:, self.starts]
+            best = np.minimum.reduceat(dist, self.starts, axis=1)
             penalty = self.piece_spreads(queries)[:, None] * expected_max(self.counts)[None, :]
-            dist = np.asarray(dist + penalty, dtype=np.float32)
+            dist = np.asarray(np.minimum(first, best + penalty), dtype=np.float32)
         ids = self.chunk_ids
         rows = ids.shape[0]
         out: list[Neighbours] = []
@@ -345,18 +347,19 @@ def duplicate_rows(matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.int64]:
 
 def corrected_pieces(first: Neighbours, stats: Sequence[PieceStat], bound: float
                      ) -> Neighbours:
-    """The chunks whose corrected distance (search.md §4: best piece's distance + σ · e(n))
-    is known to be below `bound`, the first pieces' list's last distance (every chunk nearer
-    than it by first piece is in `first`), ordered by distance then id."""
+    """The chunks whose distance (search.md §4: the first piece's, or the best later piece's
+    + σ · e(n) when that is less) is known: every chunk of `first`, the first pieces' list, and
+    those a later piece brings below `bound`, its last distance (a chunk nearer than it by first
+    piece is in `first`); ordered by distance then id."""
     sigma = piece_spread(stats)
-    best = dict(first)
-    pieces = {cid: count + 1 for cid, _, count, _, _ in stats}
-    for cid, dist, *_ in stats:
-        if cid in best or dist < bound:
-            best[cid] = min(best.get(cid, dist), dist)
-    gains = expected_max(np.asarray([pieces.get(cid, 1) for cid in best], dtype=np.int64))
-    found = {cid: dist + sigma * float(gain)
-             for (cid, dist), gain in zip(best.items(), gains, strict=True)}
+    found = dict(first)
+    gains = expected_max(np.asarray([count + 1 for _, _, count, _, _ in stats], dtype=np.int64))
+    for (cid, dist, *_), gain in zip(stats, gains, strict=True):
+        corrected = dist + sigma * float(gain)
+        if cid in found:
+            found[cid] = min(found[cid], corrected)
+        elif corrected < bound:
+            found[cid] = corrected
     return sorted(found.items(), key=lambda item: (item[1], item[0]))
 
 

@@ -149,8 +149,10 @@ def tune_kb(real_models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> 
         holders = sorted(str(p.relative_to(kb)) for p in kb.rglob("*.md")
                          if re.search(rf"\b{word}\b", p.read_text(encoding="utf-8").lower()))
         assert len(holders) == DISTRACTORS + 1 and {_topic(h) for h in holders} == {word}
+    # truncated inputs (no extra pieces) give each topic's notes one identical vector
     index_kb(IndexOptions(kb=kb, db=db, model=None, max_length=16,
-                          models_dir=real_models_dir, quiet=True, offline=True))
+                          models_dir=real_models_dir, quiet=True, offline=True,
+                          vector_pieces=False))
 
     store = Store.open_readonly(db)
     chunks = store.chunks_by_id(cid for cid, _ in store.all_vectors())

@@ -263,16 +263,13 @@ def _unit(cos: float) -> npt.NDArray[np.float32]:
     return np.asarray([cos, math.sqrt(1 - cos * cos)], dtype=np.float32)
 
 
-def test_a_two_piece_chunk_pays_sigma_times_e2_for_its_extra_chance(tmp_path: Path) -> None:
-    """Query (1, 0). a: one piece, cosine 0.80. b: first piece 0.0, extra piece 0.85.
-    c: first piece −0.5, extra piece 0.45. σ over the extra pieces {0.85, 0.45} = 0.2, so a
-    2-piece chunk loses 0.2 · e(2) = 0.2/√π ≈ 0.1128: b (0.85 − 0.1128 = 0.7372) beats a by
-    less than that and ranks below it; the plain best piece would put b first."""
+def _pieces_index(tmp_path: Path, firsts: dict[str, float], extras: dict[str, list[float]]
+                  ) -> tuple[Path, dict[str, int]]:
+    """An index of one chunk per path whose first piece and extra pieces have the given cosines
+    with the query (1, 0); returns the database and each path's chunk id."""
     db = tmp_path / "index.db"
     store = Store.open_for_index(db)
     store.create_vec_table(2)
-    firsts = {"a.md": 0.80, "b.md": 0.0, "c.md": -0.5}
-    extras = {"a.md": [], "b.md": [0.85], "c.md": [0.45]}
     with store.transaction():
         for path in firsts:
             doc = DocumentRow(path, None, None, None, None, (), None, path, 1, "t")
@@ -288,6 +285,17 @@ def test_a_two_piece_chunk_pays_sigma_times_e2_for_its_extra_chance(tmp_path: Pa
                                     dtype=np.float32).reshape(-1, 2), 600)
             for path, cos in firsts.items()])
     store.close()
+    return db, ids
+
+
+def test_a_two_piece_chunk_pays_sigma_times_e2_for_its_extra_chance(tmp_path: Path) -> None:
+    """Query (1, 0). a: one piece, cosine 0.80. b: first piece 0.0, extra piece 0.85.
+    c: first piece −0.5, extra piece 0.45. σ over the extra pieces {0.85, 0.45} = 0.2, so a
+    2-piece chunk loses 0.2 · e(2) = 0.2/√π ≈ 0.1128: b (0.85 − 0.1128 = 0.7372) beats a by
+    less than that and ranks below it; the plain best piece would put b first."""
+    firsts = {"a.md": 0.80, "b.md": 0.0, "c.md": -0.5}
+    extras = {"a.md": [], "b.md": [0.85], "c.md": [0.45]}
+    db, ids = _pieces_index(tmp_path, firsts, extras)
     query = np.asarray([1.0, 0.0], dtype=np.float32)
     penalty = 0.2 / math.sqrt(math.pi)
     want = {ids["a.md"]: 0.80, ids["b.md"]: 0.85 - penalty, ids["c.md"]: 0.45 - penalty}
@@ -309,5 +317,35 @@ def test_a_two_piece_chunk_pays_sigma_times_e2_for_its_extra_chance(tmp_path: Pa
         assert [c for c, _ in first_only.knn(query, 3)] == order  # b's first piece is far
         plain_best = {cid: max([firsts[p], *extras[p]]) for p, cid in ids.items()}
         assert max(plain_best, key=lambda c: plain_best[c]) == ids["b.md"]
+    finally:
+        reader.close()
+
+
+def test_a_chunk_is_never_ranked_below_its_first_piece(tmp_path: Path) -> None:
+    """Query (1, 0). a: one piece, 0.69. b: first piece 0.0, extra piece 0.85. d: first piece
+    0.70, extra piece 0.72. σ over the extra pieces {0.85, 0.72} = 0.065, so a later piece
+    counts less 0.065 · e(2) = 0.065/√π ≈ 0.0367: b scores 0.85 − 0.0367 = 0.8133; d's extra
+    piece gives 0.6833, below its first piece, so d keeps 0.70 and ranks above a (charging d's
+    best piece would put it at 0.6833, below a)."""
+    firsts = {"a.md": 0.69, "b.md": 0.0, "d.md": 0.70}
+    extras = {"a.md": [], "b.md": [0.85], "d.md": [0.72]}
+    db, ids = _pieces_index(tmp_path, firsts, extras)
+    query = np.asarray([1.0, 0.0], dtype=np.float32)
+    penalty = 0.065 / math.sqrt(math.pi)
+    want = {ids["b.md"]: 0.85 - penalty, ids["d.md"]: 0.70, ids["a.md"]: 0.69}
+    order = [ids["b.md"], ids["d.md"], ids["a.md"]]
+    reader = Store.open_readonly(db)
+    try:
+        snapshot = VectorSnapshot.from_store(reader, 2)
+        assert snapshot.piece_spread(query) == pytest.approx(0.065, abs=1e-6)
+        for source in (None, snapshot):
+            assert cosines(reader, order, query, 2, source) == {
+                cid: pytest.approx(v, abs=1e-6) for cid, v in want.items()}
+        for knn in (snapshot.knn, vec0_knn(reader)):
+            for k in (1, 2, 3):
+                got = knn(query, k)
+                assert [cid for cid, _ in got] == order[:k]
+                assert [d for _, d in got] == pytest.approx([1 - want[c] for c in order[:k]],
+                                                            abs=1e-5)
     finally:
         reader.close()

@@ -312,9 +312,10 @@ def vector_leg_scored(knn: Knn, store: IndexReader, vector: npt.NDArray[np.float
 
 def cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32] | None,
             dim: int | None, vectors: VectorRows | None = None) -> dict[int, float]:
-    """Cosine similarity of the query vector and each chunk's best piece, less σ · e(n) for
-    a chunk of n pieces (search.md §4), in float64 (`vectors`: from memory, the KNN snapshot;
-    else read from the store); none without a query vector (the vector leg did not run)."""
+    """Cosine similarity of the query vector and each chunk's first piece, or its best later
+    piece less σ · e(n) for a chunk of n pieces when that is higher (search.md §4), in float64
+    (`vectors`: from memory, the KNN snapshot; else read from the store); none without a query
+    vector (the vector leg did not run)."""
     if vector is None or not ids or not dim:
         return {}
     import numpy as np
@@ -333,12 +334,15 @@ def cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32] 
         ok = norms > 0
         if not ok.any():
             continue
-        found[cid] = float(np.max((v[ok] @ q) / norms[ok]))
-        if v.shape[0] > 1:
+        cos = np.full(v.shape[0], -np.inf)
+        cos[ok] = (v[ok] @ q) / norms[ok]
+        found[cid] = float(cos[0])
+        if v.shape[0] > 1 and cos[1:].max() > cos[0]:
             if sigma is None:
                 sigma = (vectors.piece_spread(vector) if vectors is not None
                          else piece_spread(store.piece_stats(vector)))
-            found[cid] -= sigma * float(expected_max(np.asarray(v.shape[0])))
+            later = float(cos[1:].max()) - sigma * float(expected_max(np.asarray(v.shape[0])))
+            found[cid] = max(found[cid], later)
     return found
 
 

@@ -94,7 +94,8 @@ class Searcher:
     """Set by a long-lived reader (the server): query vectors reach the cache in batches from
     a background thread instead of on each search's path."""
     vector_pieces: bool = config.DEFAULT_VECTOR_PIECES
-    """Rank a chunk by its best piece (index.md §4); off, by its first piece alone."""
+    """Rank a chunk by its first piece or a clearly better later one (search.md §4); off, by
+    its first piece alone."""
 
     @classmethod
     def open(cls, db: IndexLocation, kb: Path | None, *, model: str | None, max_length: int | None,

@@ -135,7 +135,7 @@ class SearchReads:
     def piece_vectors_by_id(self, ids: Sequence[int], dim: int
                             ) -> dict[int, npt.NDArray[np.float32]]:
         """Every stored vector of each chunk in `ids`, first piece first: shape (pieces, dim)
-        (the vector leg's score is the best piece's cosine, search.md §4)."""
+        (the vector leg scores a chunk from them, search.md §4)."""
         import numpy as np
 
         found: dict[int, list[npt.NDArray[np.float32]]] = {
