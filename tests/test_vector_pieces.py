@@ -45,7 +45,8 @@ FILLER = ("the", "cat", "dog", "sat", "on", "mat", "a", "red", "blue", "green", 
           "bird", "flies")
 TAIL = ["fish", "swims"] * 15
 PIECES_ON = "vector_pieces = true\n"
-"""groove.toml: pieces on (off by default: docs/design/index.md §4)."""
+"""groove.toml: pieces on (the default, docs/design/index.md §4, spelled out where a test
+switches back and forth)."""
 
 
 def filler(n: int, seed: int = 3) -> list[str]:
@@ -89,7 +90,7 @@ def test_every_token_of_a_3000_token_section_is_in_some_piece(
         groove: Groove, monkeypatch: pytest.MonkeyPatch) -> None:
     words = filler(3000)
     write(groove.kb, "long.md", "## Long\n\n" + " ".join(words) + "\n")
-    groove.configure(PIECES_ON)
+    groove.configure()  # the default settings
     seen = recording(monkeypatch)
     result = groove.index_ok()
     assert ("groove: note: 1 chunk(s) exceed max_length 64 tokens; their text past the window "
