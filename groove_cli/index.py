@@ -5,7 +5,8 @@ file, without vectors, so `--mode fts` sees every note as soon as it ends and an
 leaves each document with either its old or its new rows. Phase 2 embeds the chunks that have no
 vector, one transaction per model batch, and resumes where a stopped run left off. The embedding
 model is loaded only when some chunk needs a vector: a re-run over an unchanged knowledge base
-never loads it.
+never loads it. When one does, the load starts on a background thread as soon as that is known
+(chunks pending from an earlier run, or phase 1's first written file), so it overlaps phase 1.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from groove_cli.types import (
 )
 from groove_cli.vector_fill import (
     BatchResult,
+    EmbedderLoad,
     apply_pieces_mode,
     batches,
     count_pending,
@@ -183,6 +185,8 @@ class Indexer:
         self.progress = progress or NullProgress()
         self.should_stop = should_stop or (lambda: False)
         self.embedder: Embedder | None = None
+        self.loading: EmbedderLoad | None = None
+        """The background load of the embedder, once phase 2 is known to have work."""
         self.model: ResolvedModel | None = None
         self.runtime: RuntimeModel | None = None
         self.updated = self.renamed = self.deleted = self.skipped = 0
@@ -212,7 +216,8 @@ class Indexer:
             messages.progress(printable(text, keep_newlines=False))
 
     def load_embedder(self) -> Embedder:
-        """The embedding model, loaded on first need (once the run knows which)."""
+        """The embedding model, loaded on first need (once the run knows which), or taken
+        from the background load when that has it (`start_loading`)."""
         if self.embedder is None:
             from groove_cli.models import Embedder
 
@@ -221,10 +226,19 @@ class Indexer:
             self._line(f"Loading embedding model: {self.runtime.name} ({self.runtime.dim} dim)...")
             self.progress.start(None, "Loading model", "")
             try:
-                self.embedder = Embedder.load(model, max_length=self.runtime.max_length)
+                loaded = self.loading.result(model) if self.loading is not None else None
+                self.embedder = loaded or Embedder.load(model, max_length=self.runtime.max_length)
             finally:
                 self.progress.finish()
         return self.embedder
+
+    def start_loading(self) -> None:
+        """Start loading the embedder in the background, once phase 2 is known to have chunks
+        to embed (never with `--text-only`, nor when it is already loaded)."""
+        if self.loading is None and self.embedder is None and not self.opt.text_only:
+            assert self.runtime is not None
+            self.loading = EmbedderLoad(self.model, self.runtime.name, self.opt.models_dir,
+                                        self.runtime.max_length)
 
     def _resolved(self) -> ResolvedModel:
         if self.model is None:
@@ -320,6 +334,8 @@ class Indexer:
             backfilled = store.backfill_fts()
         if backfilled:
             self._line(f"Backfilled {backfilled} chunks into FTS index")
+        if not opt.text_only and not fresh and store.pending_vectors():
+            self.start_loading()
 
         scan = collect_files(opt.kb, exclude_dirs=opt.exclude_dirs, extensions=opt.parsers,
                              hidden_dirs=opt.hidden_dirs)
@@ -517,6 +533,7 @@ class Indexer:
                      c.line_end)
             for c in parsed.chunks
         ]
+        self.start_loading()  # these chunks wait for vectors: phase 2 will need the model
         with store.transaction():
             store.write_document(self._document_row(source, parsed), rows, None,
                                  existing.id if existing else None)

@@ -6,8 +6,12 @@ then each batch is embedded and its vectors committed in one transaction.
 
 from __future__ import annotations
 
+import contextvars
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,7 +20,7 @@ import numpy.typing as npt
 from groove_cli.types import ChunkVectors, EmbeddingRow
 
 if TYPE_CHECKING:
-    from groove_cli.models import Embedder
+    from groove_cli.models import Embedder, ResolvedModel
     from groove_cli.store import Store
     from groove_cli.store.postgres import PgStore
 
@@ -45,6 +49,41 @@ def embedding_text(heading: str | None, context: str | None, content: str, stati
     if not content and heading:
         return heading
     return content
+
+
+class EmbedderLoad:
+    """The embedding model loading on a background thread while phase 1 runs (index.md §6.1
+    step 11): its session and files load on the core phase 1 leaves idle.
+
+    Only a model that needs no download and no conversion (`cached_model`) is loaded here, and
+    any failure is kept quiet: `result` is then None and the indexer loads the model itself as
+    it would have without this, so an error reads and exits the same, at the same point. The
+    thread is a daemon: a run stopped in phase 1 exits without waiting for it.
+    """
+
+    def __init__(self, model: ResolvedModel | None, name: str, models_dir: Path,
+                 max_length: int) -> None:
+        self._done: Future[Embedder | None] = Future()
+        context = contextvars.copy_context()  # messages.capture() and the sink reach it too
+        threading.Thread(target=context.run, args=(self._load, model, name, models_dir,
+                                                   max_length),
+                         name="groove-embedder-load", daemon=True).start()
+
+    def _load(self, model: ResolvedModel | None, name: str, models_dir: Path,
+              max_length: int) -> None:
+        from groove_cli.models import Embedder, cached_model
+
+        try:
+            resolved = model or cached_model(name, models_dir)
+            self._done.set_result(
+                None if resolved is None else Embedder.load(resolved, max_length=max_length))
+        except BaseException:  # the indexer's own load reports it (see above)
+            self._done.set_result(None)
+
+    def result(self, model: ResolvedModel) -> Embedder | None:
+        """The loaded embedder (waiting for it) when it is `model`'s, else None."""
+        loaded = self._done.result()
+        return loaded if loaded is not None and loaded.model == model else None
 
 
 COUNT_PAGE = 2_048
