@@ -58,7 +58,8 @@ class EmbedderLoad:
     Only a model that needs no download and no conversion (`cached_model`) is loaded here, and
     any failure is kept quiet: `result` is then None and the indexer loads the model itself as
     it would have without this, so an error reads and exits the same, at the same point. The
-    thread is a daemon: a run stopped in phase 1 exits without waiting for it.
+    thread is not a daemon: a run stopped in phase 1 returns at once, and the process waits for
+    the load to end before it exits (onnxruntime aborts the process when it exits mid-load).
     """
 
     def __init__(self, model: ResolvedModel | None, name: str, models_dir: Path,
@@ -67,7 +68,7 @@ class EmbedderLoad:
         context = contextvars.copy_context()  # messages.capture() and the sink reach it too
         threading.Thread(target=context.run, args=(self._load, model, name, models_dir,
                                                    max_length),
-                         name="groove-embedder-load", daemon=True).start()
+                         name="groove-embedder-load").start()
 
     def _load(self, model: ResolvedModel | None, name: str, models_dir: Path,
               max_length: int) -> None:
