@@ -23,6 +23,7 @@ from groove_cli.config import Settings
 from groove_cli.dbfile import damaged, quarantine, remove_snapshot_leftovers
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import GrooveError, IndexMismatch
+from groove_cli.index_batches import FileBatches
 from groove_cli.index_lock import indexer_lock
 from groove_cli.integrity import damage_of, refuse_damaged
 from groove_cli.models import ResolvedModel, resolve_model
@@ -422,17 +423,18 @@ class Indexer:
         renamed_to = {} if fresh else self._renames(store, indexed, read, seen, kept)
         indexed = store.documents()
 
-        for source in read:
-            if self.should_stop():
-                self.interrupted = True
-                break
-            existing = indexed.get(source.rel)
-            force_rewrite = rechunk or (static and source.rel in renamed_to)
-            if (existing is not None and existing.content_hash == source.sha256 and not fresh
-                    and not force_rewrite):
-                self._advance(0)
-                continue
-            self._read_one(store, source, existing, static, fresh, force_rewrite)
+        with FileBatches(store.transaction) as writes:
+            for source in read:
+                if self.should_stop():
+                    self.interrupted = True
+                    break
+                existing = indexed.get(source.rel)
+                force_rewrite = rechunk or (static and source.rel in renamed_to)
+                if (existing is not None and existing.content_hash == source.sha256
+                        and not fresh and not force_rewrite):
+                    self._advance(0)
+                    continue
+                self._read_one(store, writes, source, existing, static, fresh, force_rewrite)
         if self.interrupted:
             return
         gone = [doc for path, doc in store.documents().items() if path not in seen and path not in kept]
@@ -486,12 +488,12 @@ class Indexer:
         return DocumentRow(source.rel, parsed.title, parsed.topic, parsed.category, parsed.depth,
                            parsed.tags, parsed.date, source.sha256, source.size, utc_now())
 
-    def _read_one(self, store: Store | PgStore, source: SourceBytes,
+    def _read_one(self, store: Store | PgStore, writes: FileBatches, source: SourceBytes,
                   existing: StoredDocument | None, static: bool, fresh: bool,
                   rechunk: bool) -> None:
         """Phase 1 for one changed file: parse it and write its document, chunks and full-text
-        rows in one transaction, without vectors (emptied files and the frontmatter-only fast
-        path as index.md §6.1 step 8 says)."""
+        rows within one transaction (`writes`), without vectors (emptied files and the
+        frontmatter-only fast path as index.md §6.1 step 8 says)."""
         try:
             text = decode_source(source.raw)
         except SourceDecodeError as exc:
@@ -504,7 +506,7 @@ class Indexer:
             messages.warning(warning)
         if not parsed.chunks:
             if existing is not None:
-                with store.transaction():
+                with writes.file():
                     store.delete_document(existing.id)
                 self.deleted += 1
                 self._verbose(f"  emptied: {source.rel}")
@@ -519,7 +521,7 @@ class Indexer:
                 scores = [c.quality_score for c in parsed.chunks] if rechunk else None
                 lines = [(c.line_start, c.line_end) for c in parsed.chunks]
                 moved = lines != [(c.line_start, c.line_end) for c in stored]
-                with store.transaction():
+                with writes.file():
                     store.update_document_row(existing.id, self._document_row(source, parsed),
                                               scores, lines if moved else None)
                 if existing.content_hash != source.sha256:
@@ -534,7 +536,7 @@ class Indexer:
             for c in parsed.chunks
         ]
         self.start_loading()  # these chunks wait for vectors: phase 2 will need the model
-        with store.transaction():
+        with writes.file():
             store.write_document(self._document_row(source, parsed), rows, None,
                                  existing.id if existing else None)
         self.updated += 1
