@@ -5,8 +5,9 @@ file, without vectors, so `--mode fts` sees every note as soon as it ends and an
 leaves each document with either its old or its new rows. Phase 2 embeds the chunks that have no
 vector, one transaction per model batch, and resumes where a stopped run left off. The embedding
 model is loaded only when some chunk needs a vector: a re-run over an unchanged knowledge base
-never loads it. When one does, the load starts on a background thread as soon as that is known
-(chunks pending from an earlier run, or phase 1's first written file), so it overlaps phase 1.
+never loads it. When one does, its session starts loading on a background thread as soon as
+that is known (chunks pending from an earlier run, or phase 1's first written file), so it
+overlaps phase 1.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from groove_cli.types import (
 )
 from groove_cli.vector_fill import (
     BatchResult,
-    EmbedderLoad,
+    SessionLoad,
     apply_pieces_mode,
     batches,
     count_pending,
@@ -186,8 +187,8 @@ class Indexer:
         self.progress = progress or NullProgress()
         self.should_stop = should_stop or (lambda: False)
         self.embedder: Embedder | None = None
-        self.loading: EmbedderLoad | None = None
-        """The background load of the embedder, once phase 2 is known to have work."""
+        self.loading: SessionLoad | None = None
+        """The model's session loading in the background, once phase 2 is known to have work."""
         self.model: ResolvedModel | None = None
         self.runtime: RuntimeModel | None = None
         self.updated = self.renamed = self.deleted = self.skipped = 0
@@ -217,8 +218,8 @@ class Indexer:
             messages.progress(printable(text, keep_newlines=False))
 
     def load_embedder(self) -> Embedder:
-        """The embedding model, loaded on first need (once the run knows which), or taken
-        from the background load when that has it (`start_loading`)."""
+        """The embedding model, loaded on first need (once the run knows which), with the
+        session the background load made when it has it (`start_loading`)."""
         if self.embedder is None:
             from groove_cli.models import Embedder
 
@@ -227,19 +228,19 @@ class Indexer:
             self._line(f"Loading embedding model: {self.runtime.name} ({self.runtime.dim} dim)...")
             self.progress.start(None, "Loading model", "")
             try:
-                loaded = self.loading.result(model) if self.loading is not None else None
-                self.embedder = loaded or Embedder.load(model, max_length=self.runtime.max_length)
+                session = self.loading.session(model) if self.loading is not None else None
+                self.embedder = Embedder.load(model, max_length=self.runtime.max_length,
+                                              session=session)
             finally:
                 self.progress.finish()
         return self.embedder
 
     def start_loading(self) -> None:
-        """Start loading the embedder in the background, once phase 2 is known to have chunks
-        to embed (never with `--text-only`, nor when it is already loaded)."""
+        """Start loading the model's session in the background, once phase 2 is known to have
+        chunks to embed (never with `--text-only`, nor when the embedder is loaded)."""
         if self.loading is None and self.embedder is None and not self.opt.text_only:
             assert self.runtime is not None
-            self.loading = EmbedderLoad(self.model, self.runtime.name, self.opt.models_dir,
-                                        self.runtime.max_length)
+            self.loading = SessionLoad(self.model, self.runtime.name, self.opt.models_dir)
 
     def _resolved(self) -> ResolvedModel:
         if self.model is None:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -51,40 +51,43 @@ def embedding_text(heading: str | None, context: str | None, content: str, stati
     return content
 
 
-class EmbedderLoad:
-    """The embedding model loading on a background thread while phase 1 runs (index.md §6.1
-    step 11): its session and files load on the core phase 1 leaves idle.
+class SessionLoad:
+    """The embedding model's onnxruntime session, created on a background thread while phase 1
+    runs (index.md §6.1 step 11): onnxruntime releases the GIL while it loads the graph, so
+    this runs on the core phase 1 leaves idle. The tokenizer is left to `Embedder.load` on the
+    indexer's thread: its load holds the GIL (bench/results/code-notes.md#tokenizer-load), so
+    in the background it would only stall phase 1.
 
-    Only a model that needs no download and no conversion (`cached_model`) is loaded here, and
-    any failure is kept quiet: `result` is then None and the indexer loads the model itself as
-    it would have without this, so an error reads and exits the same, at the same point. The
-    thread is not a daemon: a run stopped in phase 1 returns at once, and the process waits for
-    the load to end before it exits (onnxruntime aborts the process when it exits mid-load).
+    Only a model that needs no download and no conversion (`cached_model`) is prepared here, and
+    any failure is kept quiet: `session` is then None and `Embedder.load` creates the session
+    itself as it would have without this, so an error reads and exits the same, at the same
+    point. The thread is not a daemon: a run stopped in phase 1 returns at once, and the
+    process waits for the session before it exits (onnxruntime aborts a process that exits
+    while it loads).
     """
 
-    def __init__(self, model: ResolvedModel | None, name: str, models_dir: Path,
-                 max_length: int) -> None:
-        self._done: Future[Embedder | None] = Future()
+    def __init__(self, model: ResolvedModel | None, name: str, models_dir: Path) -> None:
+        self._done: Future[tuple[ResolvedModel, Any] | None] = Future()
         context = contextvars.copy_context()  # messages.capture() and the sink reach it too
-        threading.Thread(target=context.run, args=(self._load, model, name, models_dir,
-                                                   max_length),
-                         name="groove-embedder-load").start()
+        threading.Thread(target=context.run, args=(self._load, model, name, models_dir),
+                         name="groove-session-load").start()
 
-    def _load(self, model: ResolvedModel | None, name: str, models_dir: Path,
-              max_length: int) -> None:
-        from groove_cli.models import Embedder, cached_model
-
+    def _load(self, model: ResolvedModel | None, name: str, models_dir: Path) -> None:
         try:
+            from groove_cli.models import cached_model
+            from groove_cli.models.embedder import Embedder  # noqa: F401  (its imports, here)
+            from groove_cli.models.runtime import create_session
+
             resolved = model or cached_model(name, models_dir)
-            self._done.set_result(
-                None if resolved is None else Embedder.load(resolved, max_length=max_length))
-        except BaseException:  # the indexer's own load reports it (see above)
+            self._done.set_result(None if resolved is None
+                                  else (resolved, create_session(resolved)))
+        except BaseException:  # `Embedder.load` reports it (see above)
             self._done.set_result(None)
 
-    def result(self, model: ResolvedModel) -> Embedder | None:
-        """The loaded embedder (waiting for it) when it is `model`'s, else None."""
-        loaded = self._done.result()
-        return loaded if loaded is not None and loaded.model == model else None
+    def session(self, model: ResolvedModel) -> Any:
+        """The session (waiting for it) when it was made for `model`, else None."""
+        done = self._done.result()
+        return done[1] if done is not None and done[0] == model else None
 
 
 COUNT_PAGE = 2_048

@@ -1,8 +1,9 @@
-"""When `groove index` loads the embedding model (index.md §6.1 step 11): on a background
-thread while phase 1 runs, and only when phase 2 will have chunks to embed.
+"""When `groove index` loads the embedding model (index.md §6.1 step 11): its session on a
+background thread while phase 1 runs, and only when phase 2 will have chunks to embed.
 
-Uses the tiny model of `test_index.py`. `Embedder.load` is wrapped to record the thread of each
-call: the background load runs on `groove-embedder-load`, the indexer's own on the main thread.
+Uses the tiny model of `test_index.py`. `create_session` is wrapped to record the thread of each
+call: the background load runs on `groove-session-load`, `Embedder.load`'s on the main thread
+or its own worker (`groove-session`).
 """
 
 from __future__ import annotations
@@ -15,24 +16,24 @@ from typing import Any
 import pytest
 
 from groove_cli.index import Indexer
-from groove_cli.models import Embedder
+from groove_cli.models import runtime
 from tests.test_index import ALPHA_MD, CATS, Groove, done, groove, tiny_model, write
 
 __all__ = ["groove", "tiny_model"]  # the fixtures of test_index.py, shared
 
-BACKGROUND = "groove-embedder-load"
+BACKGROUND = "groove-session-load"
 
 
 def record_loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of the thread of every `Embedder.load` call from now on."""
+    """The name of the thread of every `create_session` call from now on."""
     calls: list[str] = []
-    real = Embedder.load.__func__  # type: ignore[attr-defined]
+    real = runtime.create_session
 
-    def load(cls: type[Embedder], *args: Any, **kwargs: Any) -> Embedder:
+    def create_session(*args: Any, **kwargs: Any) -> Any:
         calls.append(threading.current_thread().name)
-        return real(cls, *args, **kwargs)  # type: ignore[no-any-return]
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(Embedder, "load", classmethod(load))
+    monkeypatch.setattr(runtime, "create_session", create_session)
     return calls
 
 
@@ -40,7 +41,7 @@ def test_a_new_index_loads_the_model_once_in_the_background_and_shows_the_step(
         groove: Groove, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = record_loads(monkeypatch)
     result = groove.index_ok()
-    assert calls == [BACKGROUND]  # the background load is the one phase 2 uses
+    assert calls == [BACKGROUND]  # the background session is the one phase 2 uses
     lines = result.stderr.splitlines()
     steps = [i for i, line in enumerate(lines)
              if line.startswith(("Full text ready in ", "Loading embedding model: ",
@@ -115,4 +116,4 @@ def test_a_model_that_fails_to_load_gives_its_error_after_phase_1(
     assert lines[-1] == errors[0]  # the last line, after phase 1's and the load's lines
     assert [line.split(" ")[0] for line in lines[-3:-1]] == ["Full", "Loading"]
     # tried in the background first; that failure is quiet and the indexer's own load reports
-    assert calls == [BACKGROUND, "MainThread"]
+    assert calls == [BACKGROUND, "groove-session"]
