@@ -2,8 +2,9 @@
 
 Every commit makes SQLite append to the WAL and each FTS5 table flush its pending terms into a
 new segment, a fixed cost per transaction that dominated phase 1 with one file per transaction
-(bench/results/code-notes.md#phase1-transactions). A file's rows are still written inside one transaction, never split
-across two, so an interrupted or killed run leaves each file with its old rows or its new ones.
+(bench/results/code-notes.md#phase1-transactions). A file's rows are still written inside one
+transaction, never split across two, so an interrupted or killed run leaves each file with its
+old rows or its new ones.
 """
 
 from __future__ import annotations
