@@ -5,7 +5,9 @@ file, without vectors, so `--mode fts` sees every note as soon as it ends and an
 leaves each document with either its old or its new rows. Phase 2 embeds the chunks that have no
 vector, one transaction per model batch, and resumes where a stopped run left off. The embedding
 model is loaded only when some chunk needs a vector: a re-run over an unchanged knowledge base
-never loads it.
+never loads it. When one does, its session starts loading on a background thread as soon as
+that is known (chunks pending from an earlier run, or phase 1's first written file), so it
+overlaps phase 1.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from groove_cli.config import Settings
 from groove_cli.dbfile import damaged, quarantine, remove_snapshot_leftovers
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import GrooveError, IndexMismatch
+from groove_cli.index_batches import FileBatches
 from groove_cli.index_lock import indexer_lock
 from groove_cli.integrity import damage_of, refuse_damaged
 from groove_cli.models import ResolvedModel, resolve_model
@@ -45,6 +48,7 @@ from groove_cli.types import (
 )
 from groove_cli.vector_fill import (
     BatchResult,
+    SessionLoad,
     apply_pieces_mode,
     batches,
     count_pending,
@@ -183,6 +187,8 @@ class Indexer:
         self.progress = progress or NullProgress()
         self.should_stop = should_stop or (lambda: False)
         self.embedder: Embedder | None = None
+        self.loading: SessionLoad | None = None
+        """The model's session loading in the background, once phase 2 is known to have work."""
         self.model: ResolvedModel | None = None
         self.runtime: RuntimeModel | None = None
         self.updated = self.renamed = self.deleted = self.skipped = 0
@@ -212,7 +218,8 @@ class Indexer:
             messages.progress(printable(text, keep_newlines=False))
 
     def load_embedder(self) -> Embedder:
-        """The embedding model, loaded on first need (once the run knows which)."""
+        """The embedding model, loaded on first need (once the run knows which), with the
+        session the background load made when it has it (`start_loading`)."""
         if self.embedder is None:
             from groove_cli.models import Embedder
 
@@ -221,10 +228,19 @@ class Indexer:
             self._line(f"Loading embedding model: {self.runtime.name} ({self.runtime.dim} dim)...")
             self.progress.start(None, "Loading model", "")
             try:
-                self.embedder = Embedder.load(model, max_length=self.runtime.max_length)
+                session = self.loading.session(model) if self.loading is not None else None
+                self.embedder = Embedder.load(model, max_length=self.runtime.max_length,
+                                              session=session)
             finally:
                 self.progress.finish()
         return self.embedder
+
+    def start_loading(self) -> None:
+        """Start loading the model's session in the background, once phase 2 is known to have
+        chunks to embed (never with `--text-only`, nor when the embedder is loaded)."""
+        if self.loading is None and self.embedder is None and not self.opt.text_only:
+            assert self.runtime is not None
+            self.loading = SessionLoad(self.model, self.runtime.name, self.opt.models_dir)
 
     def _resolved(self) -> ResolvedModel:
         if self.model is None:
@@ -320,6 +336,8 @@ class Indexer:
             backfilled = store.backfill_fts()
         if backfilled:
             self._line(f"Backfilled {backfilled} chunks into FTS index")
+        if not opt.text_only and not fresh and store.pending_vectors():
+            self.start_loading()
 
         scan = collect_files(opt.kb, exclude_dirs=opt.exclude_dirs, extensions=opt.parsers,
                              hidden_dirs=opt.hidden_dirs)
@@ -406,17 +424,18 @@ class Indexer:
         renamed_to = {} if fresh else self._renames(store, indexed, read, seen, kept)
         indexed = store.documents()
 
-        for source in read:
-            if self.should_stop():
-                self.interrupted = True
-                break
-            existing = indexed.get(source.rel)
-            force_rewrite = rechunk or (static and source.rel in renamed_to)
-            if (existing is not None and existing.content_hash == source.sha256 and not fresh
-                    and not force_rewrite):
-                self._advance(0)
-                continue
-            self._read_one(store, source, existing, static, fresh, force_rewrite)
+        with FileBatches(store.transaction) as writes:
+            for source in read:
+                if self.should_stop():
+                    self.interrupted = True
+                    break
+                existing = indexed.get(source.rel)
+                force_rewrite = rechunk or (static and source.rel in renamed_to)
+                if (existing is not None and existing.content_hash == source.sha256
+                        and not fresh and not force_rewrite):
+                    self._advance(0)
+                    continue
+                self._read_one(store, writes, source, existing, static, fresh, force_rewrite)
         if self.interrupted:
             return
         gone = [doc for path, doc in store.documents().items() if path not in seen and path not in kept]
@@ -470,12 +489,12 @@ class Indexer:
         return DocumentRow(source.rel, parsed.title, parsed.topic, parsed.category, parsed.depth,
                            parsed.tags, parsed.date, source.sha256, source.size, utc_now())
 
-    def _read_one(self, store: Store | PgStore, source: SourceBytes,
+    def _read_one(self, store: Store | PgStore, writes: FileBatches, source: SourceBytes,
                   existing: StoredDocument | None, static: bool, fresh: bool,
                   rechunk: bool) -> None:
         """Phase 1 for one changed file: parse it and write its document, chunks and full-text
-        rows in one transaction, without vectors (emptied files and the frontmatter-only fast
-        path as index.md §6.1 step 8 says)."""
+        rows within one transaction (`writes`), without vectors (emptied files and the
+        frontmatter-only fast path as index.md §6.1 step 8 says)."""
         try:
             text = decode_source(source.raw)
         except SourceDecodeError as exc:
@@ -488,7 +507,7 @@ class Indexer:
             messages.warning(warning)
         if not parsed.chunks:
             if existing is not None:
-                with store.transaction():
+                with writes.file():
                     store.delete_document(existing.id)
                 self.deleted += 1
                 self._verbose(f"  emptied: {source.rel}")
@@ -503,7 +522,7 @@ class Indexer:
                 scores = [c.quality_score for c in parsed.chunks] if rechunk else None
                 lines = [(c.line_start, c.line_end) for c in parsed.chunks]
                 moved = lines != [(c.line_start, c.line_end) for c in stored]
-                with store.transaction():
+                with writes.file():
                     store.update_document_row(existing.id, self._document_row(source, parsed),
                                               scores, lines if moved else None)
                 if existing.content_hash != source.sha256:
@@ -517,7 +536,8 @@ class Indexer:
                      c.line_end)
             for c in parsed.chunks
         ]
-        with store.transaction():
+        self.start_loading()  # these chunks wait for vectors: phase 2 will need the model
+        with writes.file():
             store.write_document(self._document_row(source, parsed), rows, None,
                                  existing.id if existing else None)
         self.updated += 1

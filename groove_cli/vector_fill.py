@@ -6,9 +6,13 @@ then each batch is embedded and its vectors committed in one transaction.
 
 from __future__ import annotations
 
+import contextvars
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -16,7 +20,7 @@ import numpy.typing as npt
 from groove_cli.types import ChunkVectors, EmbeddingRow
 
 if TYPE_CHECKING:
-    from groove_cli.models import Embedder
+    from groove_cli.models import Embedder, ResolvedModel
     from groove_cli.store import Store
     from groove_cli.store.postgres import PgStore
 
@@ -45,6 +49,45 @@ def embedding_text(heading: str | None, context: str | None, content: str, stati
     if not content and heading:
         return heading
     return content
+
+
+class SessionLoad:
+    """The embedding model's onnxruntime session, created on a background thread while phase 1
+    runs (index.md §6.1 step 11): onnxruntime releases the GIL while it loads the graph, so
+    this runs on the core phase 1 leaves idle. The tokenizer is left to `Embedder.load` on the
+    indexer's thread: its load holds the GIL (bench/results/code-notes.md#tokenizer-load), so
+    in the background it would only stall phase 1.
+
+    Only a model that needs no download and no conversion (`cached_model`) is prepared here, and
+    any failure is kept quiet: `session` is then None and `Embedder.load` creates the session
+    itself as it would have without this, so an error reads and exits the same, at the same
+    point. The thread is not a daemon: a run stopped in phase 1 returns at once, and the
+    process waits for the session before it exits (onnxruntime aborts a process that exits
+    while it loads).
+    """
+
+    def __init__(self, model: ResolvedModel | None, name: str, models_dir: Path) -> None:
+        self._done: Future[tuple[ResolvedModel, Any] | None] = Future()
+        context = contextvars.copy_context()  # messages.capture() and the sink reach it too
+        threading.Thread(target=context.run, args=(self._load, model, name, models_dir),
+                         name="groove-session-load").start()
+
+    def _load(self, model: ResolvedModel | None, name: str, models_dir: Path) -> None:
+        try:
+            from groove_cli.models import cached_model
+            from groove_cli.models.embedder import Embedder  # noqa: F401  (its imports, here)
+            from groove_cli.models.runtime import create_session
+
+            resolved = model or cached_model(name, models_dir)
+            self._done.set_result(None if resolved is None
+                                  else (resolved, create_session(resolved)))
+        except BaseException:  # `Embedder.load` reports it (see above)
+            self._done.set_result(None)
+
+    def session(self, model: ResolvedModel) -> Any:
+        """The session (waiting for it) when it was made for `model`, else None."""
+        done = self._done.result()
+        return done[1] if done is not None and done[0] == model else None
 
 
 COUNT_PAGE = 2_048

@@ -28,7 +28,7 @@ import sqlite_vec
 from onnx import TensorProto, helper, numpy_helper
 from typer.testing import CliRunner, Result
 
-from groove_cli import __version__
+from groove_cli import __version__, index_batches
 from groove_cli.cli import app
 from groove_cli.index import IndexOptions, index_kb
 from tests.onnx_builders import VOCAB, model_dir
@@ -858,14 +858,16 @@ def test_truncation_note_and_untruncated_token_count(groove: Groove) -> None:
 # =========================================================================== transactions
 
 
-def test_each_file_is_committed_in_its_own_transaction(groove: Groove) -> None:
+def test_files_are_committed_whole_a_few_to_a_transaction(
+        groove: Groove, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index_batches, "FILES_PER_TRANSACTION", 4)
     shutil.rmtree(groove.kb)
     for i in range(10):
         write(groove.kb, f"notes/n{i}.md", f"note {i}: {BETA}\n")
     observed: list[tuple[int, ...]] = []
 
     def probe() -> bool:
-        """Called between files: another connection sees whole files only, one more each time."""
+        """Called between files: another connection sees whole files only, 4 more at a time."""
         con = connect(groove.db)
         try:
             observed.append(tuple(int(str(con.execute(sql).fetchall()[0][0])) for sql in (
@@ -879,10 +881,10 @@ def test_each_file_is_committed_in_its_own_transaction(groove: Groove) -> None:
 
     report = index_kb(groove.options(), should_stop=probe)
     assert (report.documents, report.updated, report.interrupted) == (10, 10, False)
-    # Phase 1, between files: whole files only (one chunk per note), no vectors yet. Phase 2,
-    # before counting tokens, then between model batches (batch_size 4): every note, vectors
-    # committed a batch at a time.
-    assert observed == [(i, i, i, i, 0) for i in range(10)] + [
+    # Phase 1, between files: whole files only (one chunk per note), committed 4 files at a
+    # time, no vectors yet. Phase 2, before counting tokens, then between model batches
+    # (batch_size 4): every note, vectors committed a batch at a time.
+    assert observed == [(n, n, n, n, 0) for n in (0, 0, 0, 0, 4, 4, 4, 4, 8, 8)] + [
         (10, 10, 10, 10, vectors) for vectors in (0, 0, 4, 8)]
 
 
@@ -896,12 +898,18 @@ def test_interrupted_run_keeps_old_rows_skips_deletions_and_the_next_run_finishe
     write(indexed.kb, "eng/search/beta.md", "the tree by the green house\n")
     write(indexed.kb, "epsilon.md", f"{CATS}\n")
 
-    def delta_written() -> bool:
-        return document(db, "delta.md") is not None
+    checks: list[None] = []
 
-    report = index_kb(indexed.options(), should_stop=delta_written)
-    # Files in path order: alpha.md (unchanged), delta.md (written), then the stop.
+    def after_delta() -> bool:
+        """Called before each file: the third call comes once delta.md is written."""
+        checks.append(None)
+        return len(checks) == 3
+
+    report = index_kb(indexed.options(), should_stop=after_delta)
+    # Files in path order: alpha.md (unchanged), delta.md (written), then the stop, which
+    # commits delta.md's open transaction.
     assert (report.interrupted, report.processed, report.total) == (True, 2, 4)
+    assert document(db, "delta.md") is not None
     assert document(db, "eng/search/beta.md") == beta
     assert document(db, "epsilon.md") is None
     assert document(db, "ops/gamma.md") is not None  # the deletion step was skipped

@@ -14,6 +14,7 @@ from groove_cli.models.registry import DEFAULT_EMBEDDER, REGISTRY, ModelSettings
 from groove_cli.models.resolve import (
     ModelIdentity,
     ModelStatus,
+    cached_model,
     default_models_dir,
     list_models,
     peek_model,
@@ -33,6 +34,7 @@ __all__ = [
     "ModelSettings",
     "ModelStatus",
     "ResolvedModel",
+    "cached_model",
     "default_models_dir",
     "list_models",
     "peek_model",

@@ -103,13 +103,15 @@ class Embedder:
 
     @classmethod
     def load(cls, model: ResolvedModel, max_length: int | None = None, *,
-             few_queries: bool = False, threads: int | None = None) -> Embedder:
+             few_queries: bool = False, threads: int | None = None,
+             session: Any = None) -> Embedder:
         """Load `model`; `max_length` may lower the model's own cap (never raise it).
 
         `few_queries`: the caller embeds only a handful of queries (a search), so when the
         model's piece table is stored (`pieces.py`) the full tokenizer is not built at all.
         Otherwise the full tokenizer loads, and its piece table is derived once if missing.
-        `threads` caps onnxruntime's intra-op threads (default: every core).
+        `threads` caps onnxruntime's intra-op threads (default: every core). `session`: an
+        onnxruntime session already created for `model` (`runtime.create_session`).
         """
         if model.settings.kind != "embedder":
             raise ModelError(f"{model.name} is a {model.settings.kind}, not an embedder")
@@ -117,7 +119,8 @@ class Embedder:
         effective = own if max_length is None else max_length
         check_max_length(effective, own)
         pieces = PieceTokenizer.open(model.tokenizer_path) if few_queries else None
-        runtime = load_runtime(model, tokenizer=pieces is None, threads=threads)
+        runtime = load_runtime(model, tokenizer=pieces is None, threads=threads,
+                               session=session)
         dim = _check_output(model, runtime)
         if pieces is None:
             ensure_pieces(model.tokenizer_path, runtime.tokenizer, runtime.pad_id)

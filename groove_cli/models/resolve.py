@@ -354,6 +354,15 @@ def resolve_model(
     raise not_available_error(entry.name, models_dir)
 
 
+def cached_model(value: str, models_dir: Path) -> ResolvedModel | None:
+    """The embedder `resolve_model` would return when that needs no download and no pack
+    conversion (a local directory, or a complete cache entry), else None: safe to call off the
+    main thread, as it prints nothing and takes no lock (index.md §6.1 step 11)."""
+    if is_path_value(value):
+        return _resolve_local(value, "embedder", models_dir)
+    return _from_cache(_registry_entry(value, "embedder"), models_dir)
+
+
 def peek_model(value: str, models_dir: Path, kind: str = "embedder") -> ModelIdentity:
     """A model's identity without converting, downloading or loading it.
 

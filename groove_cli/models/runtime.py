@@ -150,7 +150,7 @@ def output_shape(model: ResolvedModel, runtime: Runtime) -> list[int | str | Non
 
 
 def load_runtime(model: ResolvedModel, *, tokenizer: bool = True,
-                 threads: int | None = None) -> Runtime:
+                 threads: int | None = None, session: Any = None) -> Runtime:
     """Create the session (in a thread) while the tokenizer loads — the two largest costs.
 
     `Tokenizer.from_file` holds the GIL for its whole load
@@ -161,7 +161,12 @@ def load_runtime(model: ResolvedModel, *, tokenizer: bool = True,
 
     With `tokenizer=False` only the session is created (the caller tokenises another way);
     the Runtime then has no tokenizer and a pad id of -1. `threads`: see `create_session`.
+    `session`: one `create_session` already made for `model` (the indexer makes it while its
+    phase 1 runs), so only the tokenizer loads here.
     """
+    if session is not None:
+        tok, pad_id = load_tokenizer(model.tokenizer_path) if tokenizer else (None, -1)
+        return _checked(model, session, tok, pad_id)
     if not tokenizer:
         return _checked(model, create_session(model, threads=threads), None, -1)
     result: dict[str, Any] = {}

@@ -196,12 +196,14 @@ class Store(VectorWrites, SearchReads):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One `BEGIN IMMEDIATE` transaction; rolled back on any exception, Ctrl-C included."""
+        """One `BEGIN IMMEDIATE` transaction; rolled back on any exception, Ctrl-C included
+        (unless SQLite already rolled it back itself, as it does on a full disk)."""
         self.con.execute("BEGIN IMMEDIATE")
         try:
             yield
         except BaseException:
-            self.con.execute("ROLLBACK")
+            if self.con.in_transaction:
+                self.con.execute("ROLLBACK")
             raise
         self.con.execute("COMMIT")
 
