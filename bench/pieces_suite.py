@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -63,15 +64,12 @@ def per_query(work: Path, mode: str, pieces: bool, golden: str = "golden.yml"
             if q["expected"]}
 
 
-def window_end(text: str, tokenizer: Any) -> int:
-    """The character offset where the default model's first window over `text` ends (its
-    max_length less the passage prefix and two special tokens)."""
-    from groove_cli.models.registry import REGISTRY
-
-    model = REGISTRY[DEFAULT_MODEL].settings
-    prefix = len(tokenizer.encode(model.passage_prefix, add_special_tokens=False).ids)
+def window_end(text: str, tokenizer: Any, model: dict[str, Any]) -> int:
+    """The character offset where the model's first window over `text` ends (its max_length
+    less the passage prefix and two special tokens; `model`: its groove-model.toml)."""
+    prefix = len(tokenizer.encode(model["passage_prefix"], add_special_tokens=False).ids)
     offsets = tokenizer.encode(text, add_special_tokens=False).offsets
-    room = model.max_length - 2 - prefix
+    room = int(model["max_length"]) - 2 - prefix
     return int(offsets[room - 1][1]) if len(offsets) >= room else len(text)
 
 
@@ -83,13 +81,15 @@ def tail_golden(work: Path, count: int = TAIL_QUERIES) -> str:
     import yaml
     from tokenizers import Tokenizer
 
-    folder = run_groove(["models", "resolve", DEFAULT_MODEL], config=work / "pieces-on.toml")
-    tokenizer = Tokenizer.from_file(str(Path(folder.stdout.strip()) / "tokenizer.json"))
+    resolved = run_groove(["models", "resolve", DEFAULT_MODEL], config=work / "pieces-on.toml")
+    folder = Path(resolved.stdout.strip())
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    model = tomllib.loads((folder / "groove-model.toml").read_text(encoding="utf-8"))
     rng = random.Random(0)
     articles = []
     for path in sorted((work / "kb").glob("*.md")):
         text = path.read_text(encoding="utf-8")
-        end = window_end(text, tokenizer)
+        end = window_end(text, tokenizer, model)
         tail = [t.strip() + "。" for t in text[end:].split("。")[1:]]
         tail = [t for t in tail if 20 <= len(t) <= 80 and "\n" not in t]
         if tail:
