@@ -288,6 +288,31 @@ def _pieces_index(tmp_path: Path, firsts: dict[str, float], extras: dict[str, li
     return db, ids
 
 
+QUERY = np.asarray([1.0, 0.0], dtype=np.float32)
+"""The query of the pieces tests: `_unit(cos)` has cosine `cos` with it."""
+
+
+def _assert_ranked(db: Path, sigma: float, want: dict[int, float], order: list[int]) -> None:
+    """The query's σ over the extra pieces is `sigma`; each chunk's vector-leg score is
+    `want[cid]` (from the store and from the snapshot), and both KNN paths return `order`'s
+    first k at distance 1 − score, for k = 1 … len(order)."""
+    reader = Store.open_readonly(db)
+    try:
+        snapshot = VectorSnapshot.from_store(reader, 2)
+        assert snapshot.piece_spread(QUERY) == pytest.approx(sigma, abs=1e-6)
+        for source in (None, snapshot):
+            assert cosines(reader, order, QUERY, 2, source) == {
+                cid: pytest.approx(v, abs=1e-6) for cid, v in want.items()}
+        for knn in (snapshot.knn, vec0_knn(reader)):
+            for k in range(1, len(order) + 1):
+                got = knn(QUERY, k)
+                assert [cid for cid, _ in got] == order[:k]
+                assert [d for _, d in got] == pytest.approx([1 - want[c] for c in order[:k]],
+                                                            abs=1e-5)
+    finally:
+        reader.close()
+
+
 def test_a_two_piece_chunk_pays_sigma_times_e2_for_its_extra_chance(tmp_path: Path) -> None:
     """Query (1, 0). a: one piece, cosine 0.80. b: first piece 0.0, extra piece 0.85.
     c: first piece −0.5, extra piece 0.45. σ over the extra pieces {0.85, 0.45} = 0.2, so a
@@ -296,25 +321,14 @@ def test_a_two_piece_chunk_pays_sigma_times_e2_for_its_extra_chance(tmp_path: Pa
     firsts = {"a.md": 0.80, "b.md": 0.0, "c.md": -0.5}
     extras = {"a.md": [], "b.md": [0.85], "c.md": [0.45]}
     db, ids = _pieces_index(tmp_path, firsts, extras)
-    query = np.asarray([1.0, 0.0], dtype=np.float32)
     penalty = 0.2 / math.sqrt(math.pi)
     want = {ids["a.md"]: 0.80, ids["b.md"]: 0.85 - penalty, ids["c.md"]: 0.45 - penalty}
     order = [ids["a.md"], ids["b.md"], ids["c.md"]]
+    _assert_ranked(db, 0.2, want, order)
     reader = Store.open_readonly(db)
     try:
-        snapshot = VectorSnapshot.from_store(reader, 2)
-        assert snapshot.piece_spread(query) == pytest.approx(0.2, abs=1e-6)
-        for source in (None, snapshot):
-            found = cosines(reader, order, query, 2, source)
-            assert found == {cid: pytest.approx(v, abs=1e-6) for cid, v in want.items()}
-        for knn in (snapshot.knn, vec0_knn(reader)):
-            for k in (1, 2, 3):
-                got = knn(query, k)
-                assert [cid for cid, _ in got] == order[:k]
-                assert [d for _, d in got] == pytest.approx([1 - want[c] for c in order[:k]],
-                                                            abs=1e-5)
         first_only = VectorSnapshot.from_store(reader, 2, pieces=False)
-        assert [c for c, _ in first_only.knn(query, 3)] == order  # b's first piece is far
+        assert [c for c, _ in first_only.knn(QUERY, 3)] == order  # b's first piece is far
         plain_best = {cid: max([firsts[p], *extras[p]]) for p, cid in ids.items()}
         assert max(plain_best, key=lambda c: plain_best[c]) == ids["b.md"]
     finally:
@@ -330,22 +344,6 @@ def test_a_chunk_is_never_ranked_below_its_first_piece(tmp_path: Path) -> None:
     firsts = {"a.md": 0.69, "b.md": 0.0, "d.md": 0.70}
     extras = {"a.md": [], "b.md": [0.85], "d.md": [0.72]}
     db, ids = _pieces_index(tmp_path, firsts, extras)
-    query = np.asarray([1.0, 0.0], dtype=np.float32)
     penalty = 0.065 / math.sqrt(math.pi)
     want = {ids["b.md"]: 0.85 - penalty, ids["d.md"]: 0.70, ids["a.md"]: 0.69}
-    order = [ids["b.md"], ids["d.md"], ids["a.md"]]
-    reader = Store.open_readonly(db)
-    try:
-        snapshot = VectorSnapshot.from_store(reader, 2)
-        assert snapshot.piece_spread(query) == pytest.approx(0.065, abs=1e-6)
-        for source in (None, snapshot):
-            assert cosines(reader, order, query, 2, source) == {
-                cid: pytest.approx(v, abs=1e-6) for cid, v in want.items()}
-        for knn in (snapshot.knn, vec0_knn(reader)):
-            for k in (1, 2, 3):
-                got = knn(query, k)
-                assert [cid for cid, _ in got] == order[:k]
-                assert [d for _, d in got] == pytest.approx([1 - want[c] for c in order[:k]],
-                                                            abs=1e-5)
-    finally:
-        reader.close()
+    _assert_ranked(db, 0.065, want, [ids["b.md"], ids["d.md"], ids["a.md"]])
