@@ -212,6 +212,7 @@ class Index:
             fill_files,
             vector_coverage_note,
         )
+        from groove_cli.store.pieces import pieces_switch_note
 
         if limit < 1:
             raise UsageError(f"limit {limit} must be >= 1", hint=f"use 1 to {MAX_LIMIT}")
@@ -243,6 +244,9 @@ class Index:
                         coverage = vector_coverage_note(store)
                 if coverage is not None:  # index's phase 2 has not embedded every chunk yet
                     messages.note(coverage)
+                switched = pieces_switch_note(searcher.meta, searcher.vector_pieces)
+                if legs.vector and switched is not None:
+                    messages.note(switched)
                 short = None
                 if files:
                     result, short = fill_files(searcher, compiled, params)

@@ -30,6 +30,7 @@ from groove_cli.scan import (
     read_source,
 )
 from groove_cli.store import SCHEMA_VERSION, Store, open_reader
+from groove_cli.store.pieces import pieces_switch_note
 
 if TYPE_CHECKING:
     from groove_cli.store.postgres import PgStore
@@ -69,6 +70,8 @@ class StatusReport:
     """Chunks written by phase 1 whose vectors phase 2 has not written yet (index.md §6.1)."""
     piece_vectors: int = 0
     """Extra-piece vectors of chunks longer than the model's window (index.md §4)."""
+    pieces_switch: str | None = None
+    """Set when the settings turn `vector_pieces` on and the index was built with it off."""
 
 
 def pending_changes(store: Store | PgStore, kb: Path, exclude_dirs: tuple[str, ...],
@@ -145,13 +148,14 @@ def settings_status(settings: Settings, db: IndexLocation, kb: Path | None) -> S
         exclude_dirs=tuple(str(d) for d in settings.list_("exclude_dirs")),
         parsers=tuple(str(p) for p in settings.list_("parsers.enabled")),
         exclude_headings=tuple(str(h) for h in settings.list_("exclude_headings")),
-        hidden_dirs=settings.bool_("index_hidden_dirs"))
+        hidden_dirs=settings.bool_("index_hidden_dirs"),
+        vector_pieces=settings.bool_("vector_pieces"))
 
 
 def index_status(db: IndexLocation, kb: Path | None, *, quality_threshold: float,
                  exclude_dirs: tuple[str, ...], parsers: tuple[str, ...],
-                 exclude_headings: tuple[str, ...] = (), hidden_dirs: bool = False
-                 ) -> StatusReport:
+                 exclude_headings: tuple[str, ...] = (), hidden_dirs: bool = False,
+                 vector_pieces: bool = False) -> StatusReport:
     store = open_reader(db, str(kb) if kb else "<path>")
     try:
         meta = store.meta()
@@ -184,6 +188,7 @@ def index_status(db: IndexLocation, kb: Path | None, *, quality_threshold: float
             knowledge_bases=kbs,
             pending_vectors=pending_vectors(store),
             piece_vectors=store.piece_count(),
+            pieces_switch=pieces_switch_note(meta, vector_pieces),
         )
     finally:
         store.close()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from groove_cli.store.pieces import PIECES_KEY
 from groove_cli.types import ChunkVectors, EmbeddingRow
 
 if TYPE_CHECKING:
@@ -141,10 +142,6 @@ def piece_estimate(tokens: int, max_length: int) -> int:
         return 1
     step = max(window - window // 8, 1)
     return 1 + -(-(tokens - window) // step)
-
-
-PIECES_KEY = "vector_pieces"
-"""index_meta: '1' when long chunks have their extra pieces' vectors, '0' when not."""
 
 
 def apply_pieces_mode(store: Store | PgStore, meta: dict[str, str], on: bool,

@@ -137,11 +137,12 @@ def test_status_json_counts_pending_changes_without_indexing(indexed: Groove) ->
         "pending": {"new": 1, "changed": 1, "deleted": 1, "renamed": 1, "skipped": 0},
         "pending_vectors": 0,
         "piece_vectors": 0,
+        "pieces_switch": None,
         "quality_filter": {"threshold": 0.3, "passing": 3, "below": 1},
     }
     assert list(doc) == ["index", "kb_path", "schema_version", "documents", "chunks", "model",
                          "context_mode", "last_indexed", "pending", "pending_vectors",
-                         "piece_vectors", "quality_filter"]
+                         "piece_vectors", "pieces_switch", "quality_filter"]
     assert result.stdout.endswith("}\n") and '\n  "index"' in result.stdout
     assert table_dump(indexed.db) == before
 

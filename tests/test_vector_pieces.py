@@ -195,11 +195,33 @@ def test_vector_pieces_off_truncates_and_switching_on_embeds_only_the_extra_piec
     (cid,) = chunk_ids(groove.db, "long.md")
     first = rows(groove.db, "SELECT embedding FROM vec_chunks WHERE chunk_id = ?", (cid,))
 
-    groove.configure(PIECES_ON)
+    # switched on (the default) before the next index: status, search and eval say the tails
+    # have no vectors yet, and the index is searched as it is
+    groove.configure()
+    switch = ("the text of long chunks past the model's window has no vectors yet (this index "
+              "was built with vector_pieces off); `groove index` embeds it")
+    assert f"Vector pieces: {switch}" in groove.run("status").stdout.splitlines()
+    assert json.loads(groove.run("status", "--format", "json").stdout)["pieces_switch"] == switch
+    found = groove.run("search", words[0], "--format", "json")
+    assert found.exit_code == 0 and f"groove: note: {switch}" in found.stderr.splitlines()
+    assert json.loads(found.stdout)["notes"] == [switch]
+    assert f"groove: note: {switch}" not in groove.run("search", words[0], "--mode",
+                                                       "fts").stderr.splitlines()
+    (groove.work / "golden.yml").write_text(
+        "queries:\n  - query: " + words[0] + "\n    expected:\n      - path: long.md\n",
+        encoding="utf-8")
+    measured = groove.run("eval", "--kb-path", str(groove.kb), "--golden", "golden.yml",
+                          "--no-history")
+    assert measured.exit_code == 0, measured.stderr
+    assert f"groove: warning: eval measures the index as it is: {switch}" in \
+        measured.stderr.splitlines()
+
     seen = recording(monkeypatch)
     on = groove.index_ok()
     lines = on.stderr.splitlines()
     assert "Embedding 1 chunks..." in lines  # only the long chunk waited for its pieces
+    assert json.loads(groove.run("status", "--format", "json").stdout)["pieces_switch"] is None
+    assert f"groove: note: {switch}" not in groove.run("search", words[0]).stderr.splitlines()
     # 300 tokens: pieces from 53 in steps of 51 until one ends at 300: 53, 104, 155, 206, 257
     assert pieces_of(300) == [(53, 111), (104, 162), (155, 213), (206, 264), (257, 300)]
     ids = [VOCAB[w] for w in words]

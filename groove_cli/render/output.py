@@ -177,6 +177,7 @@ def status_json(report: StatusReport) -> dict[str, Any]:
         "pending": pending,
         "pending_vectors": report.pending_vectors,
         "piece_vectors": report.piece_vectors,
+        "pieces_switch": report.pieces_switch,
         "quality_filter": _quality(report),
         **({"knowledge_bases": [
             {"kb": name, "documents": docs, "chunks": chunks, "last_indexed": last}
@@ -222,6 +223,8 @@ def print_status(report: StatusReport, fmt: str, server: dict[str, Any] | None =
     if report.piece_vectors:
         print_line(f"Extra piece vectors: {report.piece_vectors:,} (the text of long chunks "
                    "past the model's window)")
+    if report.pieces_switch:
+        print_line(f"Vector pieces: {report.pieces_switch}")
     if report.quality_threshold > 0:
         print_line(f"Quality filter (threshold={report.quality_threshold}): "
                    f"{report.quality_passing} passing, {report.quality_below} below threshold")

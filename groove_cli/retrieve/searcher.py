@@ -43,6 +43,7 @@ from groove_cli.retrieve.query import CompiledQuery
 from groove_cli.retrieve.rerank import Reranker
 from groove_cli.runtime_model import RuntimeModel, recorded_model, runtime_model, warn_digest
 from groove_cli.store import Store, incomplete_rebuild, open_reader, put_cache
+from groove_cli.store.pieces import pieces_switch_note
 
 if TYPE_CHECKING:
     import numpy as np
@@ -162,6 +163,9 @@ class Searcher:
         Raises:
             GrooveError: naming the coverage, with `groove index` as the way out.
         """
+        switched = pieces_switch_note(self.meta, self.vector_pieces)
+        if switched is not None:  # a real state (truncated long chunks), not the configured one
+            messages.warning(f"{command} measures the index as it is: {switched}")
         coverage = vector_coverage_note(self.store)
         if coverage is not None:
             from groove_cli.errors import GrooveError

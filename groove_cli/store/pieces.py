@@ -12,6 +12,19 @@ import apsw
 from groove_cli.store.rows import f32_blob, scalar_int
 from groove_cli.types import ChunkVectors, EmbeddingRow
 
+PIECES_KEY = "vector_pieces"
+"""index_meta: '1' when long chunks have their extra pieces' vectors, '0' when not."""
+
+
+def pieces_switch_note(meta: dict[str, str], on: bool) -> str | None:
+    """A note when the settings turn `vector_pieces` on but the index was last built with it
+    off: its long chunks' tails have no vectors until the next `groove index` (index.md §4);
+    None otherwise (switched off, the leg simply ignores the stored pieces)."""
+    if not on or meta.get(PIECES_KEY, "1") == "1":
+        return None
+    return ("the text of long chunks past the model's window has no vectors yet (this index "
+            "was built with vector_pieces off); `groove index` embeds it")
+
 
 class VectorWrites:
     """Pending chunks and their vectors, on an open index connection (`con`)."""
