@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import apsw
@@ -74,17 +75,29 @@ def document_count(db: Path) -> int:
         con.close()
 
 
-def wait_until_writing(groove: Groove, proc: subprocess.Popen[str], at_least: int = 10) -> None:
+def wait_until(proc: subprocess.Popen[str], reached: Callable[[], bool], what: str) -> None:
+    """Poll until `reached()` while the index runs; fail if it ends first or 60 s pass."""
     deadline = time.monotonic() + 60
-    while document_count(groove.db) < at_least:
+    while not reached():
         if proc.poll() is not None:
             _, err = proc.communicate()
             pytest.fail(f"index ended (exit {proc.returncode}) before the signal:\n{err}")
         if time.monotonic() > deadline:
             proc.kill()
             proc.communicate()
-            pytest.fail("index wrote no documents within 60 s")
-        time.sleep(0.005)
+            pytest.fail(f"index wrote no {what} within 60 s")
+        time.sleep(0.002)
+
+
+def kill_9(proc: subprocess.Popen[str]) -> None:
+    """SIGKILL the index run and reap it."""
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+
+
+def wait_until_writing(groove: Groove, proc: subprocess.Popen[str], at_least: int = 10) -> None:
+    wait_until(proc, lambda: document_count(groove.db) >= at_least, "documents")
 
 
 def assert_doctor_clean(groove: Groove, documents: int, pending: int = 0) -> None:
@@ -151,9 +164,7 @@ def test_ctrl_c_exits_130_with_a_valid_index_and_the_rerun_finishes(big_kb: Groo
 def test_kill_leaves_a_valid_index_and_the_rerun_finishes(big_kb: Groove) -> None:
     proc = start_index(big_kb)
     wait_until_writing(big_kb, proc)
-    proc.kill()
-    proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+    kill_9(proc)
 
     kept = written_ids(big_kb.db)
     assert 0 < len(kept) < NOTES
@@ -181,14 +192,9 @@ def vector_count(db: Path) -> int:
 def test_kill_during_phase_2_keeps_the_committed_vectors_and_the_rerun_embeds_only_the_rest(
         big_kb: Groove) -> None:
     proc = start_index(big_kb)
-    deadline = time.monotonic() + 60
-    while vector_count(big_kb.db) < 40:  # phase 2 has committed a few batches
-        assert proc.poll() is None, proc.communicate()[1]
-        assert time.monotonic() < deadline, "no vector within 60 s"
-        time.sleep(0.002)
-    proc.kill()
-    proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+    # phase 2 has committed a few batches
+    wait_until(proc, lambda: vector_count(big_kb.db) >= 40, "vectors")
+    kill_9(proc)
 
     committed = vector_ids(big_kb.db)
     assert 40 <= len(committed) < NOTES, "the kill landed after phase 2"

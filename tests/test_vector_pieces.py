@@ -11,10 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,6 +34,7 @@ from tests.test_index import (
     tiny_model,
     write,
 )
+from tests.test_index_interrupt import kill_9, start_index, wait_until
 
 __all__ = ["groove", "tiny_model"]  # the fixtures of test_index.py, shared
 
@@ -291,18 +288,10 @@ def piece_blobs(db: Path) -> dict[tuple[int, int], bytes]:
 
 def test_kill_during_the_fill_keeps_committed_pieces_and_the_rerun_embeds_only_the_rest(
         long_kb: Groove) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "groove_cli", "--db", str(long_kb.db), "index", "--kb-path",
-         str(long_kb.kb)], cwd=long_kb.work, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
-    deadline = time.monotonic() + 60
-    while len(piece_blobs(long_kb.db)) < 5 * 20:  # twenty chunks have all their pieces
-        assert proc.poll() is None, proc.communicate()[1]
-        assert time.monotonic() < deadline, "no pieces within 60 s"
-        time.sleep(0.002)
-    proc.kill()
-    proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+    proc = start_index(long_kb)
+    # twenty chunks have all their pieces
+    wait_until(proc, lambda: len(piece_blobs(long_kb.db)) >= 5 * 20, "pieces")
+    kill_9(proc)
     committed = piece_blobs(long_kb.db)
     complete = {c for c, in rows(long_kb.db, "SELECT id FROM chunks WHERE pieces = 6")}
     assert 20 <= len(complete) < NOTES, "the kill landed after the fill"
