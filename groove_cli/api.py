@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groove_cli import config, messages
+from groove_cli import config, exits, messages
 from groove_cli.config import SCHEMA, Settings
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import UsageError
@@ -312,6 +312,8 @@ class Index:
                 indexer.embedder = None
                 loaded = indexer.load_embedder()
             self._index_model = loaded
+        else:  # the `groove` command ends without freeing it (exits.py); here a no-op
+            exits.park(indexer.embedder)
         return report
 
     def evaluate(self, golden: PathLike | None = None, *, k: Sequence[int] | str | None = None,

@@ -20,9 +20,16 @@ def main() -> None:
     code = relay(args)
     if code is not None:
         raise SystemExit(code)
+    from groove_cli import exits
     from groove_cli.cli_app import main as run_here
 
-    run_here()
+    exits.arm()
+    try:
+        run_here()
+    except SystemExit as stop:
+        exits.leave(stop.code)  # ends here when a loaded model is parked (exits.py)
+        raise
+    exits.leave(0)
 
 
 def __getattr__(name: str) -> Any:
