@@ -71,3 +71,32 @@ def test_a_long_row_is_tokenised_in_windows_with_the_same_tokens() -> None:
     assert row_text(text) == " ".join(tokens(text))
     assert row_text("") == "" and row_text(None) == ""
     assert row_text("  、。 ") == ""
+
+
+def reference_tokens(text: str) -> list[str]:
+    """The module docstring's rule, one character at a time (what `tokens` must equal)."""
+    out: list[str] = []
+    run = ""
+    kind = " "
+    for ch in normalise(text) + " ":
+        mine = "c" if is_cjk(ch) else "w" if ch.isalnum() else " "
+        if mine == kind and mine != " ":
+            run += ch
+            continue
+        if kind == "w":
+            out.append(run)
+        elif kind == "c":
+            out.extend(t for i, c in enumerate(run) for t in (c, run[i:i + 2]))
+            out.pop()  # the last character has no right neighbour: its "bigram" is itself
+        run, kind = ch, mine
+    return out
+
+
+def test_tokens_equal_the_per_character_rule_on_random_mixed_text() -> None:
+    import random
+
+    rng = random.Random(25)
+    alphabet = "東京都評価方法にはでーカタナ한국어abcXYZ019ＡＢ１ｶﾀ 、。,.!\n\t_-"
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert tokens(text) == reference_tokens(text), text
