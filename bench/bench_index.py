@@ -12,12 +12,15 @@
    start until that search answers (with the last note among its hits, and `status` counting
    every note) is the time to the first full-text search (target ≤ 30 s for 10,000 notes).
 2. Throughput ratio: indexed chunks/s ÷ the bare embedder's chunks/s on the very same embedding
-   inputs (`Embedder.embed_passages`, same model, model load excluded; the default
-   `vector_pieces = false`, so no extra pieces on either side) — target ≥ 0.95. Bare, index, bare, index, bare
-   (`--repeats`): each index run against the mean of the bare runs around it (the shared
-   machine's speed drifts by ~10 % within minutes), the verdict on the mean over the runs; the
-   load average around each phase is recorded. `--time-full N` indexes an N-note synthetic KB
-   once in full (no bare runs), timed next to its phase 1.
+   inputs (`Embedder.embed_passages`, same model, in this process, model load excluded; each
+   input cut at the window, where the index also embeds a long chunk's extra pieces: JSQuAD
+   has one) — target ≥ 0.95. Bare, index, bare, index, bare (`--repeats`): each index run
+   against the mean of the bare runs around it (the shared machine's speed drifts by ~10 %
+   within minutes), the verdict on the mean over the runs; the load average around each
+   phase is recorded. Beside it, the same index runs against a bare embedder *process*
+   (`BARE_SCRIPT`: interpreter start, model load, embedding, exit), timed as the index is.
+   `--time-full N` indexes an N-note synthetic KB once in full (no bare runs), timed next to
+   its phase 1.
 3. A no-change re-run: wall time (median of 5 subprocess runs, target ≤ 1 s) and the absence
    of `Loading embedding model` in its stderr.
 
@@ -151,7 +154,7 @@ def chunk_inputs(kb: Path, under: Path | None = None) -> list[str]:
 
 def bare_embedder_seconds(inputs: list[str]) -> tuple[float, float, float]:
     """(model load s, embed_passages wall s, embed_passages CPU s) for `inputs`, default model
-    (each input cut at the window: the default `vector_pieces = false`, index.md §4)."""
+    (each input cut at the window)."""
     from groove_cli.engine import Embedder, default_models_dir, resolve_model
 
     start = time.perf_counter()
@@ -161,6 +164,25 @@ def bare_embedder_seconds(inputs: list[str]) -> tuple[float, float, float]:
     cpu = time.process_time()
     embedder.embed_passages(inputs)
     return loaded - start, time.perf_counter() - loaded, time.process_time() - cpu
+
+
+BARE_SCRIPT = """
+import json, sys
+from groove_cli.engine import Embedder, default_models_dir, resolve_model
+inputs = json.loads(open(sys.argv[1], encoding="utf-8").read())
+model = resolve_model(sys.argv[2], default_models_dir(), offline=True)
+Embedder.load(model).embed_passages(inputs)
+"""
+
+
+def bare_process_seconds(inputs_file: Path) -> float:
+    """Wall seconds of a bare embedder *process* on the inputs in `inputs_file` (a JSON list):
+    interpreter start, model load, `embed_passages`, exit — what a script that only embeds
+    costs from start to end, to set beside the index process timed the same way."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", BARE_SCRIPT, str(inputs_file), DEFAULT_MODEL],
+                   check=True)
+    return time.perf_counter() - start
 
 
 def parse_done(stderr: str) -> tuple[int, int, int]:
@@ -178,8 +200,11 @@ def full_index(coll: Collection, repeats: int = 2) -> dict[str, Any]:
     before and after it, and the verdict is on the mean ratio over the repeats."""
     coll.prepare_kb()
     inputs = chunk_inputs(coll.docs)
+    inputs_file = coll.work / "bare-inputs.json"
+    inputs_file.write_text(json.dumps(inputs, ensure_ascii=False), encoding="utf-8")
     loads = [load_average()]
     bare = [bare_embedder_seconds(inputs)]
+    bare_process = [bare_process_seconds(inputs_file)]
     runs: list[dict[str, Any]] = []
     probe: dict[str, Any] = {}
     for _ in range(repeats):
@@ -189,6 +214,8 @@ def full_index(coll: Collection, repeats: int = 2) -> dict[str, Any]:
         done_ms, docs, chunks = parse_done(run.stderr)
         loads.append(load_average())
         bare.append(bare_embedder_seconds(inputs))
+        bare_process.append(bare_process_seconds(inputs_file))
+        around_process = bare_process[-2:]
         around = [b[1] for b in bare[-2:]]
         around_cpu = [b[2] for b in bare[-2:]]
         bare_cps = len(inputs) / (sum(around) / 2)
@@ -198,6 +225,9 @@ def full_index(coll: Collection, repeats: int = 2) -> dict[str, Any]:
                      "ratio": ratio(chunks / run.wall_s, bare_cps),
                      "ratio_done_line": ratio(chunks / (done_ms / 1000), bare_cps),
                      "cpu_ratio": ratio(sum(around_cpu) / 2 / len(inputs), run.cpu_s / chunks),
+                     "bare_process_s": around_process,
+                     "process_ratio": ratio(chunks / run.wall_s,
+                                            len(inputs) / (sum(around_process) / 2)),
                      "stderr_tail": run.stderr.strip().splitlines()[-3:]})
     status = coll.status()
     loads.append(load_average())
@@ -217,7 +247,7 @@ def full_index(coll: Collection, repeats: int = 2) -> dict[str, Any]:
         "bare_embed_runs_s": [b[1] for b in bare], "repeats": runs,
         "index_wall_s": mean("index_wall_s"), "index_done_ms": mean("index_done_ms"),
         "throughput_ratio": throughput, "throughput_ratio_done_line": mean("ratio_done_line"),
-        "cpu_ratio": mean("cpu_ratio"),
+        "cpu_ratio": mean("cpu_ratio"), "process_ratio": mean("process_ratio"),
         "throughput_ratio_range": [min(r["ratio"] for r in runs), max(r["ratio"] for r in runs)],
         "throughput_target": THROUGHPUT_TARGET, "throughput_met": throughput >= THROUGHPUT_TARGET,
         "load_average": loads,
@@ -335,14 +365,17 @@ def _full_lines(full: dict[str, Any], cores: int) -> list[str]:
         f"{full['bare_model_load_s']:.1f} s excluded.",
         f"- Bare, index, bare, … ({len(full['repeats'])} index runs, each against the mean of "
         "the bare runs around it):", "",
-        "| run | index wall s | `Done` s | bare s (before, after) | ratio | by `Done` | by CPU |",
-        "|---|---:|---:|---|---:|---:|---:|",
+        "| run | index wall s | `Done` s | bare s (before, after) | ratio | by `Done` | by CPU "
+        "| bare process s | vs process |",
+        "|---|---:|---:|---|---:|---:|---:|---|---:|",
     ]
     for n, r in enumerate(full["repeats"], 1):
         before, after = r["bare_embed_s"]
+        process = ", ".join(f"{s:.1f}" for s in r.get("bare_process_s", [])) or "-"
+        versus = f"{r['process_ratio']:.3f}" if "process_ratio" in r else "-"
         lines.append(f"| {n} | {r['index_wall_s']:.1f} | {r['index_done_ms'] / 1000:.1f} | "
                      f"{before:.1f}, {after:.1f} | {r['ratio']:.3f} | {r['ratio_done_line']:.3f} "
-                     f"| {r['cpu_ratio']:.3f} |")
+                     f"| {r['cpu_ratio']:.3f} | {process} | {versus} |")
     low, high = full["throughput_ratio_range"]
     lines += [
         "",
@@ -351,7 +384,10 @@ def _full_lines(full: dict[str, Any], cores: int) -> list[str]:
         f"load included in the index; target ≥ {full['throughput_target']}, "
         f"{verdict(full['throughput_met'])}); by the `Done` line "
         f"{full['throughput_ratio_done_line']:.3f}; by CPU seconds per chunk "
-        f"{full['cpu_ratio']:.3f}.",
+        f"{full['cpu_ratio']:.3f}."
+        + (f" Against a bare embedder *process* timed the same way as the index (interpreter "
+           f"start, model load, `embed_passages`, exit; `BARE_SCRIPT`): "
+           f"{full['process_ratio']:.3f}." if "process_ratio" in full else ""),
         f"- Load average (1/5/15 min) before and after each phase: {full['load_average']} on "
         f"{cores} cores (shared machine).",
         "",
@@ -418,7 +454,8 @@ def main() -> None:
                         help="synthetic KB measured for time to full text only (e.g. 10000)")
     parser.add_argument("--notes", type=int, default=10_000, help="synthetic KB size (full)")
     parser.add_argument("--collections", default="synthetic,jsquad",
-                        help="comma-separated, indexed in full: synthetic, jsquad")
+                        help="comma-separated, indexed in full: synthetic, jsquad; NAME:N "
+                             "gives that collection N repeats instead of --repeats")
     parser.add_argument("--no-rerun", action="store_true", help="skip the no-change re-run")
     parser.add_argument("--repeats", type=int, default=2,
                         help="index runs per collection, each bracketed by bare runs")
@@ -432,7 +469,9 @@ def main() -> None:
         (RESULTS / "index.md").write_text(markdown(saved) + "\n", encoding="utf-8")
         return
     chosen = {"synthetic": Synthetic(f"synthetic-{args.notes}", args.notes), "jsquad": JSQUAD}
-    names = [n.strip() for n in args.collections.split(",") if n.strip()]
+    repeats = {name.strip(): int(n or args.repeats) for name, _, n in
+               (item.partition(":") for item in args.collections.split(",") if item.strip())}
+    names = list(repeats)
     data: dict[str, Any] = {"benchmark": "index", "collections": names,
                             "model": DEFAULT_MODEL, "machine": machine(),
                             "args": " ".join(sys.argv[1:])}
@@ -450,7 +489,7 @@ def main() -> None:
     else:
         data["full_index_runs"] = []
         for name in names:
-            data["full_index_runs"].append(full_index(chosen[name], args.repeats))
+            data["full_index_runs"].append(full_index(chosen[name], repeats[name]))
             print(json.dumps(data["full_index_runs"][-1], ensure_ascii=False), flush=True)
     if not args.no_rerun:
         JSQUAD.ensure_index()
