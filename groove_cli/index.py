@@ -566,16 +566,17 @@ class Indexer:
         self._line(f"Embedding {len(pending):,} chunks...")
         self.progress.start(len(pending), "Embedding", "chunks")
         try:
-            counts = count_pending(store, embedder, pending, self.should_stop)
-            if counts is None:
+            pending_counts = count_pending(store, embedder, pending, static, self.should_stop)
+            if pending_counts is None:
                 self.interrupted = True
                 return
-            order = sorted(counts, key=lambda cid: (counts[cid], cid))
+            counts, widths = pending_counts.tokens, pending_counts.widths
+            order = sorted(counts, key=lambda cid: (widths[cid], counts[cid], cid))
             size = max(1, embedder.settings.batch_size)
-            width = embedder.max_length if self.opt.vector_pieces else 1 << 62
-            estimate = {cid: piece_estimate(n, width) for cid, n in counts.items()}
+            window = embedder.max_length if self.opt.vector_pieces else 1 << 62
+            estimate = {cid: piece_estimate(n, window) for cid, n in counts.items()}
             finished = 0
-            for ids in batches(order, estimate, size):
+            for ids in batches(order, estimate, widths, size):
                 if self.should_stop():
                     self.interrupted = True
                     return

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from groove_cli.models.runtime import MAX_BATCH_TOKENS
 from groove_cli.store.pieces import PIECES_KEY
 from groove_cli.types import ChunkVectors, EmbeddingRow
 
@@ -95,18 +96,38 @@ COUNT_PAGE = 2_048
 """Chunks read and tokenised at a time while phase 2 counts tokens: memory stays bounded."""
 
 
-def count_pending(store: Store | PgStore, embedder: Embedder, ids: list[int],
-                  should_stop: Callable[[], bool]) -> dict[int, int] | None:
-    """`token_count` of each pending chunk (index.md §4), before any is embedded: the exact
-    counts order the batches (similar lengths, little padding) and are stored with the
-    vectors, so each chunk is tokenised for counting once. None when a stop was requested."""
-    counts: dict[int, int] = {}
+@dataclass(frozen=True, slots=True)
+class PendingCounts:
+    """What phase 2 knows of the pending chunks before embedding any (`count_pending`)."""
+
+    tokens: dict[int, int]
+    """Each chunk's `token_count` (index.md §4)."""
+    widths: dict[int, int]
+    """Each chunk's model input length, capped at the window: what `length_batches` sorts
+    and pads by, so `batches` can cut where the bare embedder's runs are cut."""
+
+
+def count_pending(store: Store | PgStore, embedder: Embedder, ids: list[int], static: bool,
+                  should_stop: Callable[[], bool]) -> PendingCounts | None:
+    """Token counts and input widths of the pending chunks, before any is embedded: the
+    exact counts order the batches (similar lengths, little padding) and are stored with
+    the vectors, so each chunk is tokenised for counting once. A chunk's input is the passage
+    prefix and its content, whose tokens add up (the prefix ends at a space), plus the special
+    tokens; only in static context mode, where a breadcrumb comes first, are the inputs
+    themselves measured. None when a stop was requested."""
+    base = embedder.input_lengths(["x"], "passage")[0] - embedder.count_tokens(["x"])[0]
+    counts = PendingCounts({}, {})
     for first in range(0, len(ids), COUNT_PAGE):
         if should_stop():
             return None
         rows = store.embedding_rows(ids[first : first + COUNT_PAGE])
         found = embedder.count_tokens([row.content for row in rows])
-        counts.update((row.chunk_id, n) for row, n in zip(rows, found, strict=True))
+        widths = (embedder.input_lengths([embedding_text(r.heading, r.context_text, r.content,
+                                                         True) for r in rows], "passage")
+                  if static else [n + base for n in found])
+        for row, n, width in zip(rows, found, widths, strict=True):
+            counts.tokens[row.chunk_id] = n
+            counts.widths[row.chunk_id] = min(width, embedder.max_length)
     return counts
 
 
@@ -118,14 +139,20 @@ def lead_text(row: EmbeddingRow, prefix: str, static: bool) -> str:
     return prefix
 
 
-def batches(order: list[int], pieces: dict[int, int], size: int) -> list[list[int]]:
-    """`order` cut into model batches of about `size` vectors each (a chunk's pieces counted,
-    so a batch of long chunks commits as soon as one of short ones); a chunk is never split."""
+def batches(order: list[int], pieces: dict[int, int], widths: dict[int, int], size: int,
+            max_tokens: int = MAX_BATCH_TOKENS) -> list[list[int]]:
+    """`order` (ascending input width) cut as `length_batches` cuts a sorted list: at most
+    `size` vectors (a chunk's pieces counted, so a batch of long chunks commits as soon as one
+    of short ones) and at most `max_tokens` padded tokens of first pieces per batch. Each
+    batch of chunks without extra pieces is then one model run, the same run the bare
+    embedder makes over the same inputs (bench/results/code-notes.md#phase-2-batches); a
+    chunk is never split."""
     out: list[list[int]] = []
     current: list[int] = []
     vectors = 0
     for cid in order:
-        if current and vectors + pieces[cid] > size:
+        if current and (vectors + pieces[cid] > size
+                        or (len(current) + 1) * widths[cid] > max_tokens):
             out.append(current)
             current, vectors = [], 0
         current.append(cid)
