@@ -114,21 +114,24 @@ def count_pending(store: Store | PgStore, embedder: Embedder, ids: list[int], st
     the vectors, so each chunk is tokenised for counting once. A chunk's input is the passage
     prefix and its content, whose tokens add up (the prefix ends at a space), plus the special
     tokens; only in static context mode, where a breadcrumb comes first, are the inputs
-    themselves measured. None when a stop was requested."""
+    themselves measured. (Should a model's tokens not add up so, a batch may take two model
+    runs: the vectors are the same.) None when a stop was requested."""
     base = embedder.input_lengths(["x"], "passage")[0] - embedder.count_tokens(["x"])[0]
-    counts = PendingCounts({}, {})
+    tokens: dict[int, int] = {}
+    widths: dict[int, int] = {}
     for first in range(0, len(ids), COUNT_PAGE):
         if should_stop():
             return None
         rows = store.embedding_rows(ids[first : first + COUNT_PAGE])
         found = embedder.count_tokens([row.content for row in rows])
-        widths = (embedder.input_lengths([embedding_text(r.heading, r.context_text, r.content,
-                                                         True) for r in rows], "passage")
-                  if static else [n + base for n in found])
-        for row, n, width in zip(rows, found, widths, strict=True):
-            counts.tokens[row.chunk_id] = n
-            counts.widths[row.chunk_id] = min(width, embedder.max_length)
-    return counts
+        measured = (embedder.input_lengths([embedding_text(r.heading, r.context_text,
+                                                           r.content, True) for r in rows],
+                                           "passage")
+                    if static else [n + base for n in found])
+        for row, n, width in zip(rows, found, measured, strict=True):
+            tokens[row.chunk_id] = n
+            widths[row.chunk_id] = min(width, embedder.max_length)
+    return PendingCounts(tokens, widths)
 
 
 def lead_text(row: EmbeddingRow, prefix: str, static: bool) -> str:
