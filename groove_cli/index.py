@@ -558,9 +558,9 @@ class Indexer:
 
     def _embed_pending(self, store: Store | PgStore, pending: list[int],
                        static: bool) -> None:
-        """Phase 2: embed every chunk that lacks vectors, shortest first, one model batch (of
-        about `batch_size` vectors, a long chunk's pieces together) per transaction, so an
-        interrupt or a kill keeps every batch already written."""
+        """Phase 2: embed every chunk that lacks vectors, narrowest first, one model batch (cut
+        as the model's own batching cuts: `batches`; a long chunk's pieces together) per
+        transaction, so an interrupt or a kill keeps every batch already written."""
         embedder = self.load_embedder()
         self.to_embed = len(pending)
         self._line(f"Embedding {len(pending):,} chunks...")
