@@ -114,8 +114,8 @@ def count_pending(store: Store | PgStore, embedder: Embedder, ids: list[int], st
     the vectors, so each chunk is tokenised for counting once. A chunk's input is the passage
     prefix and its content, whose tokens add up (the prefix ends at a space), plus the special
     tokens; only in static context mode, where a breadcrumb comes first, are the inputs
-    themselves measured. (Should a model's tokens not add up so, a batch may take two model
-    runs: the vectors are the same.) None when a stop was requested."""
+    themselves tokenised for their length. (Should a model's tokens not add up so, a batch
+    may take two model runs: slower, never wrong.) None when a stop was requested."""
     base = embedder.input_lengths(["x"], "passage")[0] - embedder.count_tokens(["x"])[0]
     tokens: dict[int, int] = {}
     widths: dict[int, int] = {}
@@ -124,11 +124,11 @@ def count_pending(store: Store | PgStore, embedder: Embedder, ids: list[int], st
             return None
         rows = store.embedding_rows(ids[first : first + COUNT_PAGE])
         found = embedder.count_tokens([row.content for row in rows])
-        measured = (embedder.input_lengths([embedding_text(r.heading, r.context_text,
-                                                           r.content, True) for r in rows],
-                                           "passage")
-                    if static else [n + base for n in found])
-        for row, n, width in zip(rows, found, measured, strict=True):
+        lengths = (embedder.input_lengths([embedding_text(r.heading, r.context_text,
+                                                          r.content, True) for r in rows],
+                                          "passage")
+                   if static else [n + base for n in found])
+        for row, n, width in zip(rows, found, lengths, strict=True):
             tokens[row.chunk_id] = n
             widths[row.chunk_id] = min(width, embedder.max_length)
     return PendingCounts(tokens, widths)
