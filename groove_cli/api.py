@@ -312,7 +312,7 @@ class Index:
                 indexer.embedder = None
                 loaded = indexer.load_embedder()
             self._index_model = loaded
-        else:  # the `groove` command ends without freeing it (exits.py); here a no-op
+        else:  # kept until the `groove` command ends (exits.py); through the API a no-op
             exits.park(indexer.embedder)
         return report
 

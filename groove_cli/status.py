@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groove_cli.chunk import parse_document
-from groove_cli.config import Settings
+from groove_cli.config import DEFAULT_VECTOR_PIECES, Settings
 from groove_cli.dbfile import DamagedIndex, damage_error
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import ConfigError, GrooveError
@@ -155,7 +155,7 @@ def settings_status(settings: Settings, db: IndexLocation, kb: Path | None) -> S
 def index_status(db: IndexLocation, kb: Path | None, *, quality_threshold: float,
                  exclude_dirs: tuple[str, ...], parsers: tuple[str, ...],
                  exclude_headings: tuple[str, ...] = (), hidden_dirs: bool = False,
-                 vector_pieces: bool = False) -> StatusReport:
+                 vector_pieces: bool = DEFAULT_VECTOR_PIECES) -> StatusReport:
     store = open_reader(db, str(kb) if kb else "<path>")
     try:
         meta = store.meta()
