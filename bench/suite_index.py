@@ -22,10 +22,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 from suite_collections import collection_dir, load_manifest
 
 SUITE_WORK = WORK / "suite"
-INDEX_CODE = ("groove_cli/chunk.py", "groove_cli/index.py", "groove_cli/scan.py",
-              "groove_cli/text.py", "groove_cli/vectors.py", "groove_cli/runtime_model.py",
-              "groove_cli/text/cjk.py", "groove_cli/text/words.py",
-              "groove_cli/store", "groove_cli/migrations", "groove_cli/models")
+INDEX_CODE = ("groove_cli/chunk.py", "groove_cli/index.py", "groove_cli/index_batches.py",
+              "groove_cli/vector_fill.py", "groove_cli/scan.py", "groove_cli/vectors.py",
+              "groove_cli/runtime_model.py", "groove_cli/text", "groove_cli/store",
+              "groove_cli/migrations", "groove_cli/models")
 """Files and folders whose code decides the rows and vectors of an index."""
 
 
