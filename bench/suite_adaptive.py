@@ -26,6 +26,8 @@ texts of the KB's own queries (no labels: a system sees the queries it is asked)
   (s1 − s10) / s1 (suite_fusion.gap; the trigram leg's when no word-level list) is at least the
   KB's median gap over its queries without CJK text, alpha + d below it.
 - `fconfL`: `fconf` on long queries only (short ones keep alpha_short).
+- `fconfA`: `fconf` against a fixed gap `th` instead of the KB's median, so it needs nothing
+  but the query itself (what a search can know at query time).
 - `vconf`: vector confidence — alpha + d when the vector leg's cosine gap s1 − s10 is at least
   the KB's median, alpha − d below it.
 - `kbov`: long queries take alpha lo when the KB's mean leg overlap@10 (suite_fusion.overlap,
@@ -200,6 +202,29 @@ SIGNAL_SHORT = (0.8, 0.9, 1.0)
 SIGNAL_D = (0.05, 0.1, 0.2)
 
 
+def fconfa_alpha(q: Query, short: float, long: float, ja: float, t: int, d: float,
+                 th: float) -> float:
+    """`qlen`'s alpha moved by −d when the full-text leg's own gap reaches the fixed `th`, +d
+    below it: `fconf` with nothing taken from the KB's other queries."""
+    base = length_alpha(q, short, long, ja, t)
+    if q["cjk_terms"]:
+        return base
+    return base - shifted(float(q["fts_gap"]), th, d)
+
+
+FCONFA_TH = (0.2, 0.3, 0.4, 0.5, 0.6)
+
+
+def fconfa_family() -> list[Candidate]:
+    return [_rule("fconfA", f"fconfA a{s:g}/{lo:g} t{t} ja{ja:g} d{d:g} g{th:g}",
+                  {"alpha_short": s, "alpha_long": lo, "alpha_cjk": ja, "words": t, "d": d,
+                   "th": th},
+                  lambda q, s=s, lo=lo, ja=ja, t=t, d=d, th=th: fconfa_alpha(q, s, lo, ja, t,
+                                                                           d, th))
+            for s, lo, ja, t, d, th in product(SIGNAL_SHORT, LONG_ALPHAS, CJK_ALPHAS, (4, 6),
+                                               SIGNAL_D, FCONFA_TH)]
+
+
 def fconf_family(long_only: bool = False) -> list[Candidate]:
     name = "fconfL" if long_only else "fconf"
     words = (4, 6, 8) if long_only else (4, 6)
@@ -258,6 +283,7 @@ def overlap_family(per_kb: bool) -> list[Candidate]:
 
 def signal_families() -> dict[str, list[Candidate]]:
     return {"qlen3": qlen3_family(), "fconf": fconf_family(), "fconfL": fconf_family(True),
+            "fconfA": fconfa_family(),
             "vconf": vconf_family(), "kbov": overlap_family(True), "qov": overlap_family(False)}
 
 

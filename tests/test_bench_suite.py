@@ -163,3 +163,32 @@ def test_fconf_moves_alpha_by_the_full_text_leg_s_gap_against_the_kb_median(
     # 1 → .2 + .8 × .4 = .52, 3 → .8, 2 → .15
     assert member.rank(q2) == [1, 2, 3]
     assert adaptive.fused_at(q1, 0.2) == [3, 1, 2]
+
+
+def test_fconfa_moves_alpha_by_the_query_s_own_gap_against_a_fixed_threshold(
+        adaptive: ModuleType) -> None:
+    # gaps as above: q1 .6, q2 .2; the KB median (.4) plays no part, the threshold does
+    q1 = {**_query([1, 2, 3], [0.9, 0.8, 0.5], [3, 1], [10.0, 4.0]), "query": "alpha beta"}
+    q2 = {**_query([1, 2, 3], [0.9, 0.8, 0.5], [3, 1], [10.0, 8.0]), "query": "gamma delta"}
+    ja = {**_query([1], [0.9], [1], [1.0]), "query": "東京", "cjk_terms": 2}
+    adaptive.word_counts([q1, q2, ja])
+    assert (q1["word_terms"], q2["word_terms"]) == (2, 2)
+    # threshold .5: q1 (.6) confident → 1 − .1; q2 (.2) not → 1 + .1 (fused_at caps it at 1)
+    assert adaptive.fconfa_alpha(q1, 1.0, 0.5, 0.6, 6, 0.1, 0.5) == pytest.approx(0.9)
+    assert adaptive.fconfa_alpha(q2, 1.0, 0.5, 0.6, 6, 0.1, 0.5) == pytest.approx(1.1)
+    # threshold .1: both confident; a CJK query keeps alpha_cjk
+    assert adaptive.fconfa_alpha(q2, 1.0, 0.5, 0.6, 6, 0.1, 0.1) == pytest.approx(0.9)
+    assert adaptive.fconfa_alpha(ja, 1.0, 0.5, 0.6, 6, 0.1, 0.1) == 0.6
+    # long query (2 word terms > t 1): alpha_long .5 − .2
+    assert adaptive.fconfa_alpha(q1, 1.0, 0.5, 0.6, 1, 0.2, 0.5) == pytest.approx(0.3)
+    member = next(c for c in adaptive.fconfa_family()
+                  if c.label == "fconfA a1/0.5 t4 ja0.6 d0.2 g0.5")
+    # vector .9, .55, .5 → 1, .125, 0; bm25 / 10 → 3: 1, 1: .4 (gap .6) or .8 (gap .2)
+    sure = {**_query([1, 2, 3], [0.9, 0.55, 0.5], [3, 1], [10.0, 4.0]), "query": "alpha beta"}
+    unsure = {**_query([1, 2, 3], [0.9, 0.55, 0.5], [3, 1], [10.0, 8.0]),
+              "query": "gamma delta"}
+    adaptive.word_counts([sure, unsure])
+    # sure at alpha .8: 1 → .8 + .2 × .4 = .88, 3 → .2, 2 → .8 × .125 = .1
+    assert member.rank(sure) == [1, 3, 2]
+    # unsure at alpha 1 (1.2 capped): the vector order
+    assert member.rank(unsure) == [1, 2, 3]
