@@ -28,6 +28,8 @@ texts of the KB's own queries (no labels: a system sees the queries it is asked)
 - `fconfL`: `fconf` on long queries only (short ones keep alpha_short).
 - `fconfA`: `fconf` against a fixed gap `th` instead of the KB's median, so it needs nothing
   but the query itself (what a search can know at query time).
+- `cjkconf`: the same idea for Japanese: a query with CJK text takes alpha_cjk − d when the
+  CJK leg's gap reaches `th` (fixed, or the KB's median over its CJK queries), + d below.
 - `vconf`: vector confidence — alpha + d when the vector leg's cosine gap s1 − s10 is at least
   the KB's median, alpha − d below it.
 - `kbov`: long queries take alpha lo when the KB's mean leg overlap@10 (suite_fusion.overlap,
@@ -159,9 +161,14 @@ def word_counts(queries: Sequence[dict[str, Any]]) -> None:
     refs = {key: statistics.median(q[key] for q in latin) if latin else None
             for key in ("fts_gap", "vector_gap")}
     kb_overlap = statistics.mean(q["overlap"] for q in latin) if latin else 1.0
+    cjk = [q for q in queries if q["cjk_terms"]]
+    for q in cjk:
+        q["cjk_gap"] = gap(q["scores"]["fts_cjk"])
+    kb_cjk_gap = statistics.median(q["cjk_gap"] for q in cjk) if cjk else None
     for q in queries:
         q["kb_fts_gap"], q["kb_vector_gap"] = refs["fts_gap"], refs["vector_gap"]
         q["kb_overlap"] = kb_overlap
+        q["kb_cjk_gap"] = kb_cjk_gap
 
 
 def fused_at(q: Query, alpha: float) -> list[int]:
@@ -225,6 +232,28 @@ def fconfa_family() -> list[Candidate]:
                                                SIGNAL_D, FCONFA_TH)]
 
 
+def cjkconf_alpha(q: Query, short: float, long: float, ja: float, t: int, d: float,
+                  th: float | None) -> float:
+    """`qlen`'s alpha, and for a query with CJK text alpha_cjk − d when the CJK leg's gap
+    reaches `th` (None: the KB's median over its CJK queries), + d below it."""
+    base = length_alpha(q, short, long, ja, t)
+    if not q["cjk_terms"]:
+        return base
+    ref = q["kb_cjk_gap"] if th is None else th
+    return base - shifted(float(q["cjk_gap"]), ref, d)
+
+
+def cjkconf_family() -> list[Candidate]:
+    def label(s: float, t: int, ja: float, d: float, th: float | None) -> str:
+        return f"cjkconf a{s:g}/0.5 t{t} ja{ja:g} d{d:g} g{'kb' if th is None else f'{th:g}'}"
+    return [_rule("cjkconf", label(s, t, ja, d, th),
+                  {"alpha_short": s, "alpha_long": 0.5, "alpha_cjk": ja, "words": t, "d": d,
+                   "th": "kb" if th is None else th},
+                  lambda q, s=s, t=t, ja=ja, d=d, th=th: cjkconf_alpha(q, s, 0.5, ja, t, d, th))
+            for s, t, ja, d, th in product((0.8, 0.9), (4, 6), CJK_ALPHAS, (0.05, 0.1),
+                                           (0.3, 0.5, None))]
+
+
 def fconf_family(long_only: bool = False) -> list[Candidate]:
     name = "fconfL" if long_only else "fconf"
     words = (4, 6, 8) if long_only else (4, 6)
@@ -283,7 +312,7 @@ def overlap_family(per_kb: bool) -> list[Candidate]:
 
 def signal_families() -> dict[str, list[Candidate]]:
     return {"qlen3": qlen3_family(), "fconf": fconf_family(), "fconfL": fconf_family(True),
-            "fconfA": fconfa_family(),
+            "fconfA": fconfa_family(), "cjkconf": cjkconf_family(),
             "vconf": vconf_family(), "kbov": overlap_family(True), "qov": overlap_family(False)}
 
 

@@ -28,6 +28,9 @@ FAMILY_TITLES = {
     "fconf": "qlen1's alpha − d when the full-text leg's gap (s1 − s10) / s1 is at least the "
              "KB's median over its queries, + d below",
     "fconfL": "fconf on queries longer than t word terms only",
+    "fconfA": "fconf against a fixed gap th (the query's own, nothing from the KB's other queries)",
+    "cjkconf": "qlen with alpha_cjk − d when the CJK leg's gap reaches th (fixed or the KB's "
+               "median), + d below",
     "vconf": "qlen1's alpha + d when the vector leg's cosine gap s1 − s10 is at least the KB's "
              "median over its queries, − d below",
     "kbov": "qlen1 whose long queries take alpha lo when the KB's mean leg overlap@10 over its "

@@ -192,3 +192,22 @@ def test_fconfa_moves_alpha_by_the_query_s_own_gap_against_a_fixed_threshold(
     assert member.rank(sure) == [1, 3, 2]
     # unsure at alpha 1 (1.2 capped): the vector order
     assert member.rank(unsure) == [1, 2, 3]
+
+
+def test_cjkconf_moves_only_the_cjk_alpha_by_the_cjk_leg_s_gap(adaptive: ModuleType) -> None:
+    def ja(bm25: list[float]) -> dict[str, object]:
+        q = _query([1, 2], [0.9, 0.5], [], [])
+        q["ids"]["fts_cjk"], q["scores"]["fts_cjk"] = [2, 1], bm25  # type: ignore[index]
+        return {**q, "query": "東京", "cjk_terms": 2}
+    # CJK gaps (s1 − s10) / s1: (10 − 2) / 10 = .8 and (10 − 9) / 10 = .1; KB median .45
+    sure, unsure = ja([10.0, 2.0]), ja([10.0, 9.0])
+    latin = {**_query([1, 2, 3], [0.9, 0.8, 0.5], [3, 1], [10.0, 4.0]), "query": "alpha beta"}
+    adaptive.word_counts([sure, unsure, latin])
+    assert (sure["cjk_gap"], unsure["cjk_gap"]) == (pytest.approx(0.8), pytest.approx(0.1))
+    assert sure["kb_cjk_gap"] == pytest.approx(0.45)
+    assert adaptive.cjkconf_alpha(sure, 0.9, 0.5, 0.6, 6, 0.1, None) == pytest.approx(0.5)
+    assert adaptive.cjkconf_alpha(unsure, 0.9, 0.5, 0.6, 6, 0.1, None) == pytest.approx(0.7)
+    # a fixed threshold above both gaps: both take + d
+    assert adaptive.cjkconf_alpha(sure, 0.9, 0.5, 0.6, 6, 0.1, 0.9) == pytest.approx(0.7)
+    # a query without CJK text keeps its length rule's alpha
+    assert adaptive.cjkconf_alpha(latin, 0.9, 0.5, 0.6, 6, 0.1, None) == 0.9
