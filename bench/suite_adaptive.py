@@ -150,7 +150,8 @@ def rqlen_family() -> list[Candidate]:
 
 def word_counts(queries: Sequence[dict[str, Any]]) -> None:
     """Add each query's `word_terms` count (what `qlen` reads), its leg signals and the KB's
-    references over the queries without CJK text (what the signal families read), in place."""
+    references over the queries without CJK text (what the signal families read), and the CJK
+    leg's gap with its KB median over the queries with CJK text (`cjkconf`), in place."""
     for q in queries:
         q["word_terms"] = len(compile_query(str(q["query"])).word_terms)
         q["fts_gap"] = gap(q["scores"]["fts_words"] or q["scores"]["fts_chunks"])
