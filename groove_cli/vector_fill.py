@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from groove_cli.models.runtime import MAX_BATCH_TOKENS
+from groove_cli.models.runtime import MAX_BATCH_TOKENS, cut_sorted
 from groove_cli.store.pieces import PIECES_KEY
 from groove_cli.types import ChunkVectors, EmbeddingRow
 
@@ -150,19 +150,7 @@ def batches(order: list[int], pieces: dict[int, int], widths: dict[int, int], si
     batch of chunks without extra pieces is then one model run, the same run the bare
     embedder makes over the same inputs (bench/results/code-notes.md#phase-2-batches); a
     chunk is never split."""
-    out: list[list[int]] = []
-    current: list[int] = []
-    vectors = 0
-    for cid in order:
-        if current and (vectors + pieces[cid] > size
-                        or (len(current) + 1) * widths[cid] > max_tokens):
-            out.append(current)
-            current, vectors = [], 0
-        current.append(cid)
-        vectors += pieces[cid]
-    if current:
-        out.append(current)
-    return out
+    return cut_sorted(order, widths.__getitem__, pieces.__getitem__, size, max_tokens)
 
 
 def piece_estimate(tokens: int, max_length: int) -> int:

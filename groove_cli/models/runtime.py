@@ -231,16 +231,24 @@ def length_batches(
     input always fits, however long).
     """
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    return cut_sorted(order, lengths.__getitem__, lambda _: 1, batch_size, max_tokens)
+
+
+def cut_sorted(order: Sequence[int], width: Callable[[int], int], weight: Callable[[int], int],
+               size: int, max_tokens: int) -> list[list[int]]:
+    """`order` (ascending `width`) cut into batches of at most `size` total `weight` and at
+    most `max_tokens` padded tokens; an item is never split, and one always fits. Shared by
+    `length_batches` and the indexer's phase 2 (vector_fill.batches), so both cut alike."""
     batches: list[list[int]] = []
     current: list[int] = []
+    held = 0
     for i in order:
-        # Sorted ascending, so the newest input sets the batch's padded width.
-        if current and (
-            len(current) >= batch_size or (len(current) + 1) * lengths[i] > max_tokens
-        ):
+        # Sorted ascending, so the newest item sets the batch's padded width.
+        if current and (held + weight(i) > size or (len(current) + 1) * width(i) > max_tokens):
             batches.append(current)
-            current = []
+            current, held = [], 0
         current.append(i)
+        held += weight(i)
     if current:
         batches.append(current)
     return batches
