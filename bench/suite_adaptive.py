@@ -22,6 +22,10 @@ by what the legs already know about the query, against a KB-level reference take
 texts of the KB's own queries (no labels: a system sees the queries it is asked):
 
 - `qlen3`: three length tiers (≤ t1 word terms, ≤ t2, more), each with its own alpha.
+- `qlen3L`: `qlen3` whose queries with CJK text take the long tier's alpha (no alpha_cjk):
+  a CJK query compiles into many CJK terms (character unigrams + bigrams), so by the length
+  rule's own measure it is long; tying it to that tier drops a knob that a
+  leave-one-collection-out fold could choose on only two of the three Japanese collections.
 - `fconf`: full-text confidence — alpha − d when the word-level leg's score gap
   (s1 − s10) / s1 (suite_fusion.gap; the trigram leg's when no word-level list) is at least the
   KB's median gap over its queries without CJK text, alpha + d below it.
@@ -279,18 +283,44 @@ def vconf_family() -> list[Candidate]:
                                            SIGNAL_D)]
 
 
+def tier_alpha(q: Query, short: float, mid: float, long: float, cjk_alpha: float, t1: int,
+               t2: int) -> float:
+    """The vector share of `qlen3` for one query: `cjk_alpha` for a query with CJK text, else
+    `short` up to `t1` word-level terms, `mid` up to `t2` and `long` above."""
+    if q["cjk_terms"]:
+        return cjk_alpha
+    n = int(q["word_terms"])
+    return short if n <= t1 else (mid if n <= t2 else long)
+
+
+def qlen3l_alpha(q: Query, short: float, mid: float, long: float, t1: int, t2: int) -> float:
+    """`qlen3L`'s vector share: `tier_alpha` with a query with CJK text in the long tier."""
+    return tier_alpha(q, short, mid, long, long, t1, t2)
+
+
+QLEN3_MID = (0.5, 0.6, 0.7, 0.8)
+QLEN3_LONG = (0.4, 0.5)
+QLEN3_T1 = (4, 6)
+QLEN3_T2 = (8, 10, 12, 16)
+
+
 def qlen3_family() -> list[Candidate]:
-    def alpha(q: Query, s: float, m: float, lo: float, ja: float, t1: int, t2: int) -> float:
-        if q["cjk_terms"]:
-            return ja
-        n = int(q["word_terms"])
-        return s if n <= t1 else (m if n <= t2 else lo)
     return [_rule("qlen3", f"qlen3 a{s:g}/{m:g}/{lo:g} t{t1}/{t2} ja{ja:g}",
                   {"alpha_short": s, "alpha_mid": m, "alpha_long": lo, "alpha_cjk": ja,
                    "words": t1, "words_mid": t2},
-                  lambda q, s=s, m=m, lo=lo, ja=ja, t1=t1, t2=t2: alpha(q, s, m, lo, ja, t1, t2))
-            for s, m, lo, ja, t1, t2 in product(SIGNAL_SHORT, (0.5, 0.6, 0.7, 0.8), (0.4, 0.5),
-                                                CJK_ALPHAS, (4, 6), (8, 10, 12, 16))]
+                  lambda q, s=s, m=m, lo=lo, ja=ja, t1=t1, t2=t2: tier_alpha(q, s, m, lo, ja,
+                                                                             t1, t2))
+            for s, m, lo, ja, t1, t2 in product(SIGNAL_SHORT, QLEN3_MID, QLEN3_LONG, CJK_ALPHAS,
+                                                QLEN3_T1, QLEN3_T2)]
+
+
+def qlen3l_family() -> list[Candidate]:
+    return [_rule("qlen3L", f"qlen3L a{s:g}/{m:g}/{lo:g} t{t1}/{t2}",
+                  {"alpha_short": s, "alpha_mid": m, "alpha_long": lo, "words": t1,
+                   "words_mid": t2},
+                  lambda q, s=s, m=m, lo=lo, t1=t1, t2=t2: qlen3l_alpha(q, s, m, lo, t1, t2))
+            for s, m, lo, t1, t2 in product(SIGNAL_SHORT, QLEN3_MID, QLEN3_LONG, QLEN3_T1,
+                                            QLEN3_T2)]
 
 
 def overlap_family(per_kb: bool) -> list[Candidate]:
@@ -312,8 +342,8 @@ def overlap_family(per_kb: bool) -> list[Candidate]:
 
 
 def signal_families() -> dict[str, list[Candidate]]:
-    return {"qlen3": qlen3_family(), "fconf": fconf_family(), "fconfL": fconf_family(True),
-            "fconfA": fconfa_family(), "cjkconf": cjkconf_family(),
+    return {"qlen3": qlen3_family(), "qlen3L": qlen3l_family(), "fconf": fconf_family(),
+            "fconfL": fconf_family(True), "fconfA": fconfa_family(), "cjkconf": cjkconf_family(),
             "vconf": vconf_family(), "kbov": overlap_family(True), "qov": overlap_family(False)}
 
 

@@ -25,6 +25,7 @@ FAMILY_TITLES = {
              "(v_short up to t word terms, v_long above, 1 with CJK text)",
     "qlen3": "qlen1 with three length tiers: ≤ t1 word terms → alpha_short, ≤ t2 → alpha_mid, "
              "more → alpha_long",
+    "qlen3L": "qlen3 whose queries with CJK text take the long tier's alpha (no alpha_cjk)",
     "fconf": "qlen1's alpha − d when the full-text leg's gap (s1 − s10) / s1 is at least the "
              "KB's median over its queries, + d below",
     "fconfL": "fconf on queries longer than t word terms only",

@@ -211,3 +211,45 @@ def test_cjkconf_moves_only_the_cjk_alpha_by_the_cjk_leg_s_gap(adaptive: ModuleT
     assert adaptive.cjkconf_alpha(sure, 0.9, 0.5, 0.6, 6, 0.1, 0.9) == pytest.approx(0.7)
     # a query without CJK text keeps its length rule's alpha
     assert adaptive.cjkconf_alpha(latin, 0.9, 0.5, 0.6, 6, 0.1, None) == 0.9
+
+
+def test_qlen3l_puts_a_query_with_cjk_text_in_the_long_tier(adaptive: ModuleType) -> None:
+    latin = {**_query([1, 2, 3], [0.9, 0.8, 0.5], [3, 1], [10.0, 4.0]), "query": "x"}
+    # t1 4, t2 8: ≤ 4 word terms → short, ≤ 8 → mid, more → long
+    alphas = [adaptive.qlen3l_alpha({**latin, "word_terms": n}, 0.8, 0.7, 0.5, 4, 8)
+              for n in (4, 5, 8, 9)]
+    assert alphas == [0.8, 0.7, 0.7, 0.5]
+    # a query with CJK text takes alpha_long whatever its word-level terms
+    for n in (0, 4, 9):
+        ja = {**latin, "cjk_terms": 3, "word_terms": n}
+        assert adaptive.qlen3l_alpha(ja, 0.8, 0.7, 0.5, 4, 8) == 0.5
+        # qlen3's shared rule gives it its own alpha_cjk instead
+        assert adaptive.tier_alpha(ja, 0.8, 0.7, 0.5, 0.6, 4, 8) == 0.6
+    assert adaptive.tier_alpha({**latin, "word_terms": 9}, 0.8, 0.7, 0.5, 0.6, 4, 8) == 0.5
+
+
+def test_qlen3l_ranks_a_cjk_query_at_alpha_long(adaptive: ModuleType) -> None:
+    q = _query([1, 2], [0.9, 0.5], [], [])
+    q["ids"]["fts_cjk"], q["scores"]["fts_cjk"] = [2, 1], [10.0, 4.0]  # type: ignore[index]
+    ja = {**q, "query": "東京", "cjk_terms": 3, "word_terms": 0}
+    member = next(c for c in adaptive.qlen3l_family() if c.label == "qlen3L a0.8/0.7/0.5 t4/8")
+    assert member.params == {"alpha_short": 0.8, "alpha_mid": 0.7, "alpha_long": 0.5,
+                             "words": 4, "words_mid": 8}
+    # vector min-max → 1: 1, 2: 0; CJK bm25 / 10 → 2: 1, 1: .4; CJK leg weight (1 − alpha) × 2
+    # alpha .5 (long): 1 → .5 + 1 × .4 = .9, 2 → 1 × 1 = 1
+    assert member.rank(ja) == [2, 1]
+    # qlen3 at alpha_cjk .6: 1 → .6 + .8 × .4 = .92, 2 → .8; the short tier's .8 (0 word
+    # terms) would also put 1 first: 1 → .8 + .4 × .4 = .96, 2 → .4
+    qlen3 = next(c for c in adaptive.qlen3_family()
+                 if c.label == "qlen3 a0.8/0.7/0.5 t4/8 ja0.6")
+    assert qlen3.rank(ja) == [1, 2]
+    assert adaptive.fused_at(ja, 0.8) == [1, 2]
+
+
+def test_qlen3l_grid_is_qlen3_s_without_the_cjk_alpha(adaptive: ModuleType) -> None:
+    family = adaptive.qlen3l_family()
+    assert len(family) == 3 * 4 * 2 * 2 * 4
+    assert len({c.label for c in family}) == len(family)
+    assert {c.family for c in family} == {"qlen3L"}
+    assert len(adaptive.qlen3_family()) == len(family) * len(adaptive.CJK_ALPHAS)
+    assert list(adaptive.signal_families())[:2] == ["qlen3", "qlen3L"]
