@@ -373,10 +373,10 @@ RETRIEVAL_OPTIONS: dict[str, Any] = {
                          "(weighted RRF of ranks).", metavar="score|rrf")],
     "score_alpha": Annotated[float | None, typer.Option(
         "--score-alpha", help="Score fusion: vector-leg weight for a query with CJK text; "
-                              "trigram and word-level legs weigh 1 - alpha (0-1; default 0.6; "
-                              "other queries: score_alpha_short / score_alpha_long).")],
+                              "trigram and word-level legs weigh 1 - alpha (0-1; default 0.5; "
+                              "other queries: score_alpha_short / _mid / _long by length).")],
     "score_cjk_weight": Annotated[float | None, typer.Option(
-        "--score-cjk-weight", help="Score fusion: CJK-leg weight (0-1e6; default 0.8).")],
+        "--score-cjk-weight", help="Score fusion: CJK-leg weight (0-1e6; default 1.0).")],
     "mmr": Annotated[str | None, typer.Option(
         "--mmr", help="MMR diversity stage: true or false.", metavar="true|false")],
     "mmr_lambda": Annotated[float | None, typer.Option(

@@ -29,6 +29,7 @@ from groove_cli.config_schema import (
     DEFAULT_RRF_K,
     DEFAULT_SCORE_ALPHA,
     DEFAULT_SCORE_ALPHA_LONG,
+    DEFAULT_SCORE_ALPHA_MID,
     DEFAULT_SCORE_ALPHA_SHORT,
     DEFAULT_SCORE_CJK_WEIGHT,
     DEFAULT_VECTOR_PIECES,
@@ -62,13 +63,11 @@ from groove_cli.errors import ConfigError, UsageError
 # The schema lives in config_schema.py; callers keep importing it from here.
 __all__ = [
     "DEFAULT_BM25_WEIGHTS", "DEFAULT_CJK_WEIGHT", "DEFAULT_EXCLUDE_DIRS", "DEFAULT_FUSION",
-    "DEFAULT_LEG_WEIGHT",
-    "DEFAULT_MIN_SCORE", "DEFAULT_MODEL", "DEFAULT_RRF_K", "DEFAULT_SCORE_ALPHA",
-    "DEFAULT_SCORE_ALPHA_LONG", "DEFAULT_SCORE_ALPHA_SHORT", "DEFAULT_SCORE_CJK_WEIGHT",
-    "DEFAULT_VECTOR_PIECES",
-    "FUSION_METHODS", "MAX_LIMIT", "MAX_TOP_K", "MODES",
-    "PARSER_IDS", "PRESETS", "PRESET_VALUES", "SCHEMA", "SPECS", "TABLES", "KeySpec", "Kind",
-    "default_float", "default_int",
+    "DEFAULT_LEG_WEIGHT", "DEFAULT_MIN_SCORE", "DEFAULT_MODEL", "DEFAULT_RRF_K",
+    "DEFAULT_SCORE_ALPHA", "DEFAULT_SCORE_ALPHA_LONG", "DEFAULT_SCORE_ALPHA_MID",
+    "DEFAULT_SCORE_ALPHA_SHORT", "DEFAULT_SCORE_CJK_WEIGHT", "DEFAULT_VECTOR_PIECES",
+    "FUSION_METHODS", "MAX_LIMIT", "MAX_TOP_K", "MODES", "PARSER_IDS", "PRESETS", "PRESET_VALUES",
+    "SCHEMA", "SPECS", "TABLES", "KeySpec", "Kind", "default_float", "default_int",
 ]
 
 Source = Literal["default", "file", "preset", "flag", "found"]

@@ -102,21 +102,28 @@ SCHEMA: tuple[KeySpec, ...] = (
             help="Fusion of the legs: score (weighted sum of normalised bm25 and cosine "
                  "scores, the vector share following the query) or rrf (weighted RRF of ranks)."),
     KeySpec("search.fusion.rrf_k", "float", 60.0, 1.0, 1e6, finite=True),
-    # 0.6 and 0.8, then 0.9 / 0.5 / 6 for Latin queries: the `qlen` member refit on all 8
-    # collections of the suite, the family chosen by leave-one-collection-out
-    # (bench/results/suite.md).
-    KeySpec("search.fusion.score_alpha", "float", 0.6, 0.0, 1.0,
+    # The `qlen3L` member refit on all 8 collections of the suite, the family chosen by
+    # leave-one-collection-out (bench/results/suite_signals.md): three length tiers for Latin
+    # queries, and a query with CJK text weighed like a long one (alpha 0.5, CJK leg 1.0).
+    KeySpec("search.fusion.score_alpha", "float", 0.5, 0.0, 1.0,
             help="Score fusion: weight of the vector leg for a query with CJK text; the "
                  "trigram and word-level legs each weigh 1 - the query's alpha."),
-    KeySpec("search.fusion.score_alpha_short", "float", 0.9, 0.0, 1.0,
+    KeySpec("search.fusion.score_alpha_short", "float", 0.8, 0.0, 1.0,
             help="Score fusion: weight of the vector leg for a query without CJK text of at "
                  "most short_query_words word terms."),
+    KeySpec("search.fusion.score_alpha_mid", "float", 0.7, 0.0, 1.0,
+            help="Score fusion: weight of the vector leg for a query without CJK text of more "
+                 "than short_query_words and at most mid_query_words word terms."),
     KeySpec("search.fusion.score_alpha_long", "float", 0.5, 0.0, 1.0,
             help="Score fusion: weight of the vector leg for a longer query without CJK text."),
-    KeySpec("search.fusion.short_query_words", "int", 6, 0, 32,
+    KeySpec("search.fusion.short_query_words", "int", 4, 0, 32,
             help="Score fusion: a query without CJK text of at most this many word terms "
                  "(stopwords dropped, repeats kept) takes score_alpha_short."),
-    KeySpec("search.fusion.score_cjk_weight", "float", 0.8, 0.0, 1e6, finite=True,
+    KeySpec("search.fusion.mid_query_words", "int", 8, 0, 64,
+            help="Score fusion: a query without CJK text of more than short_query_words and at "
+                 "most this many word terms takes score_alpha_mid (none when it is not above "
+                 "short_query_words)."),
+    KeySpec("search.fusion.score_cjk_weight", "float", 1.0, 0.0, 1e6, finite=True,
             help="Score fusion: weight of the CJK full-text leg."),
     KeySpec("search.fusion.bm25_heading_weight", "float", 2.0, 0.0, 1e6, finite=True),
     KeySpec("search.fusion.bm25_context_weight", "float", 1.0, 0.0, 1e6, finite=True),
@@ -167,6 +174,7 @@ DEFAULT_VECTOR_PIECES = bool(SPECS["vector_pieces"].default)
 DEFAULT_SCORE_ALPHA = default_float("search.fusion.score_alpha")
 DEFAULT_SCORE_CJK_WEIGHT = default_float("search.fusion.score_cjk_weight")
 DEFAULT_SCORE_ALPHA_SHORT = default_float("search.fusion.score_alpha_short")
+DEFAULT_SCORE_ALPHA_MID = default_float("search.fusion.score_alpha_mid")
 DEFAULT_SCORE_ALPHA_LONG = default_float("search.fusion.score_alpha_long")
 
 PRESET_VALUES: dict[str, dict[str, object]] = {

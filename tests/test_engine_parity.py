@@ -115,11 +115,13 @@ conditions = st.fixed_dictionaries({
     "search.retrieval.mode": st.sampled_from(config.MODES),
     "search.fusion.method": st.sampled_from(config.FUSION_METHODS),
     # alpha 1 in fts mode weighs the trigram and word-level legs 0: (almost) nothing is found
-    "search.fusion.score_alpha": st.sampled_from([0.0, 0.6]) | st.floats(0.0, 0.95),
-    "search.fusion.score_alpha_short": st.sampled_from([0.9]) | st.floats(0.0, 0.95),
+    "search.fusion.score_alpha": st.sampled_from([0.0, 0.5]) | st.floats(0.0, 0.95),
+    "search.fusion.score_alpha_short": st.sampled_from([0.8]) | st.floats(0.0, 0.95),
+    "search.fusion.score_alpha_mid": st.sampled_from([0.7]) | st.floats(0.0, 0.95),
     "search.fusion.score_alpha_long": st.sampled_from([0.5]) | st.floats(0.0, 0.95),
-    "search.fusion.short_query_words": st.sampled_from([0, 2, 6, 32]),
-    "search.fusion.score_cjk_weight": st.sampled_from([0.0, 0.8]) | st.floats(0.0, 4.0),
+    "search.fusion.short_query_words": st.sampled_from([0, 2, 4, 6, 32]),
+    "search.fusion.mid_query_words": st.sampled_from([0, 4, 8, 64]),
+    "search.fusion.score_cjk_weight": st.sampled_from([0.0, 1.0]) | st.floats(0.0, 4.0),
     "search.fusion.rrf_k": st.sampled_from([1.0, 5.0, 20.0, 60.0, 100.0])
     | st.floats(1.0, 200.0, allow_nan=False),
     "search.retrieval.vector_weight": st.floats(0.1, 4.0, allow_nan=False),

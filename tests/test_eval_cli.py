@@ -587,9 +587,9 @@ def test_the_fingerprint_names_the_fusion_not_the_default(sample: Sample) -> Non
     default = eval_json(sample)
     assert default["fingerprint"]["fusion"] == {
         "rrf_k": 60.0, "bm25_heading_weight": 2.0, "bm25_context_weight": 1.0,
-        "bm25_content_weight": 1.0, "method": "score", "score_alpha": 0.6,
-        "score_cjk_weight": 0.8, "score_alpha_short": 0.9, "score_alpha_long": 0.5,
-        "short_query_words": 6}
+        "bm25_content_weight": 1.0, "method": "score", "score_alpha": 0.5,
+        "score_cjk_weight": 1.0, "score_alpha_short": 0.8, "score_alpha_mid": 0.7,
+        "score_alpha_long": 0.5, "short_query_words": 4, "mid_query_words": 8}
     assert default["previous"] is None and default["diff"] is None
     again = eval_json(sample, "--fusion", "rrf")
     assert again["previous"] is not None and again["previous"]["timestamp"] == rrf["timestamp"]

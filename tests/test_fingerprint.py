@@ -160,16 +160,21 @@ def test_corpus_block() -> None:
 
 def test_score_fusion_adds_the_method_to_the_fusion_member() -> None:
     # a score-fusion run is never compared with an RRF run, even at the built-in bm25 / rrf_k
-    assert fingerprint(score_fusion=(0.6, 0.8, 0.9, 0.5, 6))["fusion"] == {
+    base = fingerprint(score_fusion=(0.5, 1.0, 0.8, 0.7, 0.5, 4, 8))
+    member = base["fusion"]
+    assert member == {
         "rrf_k": 60.0, "bm25_heading_weight": 2.0, "bm25_context_weight": 1.0,
-        "bm25_content_weight": 1.0, "method": "score", "score_alpha": 0.6,
-        "score_cjk_weight": 0.8, "score_alpha_short": 0.9, "score_alpha_long": 0.5,
-        "short_query_words": 6}
-    assert (fingerprint(score_fusion=(0.5, 0.8, 0.9, 0.5, 6))
-            != fingerprint(score_fusion=(0.6, 0.8, 0.9, 0.5, 6)))
+        "bm25_content_weight": 1.0, "method": "score", "score_alpha": 0.5,
+        "score_cjk_weight": 1.0, "score_alpha_short": 0.8, "score_alpha_mid": 0.7,
+        "score_alpha_long": 0.5, "short_query_words": 4, "mid_query_words": 8}
+    assert isinstance(member, dict) and list(member) == [
+        "rrf_k", "bm25_heading_weight", "bm25_context_weight", "bm25_content_weight", "method",
+        "score_alpha", "score_cjk_weight", "score_alpha_short", "score_alpha_mid",
+        "score_alpha_long", "short_query_words", "mid_query_words"]
+    assert fingerprint(score_fusion=(0.6, 1.0, 0.8, 0.7, 0.5, 4, 8)) != base
     # the length rule's knobs change the ranking too
-    assert (fingerprint(score_fusion=(0.6, 0.8, 0.9, 0.5, 4))
-            != fingerprint(score_fusion=(0.6, 0.8, 0.9, 0.5, 6)))
-    assert (fingerprint(score_fusion=(0.6, 0.8, 0.9, 0.4, 6))
-            != fingerprint(score_fusion=(0.6, 0.8, 0.9, 0.5, 6)))
+    assert fingerprint(score_fusion=(0.5, 1.0, 0.8, 0.7, 0.5, 6, 8)) != base
+    assert fingerprint(score_fusion=(0.5, 1.0, 0.8, 0.7, 0.4, 4, 8)) != base
+    assert fingerprint(score_fusion=(0.5, 1.0, 0.8, 0.6, 0.5, 4, 8)) != base
+    assert fingerprint(score_fusion=(0.5, 1.0, 0.8, 0.7, 0.5, 4, 10)) != base
     assert "fusion" not in fingerprint(score_fusion=None)

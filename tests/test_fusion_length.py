@@ -1,6 +1,7 @@
 """Score fusion whose vector share follows the query (search.md §5): CJK text → `score_alpha`,
-else `score_alpha_short` up to `short_query_words` word-level terms and `score_alpha_long`
-above; hand-computed rankings, the search pipeline and `--explain`."""
+else `score_alpha_short` up to `short_query_words` word-level terms, `score_alpha_mid` up to
+`mid_query_words` and `score_alpha_long` above; hand-computed rankings, the search pipeline
+and `--explain`."""
 
 from __future__ import annotations
 
@@ -25,34 +26,49 @@ runner = CliRunner()
 SCORE = SearchParams(fusion="score")
 
 
+LONG = "retry budget backoff limit load queue storm cascade failure"  # 9 word terms
+
+
 def test_alpha_follows_script_and_word_terms() -> None:
-    assert SCORE.alpha_of(compile_query("retry budget")) == (0.9, "2 word terms <= 6")
-    # stopwords are not word terms: 6 terms, still short
+    assert SCORE.alpha_of(compile_query("retry budget")) == (0.8, "2 word terms <= 4")
+    assert SCORE.alpha_of(compile_query("retry budget backoff limit"))[0] == 0.8
+    assert SCORE.alpha_of(compile_query("retry budget backoff limit load")) == (
+        0.7, "5 word terms <= 8")
+    # stopwords are not word terms: 6 terms, the middle tier
     six = compile_query("how do the retry budget and the backoff limit the load of a queue")
     assert len(six.word_terms) == 6
-    assert SCORE.alpha_of(six)[0] == 0.9
-    seven = compile_query("retry budget backoff limit load queue storm")
-    assert SCORE.alpha_of(seven) == (0.5, "7 word terms > 6")
+    assert SCORE.alpha_of(six)[0] == 0.7
+    assert SCORE.alpha_of(compile_query("retry budget backoff limit load queue storm cascade")
+                          ) == (0.7, "8 word terms <= 8")
+    assert SCORE.alpha_of(compile_query(LONG)) == (0.5, "9 word terms > 8")
     # any CJK text takes score_alpha, however many Latin words come with it
     assert SCORE.alpha_of(compile_query("評価方法 retry budget backoff limit load queue storm")
-                          ) == (0.6, "CJK text")
-    custom = SearchParams(fusion="score", score_alpha_short=0.7, score_alpha_long=0.3,
-                          short_query_words=1)
-    assert custom.alpha_of(compile_query("retry"))[0] == 0.7
-    assert custom.alpha_of(compile_query("retry budget"))[0] == 0.3
+                          ) == (0.5, "CJK text")
+    custom = SearchParams(fusion="score", score_alpha_short=0.7, score_alpha_mid=0.6,
+                          score_alpha_long=0.3, short_query_words=1, mid_query_words=2)
+    assert [custom.alpha_of(compile_query(q))[0] for q in ("retry", "retry budget",
+                                                          "retry budget backoff")] == [
+        0.7, 0.6, 0.3]
+    # a middle tier that does not reach past short_query_words is empty
+    two_tiers = SearchParams(fusion="score", score_alpha_short=0.7, score_alpha_mid=0.6,
+                             score_alpha_long=0.3, short_query_words=3, mid_query_words=2)
+    assert two_tiers.alpha_of(compile_query("retry budget backoff load")) == (
+        0.3, "4 word terms > 3")
+    assert two_tiers.score_alphas == (0.5, 0.7, 0.3)
+    assert SCORE.score_alphas == (0.5, 0.8, 0.7, 0.5)
 
 
 def test_for_query_fixes_the_leg_weights() -> None:
     short = SCORE.for_query(compile_query("retry budget"))
-    assert short.query_alpha == 0.9
-    assert short.score_vector_weight == 0.9
-    assert getattr(short, WORDS.score_weight) == pytest.approx(0.1)
-    long = SCORE.for_query(compile_query("retry budget backoff limit load queue storm"))
+    assert short.query_alpha == 0.8
+    assert short.score_vector_weight == 0.8
+    assert getattr(short, WORDS.score_weight) == pytest.approx(0.2)
+    long = SCORE.for_query(compile_query(LONG))
     assert (long.score_vector_weight, getattr(long, WORDS.score_weight)) == (0.5, 0.5)
     cjk = SCORE.for_query(compile_query("評価方法"))
-    assert (cjk.score_vector_weight, getattr(cjk, CJK.score_weight)) == (0.6, 0.8)
+    assert (cjk.score_vector_weight, getattr(cjk, CJK.score_weight)) == (0.5, 1.0)
     # the query's alpha is derived from the settings, not from a previous query's
-    assert short.for_query(compile_query("評価方法")).query_alpha == 0.6
+    assert short.for_query(compile_query("評価方法")).query_alpha == 0.5
     # RRF settings are left alone
     rrf = SearchParams(fusion="rrf")
     assert rrf.for_query(compile_query("retry")) is rrf and rrf.query_alpha is None
@@ -66,12 +82,15 @@ def _fused(params: SearchParams) -> list[int]:
 
 
 def test_the_same_lists_rank_by_the_query_s_length() -> None:
-    settings = SearchParams(fusion="score", score_alpha_long=0.4)
-    # short, alpha 0.9: 10 = 0.9; 20 = 0.45 + 0.1 · 0.25 = 0.475; 30 = 0.1; 40 = 0.05
+    settings = SearchParams(fusion="score", score_alpha_mid=0.55, score_alpha_long=0.4)
+    # short, alpha 0.8: 10 = 0.8; 20 = 0.4 + 0.2 · 0.25 = 0.45; 30 = 0.2; 40 = 0.1
     assert _fused(settings.for_query(compile_query("retry budget"))) == [10, 20, 30, 40]
+    # middle (6 terms), alpha 0.55: 10 = 0.55; 30 = 0.45; 20 = 0.275 + 0.45 · 0.25 = 0.3875;
+    # 40 = 0.225
+    mid = compile_query("retry budget backoff limit load queue")
+    assert _fused(settings.for_query(mid)) == [10, 30, 20, 40]
     # long, alpha 0.4: 30 = 0.6; 10 = 0.4; 20 = 0.2 + 0.6 · 0.25 = 0.35; 40 = 0.3
-    long = compile_query("retry budget backoff limit load queue storm")
-    assert _fused(settings.for_query(long)) == [30, 10, 20, 40]
+    assert _fused(settings.for_query(compile_query(LONG))) == [30, 10, 20, 40]
 
 
 def test_search_uses_the_query_s_alpha(golden_copy: tuple[Path, Path],
@@ -81,10 +100,10 @@ def test_search_uses_the_query_s_alpha(golden_copy: tuple[Path, Path],
     with groove_cli.open(kb, db=db, models_dir=str(real_models_dir)) as index:
         short = index.search("retry budget", limit=5, fusion="score", filters=everything)
         long = index.search("how should a retry budget limit backoff storms across many "
-                            "services", limit=5, fusion="score", filters=everything)
-    assert short.result.trace.alpha == (0.9, "2 word terms <= 6")
-    assert long.result.trace.alpha is not None and long.result.trace.alpha[0] == 0.5
-    for results, alpha in ((short, 0.9), (long, 0.5)):
+                            "services and clients", limit=5, fusion="score", filters=everything)
+    assert short.result.trace.alpha == (0.8, "2 word terms <= 4")
+    assert long.result.trace.alpha == (0.5, "9 word terms > 8")
+    for results, alpha in ((short, 0.8), (long, 0.5)):
         for hit in results.result.hits:
             assert hit.explain.alpha == alpha
             legs = dict(hit.explain.leg_scores)
@@ -106,10 +125,11 @@ def test_explain_shows_the_alpha_and_its_inputs(golden_copy: tuple[Path, Path],
                                  "--include-low-quality"])
     assert result.exit_code == 0, result.output
     lines = [x for x in result.stderr.splitlines() if x.startswith("explain:")]
-    assert lines[0] == ("explain: mode=hybrid preset=- fusion=score score_alpha=0.6 "
-                        "score_alpha_short=0.7 score_alpha_long=0.5 short_query_words=6 "
-                        "score_cjk_weight=0.8 min_score=0.0")
-    assert lines[1] == "explain: alpha=0.7 (2 word terms <= 6)"
+    assert lines[0] == ("explain: mode=hybrid preset=- fusion=score score_alpha=0.5 "
+                        "score_alpha_short=0.7 score_alpha_mid=0.7 score_alpha_long=0.5 "
+                        "short_query_words=4 mid_query_words=8 score_cjk_weight=1.0 "
+                        "min_score=0.0")
+    assert lines[1] == "explain: alpha=0.7 (2 word terms <= 4)"
     hits = json.loads(result.stdout)["results"]
     assert hits and all(h["explain"]["alpha"] == 0.7 for h in hits)
 
@@ -126,11 +146,14 @@ def test_bad_length_settings_are_config_errors(golden_index: tuple[Path, Path],
 
 
 @pytest.mark.parametrize(("flags", "ceiling"), [
-    ({}, "0.1000"),  # short queries: min(0.9, 0.1) / 1.0
-    # 0.7: min(0.7, 0.3) = 0.3, below score_alpha 0.6 (0.4) and score_alpha_long 0.5 (0.5)
+    ({}, "0.2000"),  # short queries: min(0.8, 0.2) / 1.0
+    # short and middle 0.7: min(0.7, 0.3) = 0.3, below score_alpha and score_alpha_long (0.5)
     ({"search.fusion.score_alpha_short": 0.7}, "0.3000"),
-    ({"search.fusion.score_alpha_short": 0.6, "search.fusion.score_alpha_long": 0.35},
-     "0.3500"),
+    ({"search.fusion.score_alpha_short": 0.6, "search.fusion.score_alpha_mid": 0.6,
+      "search.fusion.score_alpha_long": 0.35}, "0.3500"),
+    # the middle tier's 0.25 reaches least
+    ({"search.fusion.score_alpha_short": 0.6, "search.fusion.score_alpha_mid": 0.25},
+     "0.2500"),
 ])
 def test_min_score_warning_takes_the_alpha_that_reaches_least(
         flags: dict[str, object], ceiling: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -146,7 +169,7 @@ def test_min_score_warning_takes_the_alpha_that_reaches_least(
 def test_no_preset_fires_the_min_score_warning(
         preset: str, method: str | None, capsys: pytest.CaptureFixture[str]) -> None:
     # config.md §5: presets set no fused-score floor, so under the default fusion (score, where
-    # a short query's full-text-only hit reaches 0.1) and under RRF nothing is dropped unasked
+    # a short query's full-text-only hit reaches 0.2) and under RRF nothing is dropped unasked
     flags: dict[str, object] = {"search.retrieval.preset": preset}
     if method is not None:
         flags["search.fusion.method"] = method
@@ -160,7 +183,7 @@ def test_no_preset_fires_the_min_score_warning(
 
 def test_the_default_search_is_score_fusion_hand_computed(
         golden_copy: tuple[Path, Path], real_models_dir: Path, tmp_path: Path) -> None:
-    """No --fusion: the hits rank by 0.9 · vec + 0.1 · words (a 2-word query, search.md §5),
+    """No --fusion: the hits rank by 0.8 · vec + 0.2 · words (a 2-word query, search.md §5),
     the word-level scores being bm25 over the list's best read from the store; RRF ranks them
     otherwise."""
     db = golden_copy[1]  # a copy: the search caches its query vector in the index
@@ -185,20 +208,20 @@ def test_the_default_search_is_score_fusion_hand_computed(
                 json.loads(result.stdout)["results"])
 
     lines, hits = run()
-    assert lines[0].startswith("explain: mode=hybrid preset=- fusion=score score_alpha=0.6 "
-                               "score_alpha_short=0.9 score_alpha_long=0.5 ")
-    assert lines[1] == "explain: alpha=0.9 (2 word terms <= 6)"
+    assert lines[0].startswith("explain: mode=hybrid preset=- fusion=score score_alpha=0.5 "
+                               "score_alpha_short=0.8 score_alpha_mid=0.7 score_alpha_long=0.5 ")
+    assert lines[1] == "explain: alpha=0.8 (2 word terms <= 4)"
     assert len(hits) == 10
     scores = []
     for hit in hits:
         e = hit["explain"]
-        assert isinstance(e, dict) and e["fusion"] == "score" and e["alpha"] == 0.9
+        assert isinstance(e, dict) and e["fusion"] == "score" and e["alpha"] == 0.8
         legs = e["leg_scores"]
         assert isinstance(legs, dict) and list(legs) == ["vec", "words"]
         rank = e["fts_word_rank"]
         words = bm25[rank - 1] / bm25[0] if isinstance(rank, int) else 0.0
         assert (legs["words"] or 0.0) == pytest.approx(words, abs=1e-12)
-        score = (0.9 * (legs["vec"] or 0.0) + 0.1 * words) / (0.9 + 0.1)
+        score = (0.8 * (legs["vec"] or 0.0) + 0.2 * words) / (0.8 + 0.2)
         assert hit["score"] == pytest.approx(score, abs=1e-12)
         scores.append(score)
     assert scores == sorted(scores, reverse=True) and scores[0] > scores[-1]

@@ -83,7 +83,7 @@ def test_hybrid_hits_carry_relevance_and_nonsense_is_low_confidence(
     good = ok_json(groove(config_file, db, "retry budget"))
     assert good["low_confidence"] is False
     top = good["results"][0]
-    # score fusion (alpha 0.9 for two words) puts the meeting note on retry budgets first
+    # score fusion (alpha 0.8 for two words) puts the meeting note on retry budgets first
     assert top["path"] == "team/meetings/2025-03-18-retry-budget-follow-up.md"
     assert "reliability/retry-budgets.md" in [h["path"] for h in good["results"]]
     assert all(0.0 <= h["relevance"] <= 1.0 for h in good["results"])

@@ -204,8 +204,9 @@ def test_search_cli_fusion_score_explains_the_method_and_leg_scores(
     doc = json.loads(result.stdout)
     lines = [x for x in result.stderr.splitlines() if x.startswith("explain:")]
     assert lines[0] == ("explain: mode=hybrid preset=- fusion=score score_alpha=0.4 "
-                        "score_alpha_short=0.5 score_alpha_long=0.5 short_query_words=6 "
-                        "score_cjk_weight=0.8 min_score=0.0")
+                        "score_alpha_short=0.5 score_alpha_mid=0.7 score_alpha_long=0.5 "
+                        "short_query_words=4 mid_query_words=8 score_cjk_weight=1.0 "
+                        "min_score=0.0")
     hits = doc["results"]
     assert hits and all(h["explain"]["fusion"] == "score" for h in hits)
     for hit in hits:

@@ -239,7 +239,7 @@ def test_exclusion_through_the_cli(warm: Warm, config_file: Path, workdir: Path)
     # all Latin: the word-level table; `pg_dump` is one word (a phrase pg + dump for FTS5);
     # score fusion (the default) prints the query's alpha first
     assert explain_lines(result)[1:4] == [
-        "explain: alpha=0.9 (3 word terms <= 6)",
+        "explain: alpha=0.8 (3 word terms <= 4)",
         "explain: fts skipped (no phrase)",
         'explain: words MATCH ("backup" OR "restore" OR "steps") NOT ("pg_dump")']
     # the embedder saw the positive text: its cached vector served this search
@@ -257,9 +257,10 @@ def test_preset_balanced_sets_the_depth_only(warm: Warm, config_file: Path,
     # config.md §5: the preset's top-k, no floor, no leg weights, under either fusion
     result = groove(config_file, warm.db, "retry budget", "--preset", "balanced", "--explain")
     lines = explain_lines(result)
-    assert lines[0] == ("explain: mode=hybrid preset=balanced fusion=score score_alpha=0.6 "
-                        "score_alpha_short=0.9 score_alpha_long=0.5 short_query_words=6 "
-                        "score_cjk_weight=0.8 min_score=0.0")
+    assert lines[0] == ("explain: mode=hybrid preset=balanced fusion=score score_alpha=0.5 "
+                        "score_alpha_short=0.8 score_alpha_mid=0.7 score_alpha_long=0.5 "
+                        "short_query_words=4 mid_query_words=8 score_cjk_weight=1.0 "
+                        "min_score=0.0")
     assert "explain: pool vec=40 fts=40 fused=5 (dropped by min_score: 0)" in lines
     assert "warning" not in result.stderr
     rrf = groove(config_file, warm.db, "retry budget", "--preset", "balanced", "--explain",
@@ -372,7 +373,7 @@ def test_phrase_cap_warning_once(golden_index: tuple[Path, Path], config_file: P
     assert warnings == ["groove: warning: the query has more than 32 distinct phrases; only the "
                         "first 32 are searched"]
     assert explain_lines(result)[1:4] == [
-        "explain: alpha=0.5 (32 word terms > 6)",
+        "explain: alpha=0.5 (32 word terms > 8)",
         "explain: fts skipped (no phrase)",
         "explain: words MATCH " + " OR ".join(f'"{w}"' for w in words[:32])]
 
@@ -496,12 +497,12 @@ def test_explain_without_a_phrase(golden_index: tuple[Path, Path], config_file: 
     assert ("groove: note: the query has no full-text phrase of 3 or more characters nor a "
             "Latin word of 2 or more letters, and the vector leg is off; nothing to search"
             ) in result.stderr.splitlines()
-    assert explain_lines(result)[1:4] == ["explain: alpha=0.9 (0 word terms <= 6)",
+    assert explain_lines(result)[1:4] == ["explain: alpha=0.8 (0 word terms <= 4)",
                                           "explain: fts skipped (no phrase)",
                                           "explain: words skipped (no Latin word, or CJK text)"]
     two = groove(config_file, golden_index[1], "ab", "--mode", "fts", "--explain")
     assert ok_json(two)["results"] == [] and "nothing to search" not in two.stderr
-    assert explain_lines(two)[1:4] == ["explain: alpha=0.9 (1 word terms <= 6)",
+    assert explain_lines(two)[1:4] == ["explain: alpha=0.8 (1 word terms <= 4)",
                                        "explain: fts skipped (no phrase)",
                                        'explain: words MATCH "ab"']
 

@@ -51,9 +51,9 @@ class FingerprintInputs:
     vector_weight: float
     min_score: float
     context_mode: str
-    score_fusion: tuple[float, float, float, float, int] | None = None
-    """(score_alpha, score_cjk_weight, score_alpha_short, score_alpha_long, short_query_words)
-    when the fusion method is `score`; None for RRF."""
+    score_fusion: tuple[float, float, float, float, float, int, int] | None = None
+    """(score_alpha, score_cjk_weight, score_alpha_short, score_alpha_mid, score_alpha_long,
+    short_query_words, mid_query_words) when the fusion method is `score`; None for RRF."""
     leg_weights: tuple[tuple[str, float, float], ...] = ()
     """The full-text legs' fusion weights: (key, value, built-in default), one per distinct
     weight key of retrieve/legs.py's registry, in fusion order."""
@@ -103,10 +103,11 @@ def build_fingerprint(inputs: FingerprintInputs) -> dict[str, object]:
             "bm25_content_weight": fusion[3],
         }
         if inputs.score_fusion is not None:
-            alpha, cjk, short, long, words = inputs.score_fusion
+            alpha, cjk, short, mid, long, words, mid_words = inputs.score_fusion
             member.update(method="score", score_alpha=float(alpha), score_cjk_weight=float(cjk),
-                          score_alpha_short=float(short), score_alpha_long=float(long),
-                          short_query_words=int(words))
+                          score_alpha_short=float(short), score_alpha_mid=float(mid),
+                          score_alpha_long=float(long), short_query_words=int(words),
+                          mid_query_words=int(mid_words))
         fp["fusion"] = member
     retrieval = _retrieval_member(inputs)
     if retrieval:

@@ -107,7 +107,8 @@ def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
         sparse_top_k=params.sparse_top_k, vector_weight=params.vector_weight,
         leg_weights=leg_weights(params), min_score=params.min_score,
         score_fusion=((params.score_alpha, params.score_cjk_weight, params.score_alpha_short,
-                       params.score_alpha_long, params.short_query_words)
+                       params.score_alpha_mid, params.score_alpha_long,
+                       params.short_query_words, params.mid_query_words)
                       if params.fusion == "score" else None),
         context_mode=context_mode,
     )

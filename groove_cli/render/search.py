@@ -42,8 +42,10 @@ def explain_stderr(result: SearchResult, params: SearchParams) -> None:
     if params.fusion == "score":
         fusion = (f"fusion=score score_alpha={params.score_alpha} "
                   f"score_alpha_short={params.score_alpha_short} "
+                  f"score_alpha_mid={params.score_alpha_mid} "
                   f"score_alpha_long={params.score_alpha_long} "
                   f"short_query_words={params.short_query_words} "
+                  f"mid_query_words={params.mid_query_words} "
                   f"score_cjk_weight={params.score_cjk_weight}")
     else:
         weights = dict.fromkeys(["vector_weight", *(leg.weight for leg in legs.values())])

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from groove_cli.config import DEFAULT_SCORE_CJK_WEIGHT
 from groove_cli.evaluate.metrics import block_items, metric_label
 from groove_cli.evaluate.tune import (
     ADOPT_MIN_MEAN_DELTA,
@@ -73,8 +74,8 @@ def _grid(r: Mapping[str, Any]) -> list[str]:
     if r["space"] == "fusion-method":
         phase1, phase2 = grid["alpha_sweep"], grid["cjk_sweep"]
         lines.append("  Phase 1: top 5 of the built-in RRF, score fusion at each score_alpha "
-                     "for every query and at the built-in length rule (score_cjk_weight 0.8) "
-                     "by mean nDCG@5")
+                     "for every query and at the built-in length rule (score_cjk_weight "
+                     f"{DEFAULT_SCORE_CJK_WEIGHT}) by mean nDCG@5")
         lines += [_grid_line(e) for e in phase1]
         lines.append("  Phase 2: every score_cjk_weight at the phase-1 alpha or rule")
     elif r["space"] == "fusion":

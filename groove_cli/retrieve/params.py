@@ -47,8 +47,10 @@ class SearchParams:
     score_alpha: float = config.DEFAULT_SCORE_ALPHA
     score_cjk_weight: float = config.DEFAULT_SCORE_CJK_WEIGHT
     score_alpha_short: float = _default("search.fusion.score_alpha_short")
+    score_alpha_mid: float = _default("search.fusion.score_alpha_mid")
     score_alpha_long: float = _default("search.fusion.score_alpha_long")
     short_query_words: int = config.default_int("search.fusion.short_query_words")
+    mid_query_words: int = config.default_int("search.fusion.mid_query_words")
     query_alpha: float | None = None
     """Score fusion's vector share fixed for one query (`for_query`); None: not fixed yet,
     `score_alpha` applies."""
@@ -91,11 +93,18 @@ class SearchParams:
         """Score fusion's weight of each trigram and word-level leg: `1 − alpha`."""
         return 1.0 - self.alpha
 
+    @property
+    def score_alphas(self) -> tuple[float, ...]:
+        """Every alpha a query can take under these settings (the mid tier only when
+        `mid_query_words` is above `short_query_words`)."""
+        mid = (self.score_alpha_mid,) if self.mid_query_words > self.short_query_words else ()
+        return (self.score_alpha, self.score_alpha_short, *mid, self.score_alpha_long)
+
     def alpha_of(self, query: CompiledQuery) -> tuple[float, str]:
         """Score fusion's vector share for `query` and why (search.md §5): `score_alpha` for a
         query with CJK text; else `score_alpha_short` up to `short_query_words` word-level
-        terms and `score_alpha_long` above (short keyword queries lean on the vector leg,
-        long descriptive ones on full text as much)."""
+        terms, `score_alpha_mid` up to `mid_query_words` and `score_alpha_long` above (short
+        keyword queries lean on the vector leg, long descriptive ones on full text as much)."""
         return self.alpha_for(bool(query.cjk_terms), len(query.word_terms))
 
     def alpha_for(self, cjk_text: bool, words: int) -> tuple[float, str]:
@@ -105,7 +114,10 @@ class SearchParams:
             return self.score_alpha, "CJK text"
         if words <= self.short_query_words:
             return self.score_alpha_short, f"{words} word terms <= {self.short_query_words}"
-        return self.score_alpha_long, f"{words} word terms > {self.short_query_words}"
+        if words <= self.mid_query_words:
+            return self.score_alpha_mid, f"{words} word terms <= {self.mid_query_words}"
+        return (self.score_alpha_long,
+                f"{words} word terms > {max(self.short_query_words, self.mid_query_words)}")
 
     def for_query(self, query: CompiledQuery) -> SearchParams:
         """These settings with score fusion's alpha fixed for `query` (unchanged under RRF)."""
@@ -165,8 +177,10 @@ def build_params(settings: Settings, *, limit: int, rerank: bool, filters: Filte
         score_alpha=s.float_("search.fusion.score_alpha"),
         score_cjk_weight=s.float_("search.fusion.score_cjk_weight"),
         score_alpha_short=s.float_("search.fusion.score_alpha_short"),
+        score_alpha_mid=s.float_("search.fusion.score_alpha_mid"),
         score_alpha_long=s.float_("search.fusion.score_alpha_long"),
         short_query_words=s.int_("search.fusion.short_query_words") or 0,
+        mid_query_words=s.int_("search.fusion.mid_query_words") or 0,
         bm25_weights=(s.float_("search.fusion.bm25_heading_weight"),
                       s.float_("search.fusion.bm25_context_weight"),
                       s.float_("search.fusion.bm25_content_weight")),
@@ -224,9 +238,8 @@ def settings_warnings(settings: Settings, params: SearchParams) -> None:
     if params.mmr and params.mmr_lambda == 1.0 and params.mmr_same_doc_penalty == 0:
         messages.warning("MMR lambda 1.0 with no same-doc penalty ranks by relevance only")
     if params.fusion == "score":  # the query's alpha whose lighter leg can reach the least
-        lightest = replace(params, query_alpha=min(
-            (params.score_alpha, params.score_alpha_short, params.score_alpha_long),
-            key=lambda a: min(a, 1.0 - a)))
+        lightest = replace(params, query_alpha=min(params.score_alphas,
+                                                   key=lambda a: min(a, 1.0 - a)))
         text = min_score_warning(params.mode, lightest.score_vector_weight,
                                  lightest.score_text_weight, params.min_score)
     else:

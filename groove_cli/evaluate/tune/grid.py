@@ -15,6 +15,7 @@ from groove_cli.config import (
     DEFAULT_RRF_K,
     DEFAULT_SCORE_ALPHA,
     DEFAULT_SCORE_ALPHA_LONG,
+    DEFAULT_SCORE_ALPHA_MID,
     DEFAULT_SCORE_ALPHA_SHORT,
     DEFAULT_SCORE_CJK_WEIGHT,
     MAX_LIMIT,
@@ -60,7 +61,7 @@ CJK_WEIGHTS: tuple[float, ...] = (0.5 * DEFAULT_CJK_WEIGHT, DEFAULT_CJK_WEIGHT,
                                   2.0 * DEFAULT_CJK_WEIGHT)
 """The CJK leg's weight (issue #13): half, equal to and twice the built-in value."""
 SCORE_ALPHAS: tuple[float, ...] = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
-"""Score fusion's vector-leg weight (search.md §5), around the built-in 0.6."""
+"""Score fusion's vector-leg weight (search.md §5), around the built-in score_alpha."""
 SCORE_CJK_WEIGHTS: tuple[float, ...] = (0.5 * DEFAULT_SCORE_CJK_WEIGHT, DEFAULT_SCORE_CJK_WEIGHT,
                                         2.0 * DEFAULT_SCORE_CJK_WEIGHT)
 """Score fusion's CJK-leg weight: half, equal to and twice the built-in value."""
@@ -73,6 +74,7 @@ BUILTIN_MIN_SCORE = DEFAULT_MIN_SCORE
 BUILTIN_SCORE_ALPHA = DEFAULT_SCORE_ALPHA
 BUILTIN_SCORE_CJK_WEIGHT = DEFAULT_SCORE_CJK_WEIGHT
 BUILTIN_SCORE_ALPHA_SHORT = DEFAULT_SCORE_ALPHA_SHORT
+BUILTIN_SCORE_ALPHA_MID = DEFAULT_SCORE_ALPHA_MID
 BUILTIN_SCORE_ALPHA_LONG = DEFAULT_SCORE_ALPHA_LONG
 
 DEFAULT_K_INDEX = 4
@@ -103,8 +105,8 @@ BM25_PROBE_WEIGHT_INDICES: tuple[int, int] = ((3 * 4 + 0) * 4 + 0, (0 * 4 + 0) *
 
 FUSION_KEYS = ("rrf_k", "bm25_heading_weight", "bm25_context_weight", "bm25_content_weight")
 RETRIEVAL_KEYS = ("vector_weight", "fts_weight", "cjk_weight", "min_score")
-METHOD_KEYS = ("method", "score_alpha", "score_alpha_short", "score_alpha_long",
-               "score_cjk_weight")
+METHOD_KEYS = ("method", "score_alpha", "score_alpha_short", "score_alpha_mid",
+               "score_alpha_long", "score_cjk_weight")
 TABLES: dict[Space, str] = {"fusion": "search.fusion", "retrieval": "search.retrieval",
                             "fusion-method": "search.fusion"}
 
@@ -127,6 +129,7 @@ class Condition:
     score_alpha: float = BUILTIN_SCORE_ALPHA
     score_cjk_weight: float = BUILTIN_SCORE_CJK_WEIGHT
     score_alpha_short: float = BUILTIN_SCORE_ALPHA_SHORT
+    score_alpha_mid: float = BUILTIN_SCORE_ALPHA_MID
     score_alpha_long: float = BUILTIN_SCORE_ALPHA_LONG
 
     @property
@@ -145,6 +148,7 @@ class Condition:
         if self.space == "fusion-method":
             return {"method": self.method, "score_alpha": float(self.score_alpha),
                     "score_alpha_short": float(self.score_alpha_short),
+                    "score_alpha_mid": float(self.score_alpha_mid),
                     "score_alpha_long": float(self.score_alpha_long),
                     "score_cjk_weight": float(self.score_cjk_weight)}
         keys = FUSION_KEYS if self.space == "fusion" else RETRIEVAL_KEYS
@@ -181,13 +185,13 @@ def retrieval_grid() -> list[Condition]:
 
 def method_grid() -> list[Condition]:
     """The 22 fusion-method conditions: 0 = the built-in weighted RRF; score fusion with one
-    alpha for every query (score_alpha = score_alpha_short = score_alpha_long) at index
+    alpha for every query (score_alpha = score_alpha_short = _mid = _long) at index
     1 + alpha_index × 3 + cjk_index; then the built-in alphas (the query's length and script
     choose, search.md §5) at LENGTH_RULE_INDEX + cjk_index."""
     return [Condition("fusion-method", 0), *(
         Condition("fusion-method", 1 + a * len(SCORE_CJK_WEIGHTS) + c, method="score",
                   score_alpha=alpha, score_cjk_weight=cjk, score_alpha_short=alpha,
-                  score_alpha_long=alpha)
+                  score_alpha_mid=alpha, score_alpha_long=alpha)
         for a, alpha in enumerate(SCORE_ALPHAS) for c, cjk in enumerate(SCORE_CJK_WEIGHTS)), *(
         Condition("fusion-method", LENGTH_RULE_INDEX + c, method="score", score_cjk_weight=cjk)
         for c, cjk in enumerate(SCORE_CJK_WEIGHTS))]
@@ -243,14 +247,15 @@ def label_of(values: Mapping[str, Any]) -> str:
     if "method" in values:
         if values["method"] != "score":
             return f"method={values['method']}"
-        alphas = (values["score_alpha"], values.get("score_alpha_short", values["score_alpha"]),
-                  values.get("score_alpha_long", values["score_alpha"]))
-        if alphas[0] == alphas[1] == alphas[2]:  # one alpha for every query
-            return (f"method=score score_alpha={_num(values['score_alpha'])} "
+        alpha = values["score_alpha"]
+        tiers = {key: values.get(key, alpha) for key in
+                 ("score_alpha_short", "score_alpha_mid", "score_alpha_long")}
+        if all(value == alpha for value in tiers.values()):  # one alpha for every query
+            return (f"method=score score_alpha={_num(alpha)} "
                     f"score_cjk_weight={_num(values['score_cjk_weight'])}")
-        return (f"method=score score_alpha={_num(alphas[0])} score_alpha_short="
-                f"{_num(alphas[1])} score_alpha_long={_num(alphas[2])} "
-                f"score_cjk_weight={_num(values['score_cjk_weight'])}")
+        return (f"method=score score_alpha={_num(alpha)} "
+                + "".join(f"{key}={_num(value)} " for key, value in tiers.items())
+                + f"score_cjk_weight={_num(values['score_cjk_weight'])}")
     if "rrf_k" in values:
         return (f"h={_num(values['bm25_heading_weight'])} ctx={_num(values['bm25_context_weight'])}"
                 f" content={_num(values['bm25_content_weight'])} k={_rrf_k_text(values['rrf_k'])}")
@@ -261,7 +266,7 @@ def label_of(values: Mapping[str, Any]) -> str:
 
 def label(condition: Condition) -> str:
     """`h=4.0 ctx=1.0 content=0.5 k=10`, `vector_weight=1.5 fts_weight=1.0 min_score=0.2` or
-    `method=score score_alpha=0.6 score_cjk_weight=0.8`."""
+    `method=score score_alpha=0.5 score_cjk_weight=1.0`."""
     return label_of(condition.values())
 
 

@@ -103,6 +103,7 @@ def _method_weights(query: QueryLists) -> dict[str, FloatArray]:
 
     rows = [SearchParams(fusion="score", score_alpha=c.score_alpha,
                          score_alpha_short=c.score_alpha_short,
+                         score_alpha_mid=c.score_alpha_mid,
                          score_alpha_long=c.score_alpha_long,
                          score_cjk_weight=c.score_cjk_weight) for c in method_grid()[1:]]
     rows = [replace(p, query_alpha=p.alpha_for(query.cjk_text, query.word_terms)[0])
