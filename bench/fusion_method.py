@@ -21,6 +21,7 @@ from typing import Any
 
 from _common import BENCH, machine, machine_line, run_groove, write_results
 
+from groove_cli import config
 from groove_cli.engine import bootstrap_ci, randomization_p
 
 METHODS = {"rrf": [], "score": ["--fusion", "score"]}
@@ -69,11 +70,21 @@ def _ci(row: dict[str, Any], key: str = "ndcg@10") -> str:
     return f"{row[key]:.3f} [{low:.3f}, {high:.3f}]"
 
 
+def _alphas() -> str:
+    """The built-in length rule in words, from the config schema (never a stale copy)."""
+    d = {key: config.SPECS[f"search.fusion.{key}"].default for key in (
+        "score_alpha", "score_alpha_short", "short_query_words", "score_alpha_mid",
+        "mid_query_words", "score_alpha_long", "score_cjk_weight")}
+    return (f"score_alpha {d['score_alpha']} with CJK text, else score_alpha_short "
+            f"{d['score_alpha_short']} up to {d['short_query_words']} word terms, score_alpha_mid "
+            f"{d['score_alpha_mid']} up to {d['mid_query_words']} and score_alpha_long "
+            f"{d['score_alpha_long']} above; score_cjk_weight {d['score_cjk_weight']}")
+
+
 def markdown(data: dict[str, Any]) -> str:
     lines = ["# Score fusion vs weighted RRF through `groove eval` (issue 25)", "",
              "Hybrid mode, built-in settings; `--fusion score` at its built-in alphas, which "
-             "follow the query (score_alpha 0.6 with CJK text, else score_alpha_short 0.9 up to "
-             "6 word terms and score_alpha_long 0.5 above; score_cjk_weight 0.8; search.md §5). "
+             f"follow the query ({_alphas()}; search.md §5). "
              "nDCG@10 [95 % bootstrap CI over queries]; "
              "delta = score − rrf per query, paired bootstrap CI, two-sided randomization test.",
              "", "| collection | queries | rrf (built-in) | score | score − rrf | p |",

@@ -159,10 +159,14 @@ def summarise(per: dict[str, dict[str, Any]]) -> dict[str, Any]:
             paired[s] = {"delta": sum(deltas) / len(deltas),
                          "ci95": bootstrap_ci({"d": deltas})["d"],
                          "p": randomization_p(deltas)}
+        best_leg = max(("groove fts", "groove vector"), key=lambda s: systems[s]["ndcg@10"])
         out["collections"][name] = {
             "language": data["language"], "kind": data["kind"], "queries": len(data["query_ids"]),
             "documents": data["documents"], "chunks": data["chunks"], "systems": systems,
-            "best_peer": best_peer, "paired_vs_best_peer": paired, "pseudo": data["pseudo"]}
+            "best_peer": best_peer, "paired_vs_best_peer": paired, "best_leg": best_leg,
+            "hybrid_vs_best_leg": _paired(data["systems"]["groove hybrid"],
+                                          data["systems"][best_leg]),
+            "pseudo": data["pseudo"]}
         for family, values in data["candidates"].items():
             means.setdefault(family, {})[name] = {lab: sum(v) / len(v) for lab, v in values.items()}
     out["refit"] = {}

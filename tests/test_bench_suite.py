@@ -253,3 +253,33 @@ def test_qlen3l_grid_is_qlen3_s_without_the_cjk_alpha(adaptive: ModuleType) -> N
     assert {c.family for c in family} == {"qlen3L"}
     assert len(adaptive.qlen3_family()) == len(family) * len(adaptive.CJK_ALPHAS)
     assert list(adaptive.signal_families())[:2] == ["qlen3", "qlen3L"]
+
+
+def test_summarise_pairs_the_hybrid_with_its_best_leg(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    for name in ("suite", "suite_report"):
+        sys.modules.pop(name, None)
+    import suite
+    import suite_report
+
+    def collection(fts: list[float], vector: list[float], hybrid: list[float]) -> dict[str, object]:
+        return {"language": "en", "kind": None, "query_ids": ["q1", "q2", "q3", "q4"],
+                "documents": 4, "chunks": 4, "pseudo": {"chosen": "-"},
+                "systems": {"bm25s, plain": [0.5, 0.5, 0.5, 0.5], "groove fts": fts,
+                            "groove vector": vector, "groove hybrid": hybrid},
+                "candidates": {"builtin": {"built-in RRF": hybrid}}}
+
+    out = suite.summarise({
+        # fts mean 0.5 beats vector 0.2; hybrid − fts per query: 0, +0.5, +0.5, 0 → +0.25
+        "a": collection([1.0, 0.5, 0.0, 0.5], [0.2] * 4, [1.0, 1.0, 0.5, 0.5]),
+        # vector mean 0.6 beats fts 0.25; hybrid − vector: −0.4, 0, 0, 0 → −0.1
+        "b": collection([0.25] * 4, [0.9, 0.5, 0.5, 0.5], [0.5, 0.5, 0.5, 0.5])})
+    a, b = out["collections"]["a"], out["collections"]["b"]
+    assert (a["best_leg"], b["best_leg"]) == ("groove fts", "groove vector")
+    assert a["hybrid_vs_best_leg"]["delta"] == pytest.approx(0.25)
+    assert b["hybrid_vs_best_leg"]["delta"] == pytest.approx(-0.1)
+    lo, hi = a["hybrid_vs_best_leg"]["ci95"]
+    assert 0.0 <= lo <= 0.25 <= hi <= 0.5
+    table = suite_report._leg_table(out)
+    assert table[2].startswith("| a | groove fts | +0.250 [")
+    assert table[3].startswith("| b | groove vector | -0.100 [")
