@@ -5,7 +5,7 @@
 
 For each collection already prepared by `bench/eval_datasets.py` (`<work>/<name>/` holding
 groove.toml, index.db, golden.yml and the kb link; a copy serves as well), run `groove eval
---mode hybrid` with the built-in fusion and with `--fusion score` (its built-in alphas, which
+--mode hybrid` with `--fusion rrf` and with `--fusion score` (its built-in alphas, which
 follow the query, and score_cjk_weight), pair the per-query nDCG@10 (bootstrap CI,
 randomization test), and run
 `groove tune --space fusion-method` to see what the golden set itself would choose. Writes
@@ -24,7 +24,7 @@ from _common import BENCH, machine, machine_line, run_groove, write_results
 from groove_cli import config
 from groove_cli.engine import bootstrap_ci, randomization_p
 
-METHODS = {"rrf": [], "score": ["--fusion", "score"]}
+METHODS = {"rrf": ["--fusion", "rrf"], "score": ["--fusion", "score"]}
 
 
 def evaluate(work: Path, extra: list[str]) -> dict[str, Any]:
@@ -87,7 +87,7 @@ def markdown(data: dict[str, Any]) -> str:
              f"follow the query ({_alphas()}; search.md §5). "
              "nDCG@10 [95 % bootstrap CI over queries]; "
              "delta = score − rrf per query, paired bootstrap CI, two-sided randomization test.",
-             "", "| collection | queries | rrf (built-in) | score | score − rrf | p |",
+             "", "| collection | queries | rrf (built-in weights) | score (default) | score − rrf | p |",
              "|---|---:|---|---|---|---:|"]
     for name, c in data["collections"].items():
         d = c["score_minus_rrf"]
