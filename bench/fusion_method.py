@@ -21,8 +21,7 @@ from typing import Any
 
 from _common import BENCH, machine, machine_line, run_groove, write_results
 
-from groove_cli import config
-from groove_cli.engine import bootstrap_ci, randomization_p
+from groove_cli.engine import bootstrap_ci, default_settings, randomization_p
 
 METHODS = {"rrf": ["--fusion", "rrf"], "score": ["--fusion", "score"]}
 
@@ -72,7 +71,8 @@ def _ci(row: dict[str, Any], key: str = "ndcg@10") -> str:
 
 def _alphas() -> str:
     """The built-in length rule in words, from the config schema (never a stale copy)."""
-    d = {key: config.SPECS[f"search.fusion.{key}"].default for key in (
+    settings = default_settings()
+    d = {key: settings[f"search.fusion.{key}"] for key in (
         "score_alpha", "score_alpha_short", "short_query_words", "score_alpha_mid",
         "mid_query_words", "score_alpha_long", "score_cjk_weight")}
     return (f"score_alpha {d['score_alpha']} with CJK text, else score_alpha_short "
