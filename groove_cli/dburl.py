@@ -131,9 +131,11 @@ def _mask_token(token: str) -> str:
     if at <= 0:
         return token
     start = 0
-    slash = token.find(":/", 0, at)
-    if slash > 0 and (token[slash - 1].isalnum() or token[slash - 1] in "+.-"):
-        start = slash + 1
+    # a scheme ends at the token's first `:` (a `:/` later on may be the password's own)
+    first = token.find(":", 0, at)
+    if (first > 0 and token.startswith("/", first + 1)
+            and (token[first - 1].isalnum() or token[first - 1] in "+.-")):
+        start = first + 1
         while start < at and token[start] == "/":
             start += 1
     colon = token.find(":", start, at)

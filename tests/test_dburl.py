@@ -107,6 +107,10 @@ def test_mask_hides_any_password_shape() -> None:
     assert mask("see http://u:x:y@h/d and v:w@h2") == "see http://u:***@h/d and v:***@h2"
     assert mask("postgresql://u@h/d") == "postgresql://u@h/d"
     assert mask("groove: note: Page 3: never used") == "groove: note: Page 3: never used"
+    # a `:/` inside the password is not a scheme's: the scheme ends at the token's first `:`
+    assert mask("ann:Qz:/7X@db.internal/team") == "ann:***@db.internal/team"
+    assert mask("pg+x:/ann:Qz/a:/7X@h") == "pg+x:/ann:***@h"
+    assert mask("x url=postgresql://ann:pw@h/db") == "x url=postgresql://ann:***@h/db"
 
 
 def test_mask_is_linear_on_long_lines() -> None:
