@@ -209,8 +209,9 @@ def tune_cmd(
     space: Annotated[str, typer.Option(
         "--space", help="Grid to sweep: fusion (RRF: rrf_k x bm25 weights), retrieval "
                         "(RRF: vector/fts weight ratio x cjk_weight x min_score) or "
-                        "fusion-method (the built-in score fusion vs RRF and score fusion at "
-                        "one score_alpha, x score_cjk_weight); "
+                        "fusion-method (the built-in score fusion vs RRF, score fusion at "
+                        "one score_alpha, and the length rule at narrower or wider word "
+                        "counts, x score_cjk_weight); "
                         "calibration refits the relevance model on the golden set.")] = "fusion",
     k: Annotated[str | None, typer.Option(
         "--k", help="Comma list of cut-offs (0s dropped, 5 always added).")] = None,

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from groove_cli.cli import app
 from groove_cli.config import validate_text
 from groove_cli.evaluate import tune as T
-from groove_cli.evaluate.tune.grid import method_grid
+from groove_cli.evaluate.tune.grid import LENGTH_TIERS, method_grid
 from groove_cli.evaluate.tune.sweep import QueryLists
 from groove_cli.evaluate.tune.write import edit_config_text
 
@@ -23,32 +23,43 @@ runner = CliRunner()
 
 def test_method_grid_layout_and_default() -> None:
     grid = method_grid()
-    assert len(grid) == 1 + 6 * 3 + 3 and [c.index for c in grid] == list(range(22))
+    assert len(grid) == 1 + 6 * 3 + 3 * 3 and [c.index for c in grid] == list(range(28))
     # the built-in fusion is score fusion with the length rule at score_cjk_weight 1.0
     assert T.default_index("fusion-method") == 19 + 1
     assert T.default_condition("fusion-method") == grid[20]
     # RRF sits at the built-in alpha (0.5, index 2) and score_cjk_weight (1.0, index 1)
-    assert T.label(grid[0]) == "method=rrf" and grid[0].grid_indices == (0, 2, 1)
+    assert T.label(grid[0]) == "method=rrf" and grid[0].grid_indices == (0, 2, 1, 0)
     # index = 1 + alpha_index × 3 + cjk_index; score_cjk_weight 0.5, 1.0, 2.0
     assert T.label(grid[1 + 3 * 3 + 1]) == "method=score score_alpha=0.6 score_cjk_weight=1.0"
     assert T.label(grid[1 + 0 * 3 + 2]) == "method=score score_alpha=0.3 score_cjk_weight=2.0"
     assert T.label(grid[1 + 2 * 3 + 0]) == "method=score score_alpha=0.5 score_cjk_weight=0.5"
-    assert grid[1 + 5 * 3 + 0].grid_indices == (1, 5, 0)
+    assert grid[1 + 5 * 3 + 0].grid_indices == (1, 5, 0, 0)
     # one alpha for every query: every tier of the length rule takes it
     assert grid[1 + 3 * 3 + 1].values() == {
         "method": "score", "score_alpha": 0.6, "score_alpha_short": 0.6, "score_alpha_mid": 0.6,
-        "score_alpha_long": 0.6, "score_cjk_weight": 1.0}
-    # then the built-in length rule (search.md §5) × score_cjk_weight
+        "score_alpha_long": 0.6, "short_query_words": 4, "mid_query_words": 8,
+        "score_cjk_weight": 1.0}
+    # then the built-in length rule (search.md §5) × its word boundaries × score_cjk_weight:
+    # index 19 + tier × 3 + cjk_index, tiers (4, 8) built in, (3, 6) and (6, 12)
+    assert LENGTH_TIERS == ((4, 8), (3, 6), (6, 12))
     assert T.label(grid[19 + 1]) == ("method=score score_alpha=0.5 score_alpha_short=0.8 "
                                      "score_alpha_mid=0.7 score_alpha_long=0.5 "
+                                     "short_query_words=4 mid_query_words=8 "
                                      "score_cjk_weight=1.0")
     assert grid[19 + 1].values() == {
         "method": "score", "score_alpha": 0.5, "score_alpha_short": 0.8, "score_alpha_mid": 0.7,
-        "score_alpha_long": 0.5, "score_cjk_weight": 1.0}
-    assert grid[19 + 2].grid_indices == (2, 2, 2)
-    assert T.phase1_conditions("fusion-method") == (0, 2, 5, 8, 11, 14, 17, 20)
+        "score_alpha_long": 0.5, "short_query_words": 4, "mid_query_words": 8,
+        "score_cjk_weight": 1.0}
+    assert grid[19 + 2].grid_indices == (2, 2, 2, 0)
+    wide = grid[19 + 2 * 3 + 1]
+    assert (wide.short_query_words, wide.mid_query_words, wide.grid_indices) == (
+        6, 12, (2, 2, 1, 2))
+    assert T.label(grid[19 + 1 * 3 + 0]).endswith(
+        "short_query_words=3 mid_query_words=6 score_cjk_weight=0.5")
+    assert T.phase1_conditions("fusion-method") == (0, 2, 5, 8, 11, 14, 17, 20, 23, 26)
     assert T.phase2_conditions("fusion-method", 11) == (10, 11, 12)
     assert T.phase2_conditions("fusion-method", 20) == (19, 20, 21)
+    assert T.phase2_conditions("fusion-method", 26) == (25, 26, 27)
     assert T.phase2_conditions("fusion-method", 0) == (0,)
 
 
@@ -57,16 +68,19 @@ def test_method_snippet_and_write_keep_the_rest_of_the_table() -> None:
     # one alpha: adopting it gives every query (short, middle, long, CJK) alpha 0.6
     assert T.toml_snippet(condition) == (
         '[search.fusion]\nmethod = "score"\nscore_alpha = 0.6\nscore_alpha_short = 0.6\n'
-        'score_alpha_mid = 0.6\nscore_alpha_long = 0.6\nscore_cjk_weight = 1.0')
-    # the length rule writes its three tiers
-    assert T.toml_snippet(method_grid()[19 + 2]) == (
+        'score_alpha_mid = 0.6\nscore_alpha_long = 0.6\nshort_query_words = 4\n'
+        'mid_query_words = 8\nscore_cjk_weight = 1.0')
+    # the length rule writes its three tiers and their word boundaries (integers)
+    assert T.toml_snippet(method_grid()[19 + 2 * 3 + 2]) == (
         '[search.fusion]\nmethod = "score"\nscore_alpha = 0.5\nscore_alpha_short = 0.8\n'
-        'score_alpha_mid = 0.7\nscore_alpha_long = 0.5\nscore_cjk_weight = 2.0')
+        'score_alpha_mid = 0.7\nscore_alpha_long = 0.5\nshort_query_words = 6\n'
+        'mid_query_words = 12\nscore_cjk_weight = 2.0')
     edited = edit_config_text("[search.fusion]\nrrf_k = 30.0  # mine\n", "fusion-method",
                               condition)
     assert edited == ('[search.fusion]\nrrf_k = 30.0  # mine\nmethod = "score"\n'
                       "score_alpha = 0.6\nscore_alpha_short = 0.6\nscore_alpha_mid = 0.6\n"
-                      "score_alpha_long = 0.6\nscore_cjk_weight = 1.0\n")
+                      "score_alpha_long = 0.6\nshort_query_words = 4\nmid_query_words = 8\n"
+                      "score_cjk_weight = 1.0\n")
     assert validate_text(edited, Path("groove.toml"))["search.fusion.method"] == "score"
     assert tomllib.loads(edited)["search"]["fusion"]["method"] == "score"
 
@@ -148,6 +162,35 @@ def test_the_length_rule_gives_each_query_its_alpha() -> None:
     assert sweep.ndcg5[1 + 5 * 3 + 1] == pytest.approx([1.0] * 4)
 
 
+def _full_text_query(n: int) -> QueryLists:
+    """Chunk 3 is the answer: first in the trigram leg, second in the vector leg (cosines 0.9,
+    0.8, 0.6 -> 1, 2/3, 0; bm25 5, 1 -> 1, 0.2). Score fusion: 3 scores 2/3 · alpha +
+    (1 − alpha) = 1 − alpha / 3, 1 scores alpha: 3 is first below alpha 0.75 only. 20 word
+    terms: a long query under every tier of LENGTH_TIERS (alpha 0.5)."""
+    return QueryLists(id=f"f{n}", expected=(("r.md", None),), vector_ids=(1, 3, 4),
+                      leg_ids={"fts": ((3, 2),)}, vector_scores=(0.9, 0.8, 0.6),
+                      leg_scores={"fts": ((5.0, 1.0),)}, word_terms=20)
+
+
+def test_wider_length_tiers_are_adopted_where_they_rank_the_answer_first() -> None:
+    # 5-word queries that need alpha 0.8 (_tier_query: the short tier only under the wide
+    # boundaries 6 / 12; built in they are middle, 0.7) and long ones that need alpha < 0.75
+    queries = [_tier_query(n, words=5) for n in range(10)] + [_full_text_query(n)
+                                                              for n in range(10)]
+    sweep = T.score_matrix(queries, META, "fusion-method", 10, [1, 5, 10])
+    second = 1 / 1.5849625007211562
+    wide, built_in, one_alpha_08 = 19 + 2 * 3 + 1, 19 + 1, 1 + 5 * 3 + 1
+    assert sweep.ndcg5[wide] == pytest.approx([1.0] * 20)
+    assert sweep.ndcg5[built_in] == pytest.approx([second] * 10 + [1.0] * 10)
+    assert sweep.ndcg5[one_alpha_08] == pytest.approx([1.0] * 10 + [second] * 10)
+    loo = T.loo_cv(sweep.ndcg5, range(20), "fusion-method")
+    assert loo.refit == wide and loo.stability == 1.0
+    decision = T.verdict(sweep, loo)
+    assert decision.decision == "adopt", decision.reasons
+    assert T.toml_snippet(decision.refit).endswith(
+        "short_query_words = 6\nmid_query_words = 12\nscore_cjk_weight = 1.0")
+
+
 def test_tune_cli_sweeps_the_method_space_and_writes_the_method(
         golden_copy: tuple[Path, Path], real_models_dir: Path, workdir: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -164,12 +207,14 @@ def test_tune_cli_sweeps_the_method_space_and_writes_the_method(
     assert report["space"] == "fusion-method"
     assert report["grid"]["methods"] == ["rrf", "score"]
     assert report["grid"]["score_alphas"] == [0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+    assert report["grid"]["length_tiers"] == [[4, 8], [3, 6], [6, 12]]
     swept = {T.label_of(e["condition"]) for e in report["grid"]["alpha_sweep"]}
     assert len(swept) == 5 and swept <= {T.label(c) for c in method_grid()}
     refit = report["loo"]["refit"]
     assert report["written"] == {"path": str(config), "table": "search.fusion",
                                  "keys": ["method", "score_alpha", "score_alpha_short",
                                           "score_alpha_mid", "score_alpha_long",
+                                          "short_query_words", "mid_query_words",
                                           "score_cjk_weight"]}
     assert config.read_text(encoding="utf-8").endswith(
         f'[search.fusion]\nrrf_k = 60.0\nmethod = "{refit["method"]}"\n'
@@ -177,6 +222,8 @@ def test_tune_cli_sweeps_the_method_space_and_writes_the_method(
         f'score_alpha_short = {refit["score_alpha_short"]!r}\n'
         f'score_alpha_mid = {refit["score_alpha_mid"]!r}\n'
         f'score_alpha_long = {refit["score_alpha_long"]!r}\n'
+        f'short_query_words = {refit["short_query_words"]!r}\n'
+        f'mid_query_words = {refit["mid_query_words"]!r}\n'
         f'score_cjk_weight = {refit["score_cjk_weight"]!r}\n')
     text = runner.invoke(app, ["--db", str(db), "tune", "--kb-path", str(kb), "--space",
                                "fusion-method", "--verbose"])

@@ -74,8 +74,8 @@ def _grid(r: Mapping[str, Any]) -> list[str]:
     if r["space"] == "fusion-method":
         phase1, phase2 = grid["alpha_sweep"], grid["cjk_sweep"]
         lines.append("  Phase 1: top 5 of the built-in RRF, score fusion at each score_alpha "
-                     "for every query and at the built-in length rule (score_cjk_weight "
-                     f"{DEFAULT_SCORE_CJK_WEIGHT}) by mean nDCG@5")
+                     "for every query and at the built-in length rule with each tier of word "
+                     f"counts (score_cjk_weight {DEFAULT_SCORE_CJK_WEIGHT}) by mean nDCG@5")
         lines += [_grid_line(e) for e in phase1]
         lines.append("  Phase 2: every score_cjk_weight at the phase-1 alpha or rule")
     elif r["space"] == "fusion":

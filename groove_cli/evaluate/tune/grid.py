@@ -19,6 +19,7 @@ from groove_cli.config import (
     DEFAULT_SCORE_ALPHA_SHORT,
     DEFAULT_SCORE_CJK_WEIGHT,
     MAX_LIMIT,
+    default_int,
 )
 from groove_cli.evaluate.metrics import METRICS
 from groove_cli.retrieve.legs import candidate_pool, vector_k
@@ -76,6 +77,14 @@ BUILTIN_SCORE_CJK_WEIGHT = DEFAULT_SCORE_CJK_WEIGHT
 BUILTIN_SCORE_ALPHA_SHORT = DEFAULT_SCORE_ALPHA_SHORT
 BUILTIN_SCORE_ALPHA_MID = DEFAULT_SCORE_ALPHA_MID
 BUILTIN_SCORE_ALPHA_LONG = DEFAULT_SCORE_ALPHA_LONG
+BUILTIN_SHORT_WORDS = default_int("search.fusion.short_query_words")
+BUILTIN_MID_WORDS = default_int("search.fusion.mid_query_words")
+LENGTH_TIERS: tuple[tuple[int, int], ...] = (
+    (BUILTIN_SHORT_WORDS, BUILTIN_MID_WORDS),
+    (BUILTIN_SHORT_WORDS - 1, BUILTIN_MID_WORDS - 2),
+    (BUILTIN_SHORT_WORDS + 2, BUILTIN_MID_WORDS + 4))
+"""The length rule's word boundaries (short_query_words, mid_query_words) the fusion-method
+space tries: the built-in ones, narrower and wider tiers."""
 
 DEFAULT_K_INDEX = 4
 DEFAULT_WEIGHT_INDEX = (2 * 4 + 1) * 4 + 1
@@ -89,8 +98,8 @@ DEFAULT_RETRIEVAL_INDEX = (DEFAULT_RATIO_INDEX * len(CJK_WEIGHTS) + DEFAULT_CJK_
 """(ratio 1, cjk ×1, min_score 0) = indices (2, 1, 0) ⇒ (2 × 3 + 1) × 4 = 28."""
 RRF_METHOD_INDEX = 0
 """The fusion-method grid's condition 0 is the built-in weighted RRF; 1 + alpha_index × 3 +
-cjk_index are the score-fusion conditions with one alpha, LENGTH_RULE_INDEX + cjk_index those
-with the built-in length rule."""
+cjk_index are the score-fusion conditions with one alpha, LENGTH_RULE_INDEX + tier_index × 3 +
+cjk_index those with the built-in length rule's alphas at the word boundaries of LENGTH_TIERS."""
 DEFAULT_SCORE_ALPHA_INDEX = SCORE_ALPHAS.index(DEFAULT_SCORE_ALPHA)
 DEFAULT_SCORE_CJK_INDEX = 1
 LENGTH_RULE_INDEX = 1 + len(SCORE_ALPHAS) * len(SCORE_CJK_WEIGHTS)
@@ -106,7 +115,7 @@ BM25_PROBE_WEIGHT_INDICES: tuple[int, int] = ((3 * 4 + 0) * 4 + 0, (0 * 4 + 0) *
 FUSION_KEYS = ("rrf_k", "bm25_heading_weight", "bm25_context_weight", "bm25_content_weight")
 RETRIEVAL_KEYS = ("vector_weight", "fts_weight", "cjk_weight", "min_score")
 METHOD_KEYS = ("method", "score_alpha", "score_alpha_short", "score_alpha_mid",
-               "score_alpha_long", "score_cjk_weight")
+               "score_alpha_long", "short_query_words", "mid_query_words", "score_cjk_weight")
 TABLES: dict[Space, str] = {"fusion": "search.fusion", "retrieval": "search.retrieval",
                             "fusion-method": "search.fusion"}
 
@@ -131,11 +140,13 @@ class Condition:
     score_alpha_short: float = BUILTIN_SCORE_ALPHA_SHORT
     score_alpha_mid: float = BUILTIN_SCORE_ALPHA_MID
     score_alpha_long: float = BUILTIN_SCORE_ALPHA_LONG
+    short_query_words: int = BUILTIN_SHORT_WORDS
+    mid_query_words: int = BUILTIN_MID_WORDS
 
     @property
     def grid_indices(self) -> tuple[int, ...]:
         """Fusion: (h, ctx, content, k) indices; retrieval: (ratio, cjk, min_score) indices;
-        fusion-method: (method, alpha, cjk) indices."""
+        fusion-method: (method, alpha, cjk, length tier) indices."""
         return grid_indices(self.space, self.index)
 
     @property
@@ -150,6 +161,8 @@ class Condition:
                     "score_alpha_short": float(self.score_alpha_short),
                     "score_alpha_mid": float(self.score_alpha_mid),
                     "score_alpha_long": float(self.score_alpha_long),
+                    "short_query_words": int(self.short_query_words),
+                    "mid_query_words": int(self.mid_query_words),
                     "score_cjk_weight": float(self.score_cjk_weight)}
         keys = FUSION_KEYS if self.space == "fusion" else RETRIEVAL_KEYS
         return {key: float(getattr(self, key)) for key in keys}
@@ -184,17 +197,20 @@ def retrieval_grid() -> list[Condition]:
 
 
 def method_grid() -> list[Condition]:
-    """The 22 fusion-method conditions: 0 = the built-in weighted RRF; score fusion with one
+    """The 28 fusion-method conditions: 0 = the built-in weighted RRF; score fusion with one
     alpha for every query (score_alpha = score_alpha_short = _mid = _long) at index
     1 + alpha_index × 3 + cjk_index; then the built-in alphas (the query's length and script
-    choose, search.md §5) at LENGTH_RULE_INDEX + cjk_index."""
+    choose, search.md §5) at the word boundaries of LENGTH_TIERS, at LENGTH_RULE_INDEX +
+    tier_index × 3 + cjk_index (tier 0, the built-in boundaries, first)."""
     return [Condition("fusion-method", 0), *(
         Condition("fusion-method", 1 + a * len(SCORE_CJK_WEIGHTS) + c, method="score",
                   score_alpha=alpha, score_cjk_weight=cjk, score_alpha_short=alpha,
                   score_alpha_mid=alpha, score_alpha_long=alpha)
         for a, alpha in enumerate(SCORE_ALPHAS) for c, cjk in enumerate(SCORE_CJK_WEIGHTS)), *(
-        Condition("fusion-method", LENGTH_RULE_INDEX + c, method="score", score_cjk_weight=cjk)
-        for c, cjk in enumerate(SCORE_CJK_WEIGHTS))]
+        Condition("fusion-method", LENGTH_RULE_INDEX + t * len(SCORE_CJK_WEIGHTS) + c,
+                  method="score", score_cjk_weight=cjk, short_query_words=short,
+                  mid_query_words=mid)
+        for t, (short, mid) in enumerate(LENGTH_TIERS) for c, cjk in enumerate(SCORE_CJK_WEIGHTS))]
 
 
 def grid(space: Space) -> list[Condition]:
@@ -225,10 +241,11 @@ def grid_indices(space: Space, index: int) -> tuple[int, ...]:
         return (h, c, t, k_index)
     if space == "fusion-method":
         if index == RRF_METHOD_INDEX:
-            return (0, DEFAULT_SCORE_ALPHA_INDEX, DEFAULT_SCORE_CJK_INDEX)
+            return (0, DEFAULT_SCORE_ALPHA_INDEX, DEFAULT_SCORE_CJK_INDEX, 0)
         if index >= LENGTH_RULE_INDEX:
-            return (2, DEFAULT_SCORE_ALPHA_INDEX, index - LENGTH_RULE_INDEX)
-        return (1, *divmod(index - 1, len(SCORE_CJK_WEIGHTS)))
+            tier, cjk = divmod(index - LENGTH_RULE_INDEX, len(SCORE_CJK_WEIGHTS))
+            return (2, DEFAULT_SCORE_ALPHA_INDEX, cjk, tier)
+        return (1, *divmod(index - 1, len(SCORE_CJK_WEIGHTS)), 0)
     pair, m = divmod(index, len(MIN_SCORES))
     return (*divmod(pair, len(CJK_WEIGHTS)), m)
 
@@ -253,8 +270,10 @@ def label_of(values: Mapping[str, Any]) -> str:
         if all(value == alpha for value in tiers.values()):  # one alpha for every query
             return (f"method=score score_alpha={_num(alpha)} "
                     f"score_cjk_weight={_num(values['score_cjk_weight'])}")
+        words = "".join(f"{key}={int(values[key])} " for key in
+                        ("short_query_words", "mid_query_words") if key in values)
         return (f"method=score score_alpha={_num(alpha)} "
-                + "".join(f"{key}={_num(value)} " for key, value in tiers.items())
+                + "".join(f"{key}={_num(value)} " for key, value in tiers.items()) + words
                 + f"score_cjk_weight={_num(values['score_cjk_weight'])}")
     if "rrf_k" in values:
         return (f"h={_num(values['bm25_heading_weight'])} ctx={_num(values['bm25_context_weight'])}"
@@ -271,9 +290,11 @@ def label(condition: Condition) -> str:
 
 
 def toml_snippet(condition: Condition) -> str:
-    """The config table that applies `condition`; numbers always carry a decimal point."""
+    """The config table that applies `condition`; floats always carry a decimal point, the
+    word counts are integers."""
     lines = [f"[{TABLES[condition.space]}]"]
-    lines += [f'{key} = "{value}"' if isinstance(value, str) else f"{key} = {_num(value)}"
+    lines += [f'{key} = "{value}"' if isinstance(value, str)
+              else f"{key} = {value}" if isinstance(value, int) else f"{key} = {_num(value)}"
               for key, value in condition.values().items()]
     return "\n".join(lines)
 

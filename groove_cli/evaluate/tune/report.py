@@ -13,6 +13,7 @@ from groove_cli.evaluate.metrics import metric_blocks
 from groove_cli.evaluate.tune.grid import (
     BM25_WEIGHT_VALUES,
     CJK_WEIGHTS,
+    LENGTH_TIERS,
     PRIMARY_K,
     RRF_K_VALUES,
     SCORE_ALPHAS,
@@ -61,6 +62,7 @@ def _grid_json(sweep: SweepScores, selection: Selection) -> dict[str, Any]:
             "methods": list(FUSION_METHODS),
             "score_alphas": list(SCORE_ALPHAS),
             "score_cjk_weights": list(SCORE_CJK_WEIGHTS),
+            "length_tiers": [list(tier) for tier in LENGTH_TIERS],
             "alpha_sweep": [entry(i) for i in top],
             "cjk_sweep": [entry(i) for i in selection.phase2],
         }

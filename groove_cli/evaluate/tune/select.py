@@ -18,6 +18,7 @@ from groove_cli.evaluate.tune.grid import (
     DEFAULT_K_INDEX,
     DEFAULT_SCORE_CJK_INDEX,
     LENGTH_RULE_INDEX,
+    LENGTH_TIERS,
     MIN_SCORES,
     PLATEAU_EPS,
     RRF_K_VALUES,
@@ -49,11 +50,12 @@ class Selection:
 def phase1_conditions(space: Space) -> tuple[int, ...]:
     """Fusion: the 64 weight sets at k = 60; retrieval: the 15 (ratio, CJK weight) pairs at
     min_score 0; fusion-method: the built-in RRF, every one-for-all score_alpha and the
-    built-in length rule, at the built-in score_cjk_weight."""
+    built-in length rule at each word-boundary tier, at the built-in score_cjk_weight."""
     if space == "fusion-method":
         return (RRF_METHOD_INDEX, *(1 + a * len(SCORE_CJK_WEIGHTS) + DEFAULT_SCORE_CJK_INDEX
                                         for a in range(len(SCORE_ALPHAS))),
-                LENGTH_RULE_INDEX + DEFAULT_SCORE_CJK_INDEX)
+                *(LENGTH_RULE_INDEX + t * len(SCORE_CJK_WEIGHTS) + DEFAULT_SCORE_CJK_INDEX
+                  for t in range(len(LENGTH_TIERS))))
     if space == "fusion":
         return tuple(w * len(RRF_K_VALUES) + DEFAULT_K_INDEX for w in range(len(weight_sets())))
     return tuple(p * len(MIN_SCORES) for p in range(len(WEIGHT_RATIOS) * len(CJK_WEIGHTS)))
@@ -75,7 +77,7 @@ def phase2_conditions(space: Space, phase1_choice: int) -> tuple[int, ...]:
 
 def _centre_distance(space: Space, index: int) -> float:
     centre = {"fusion": (1.5, 1.5, 1.5, 2.5), "retrieval": (2.0, 1.0, 0.0),
-              "fusion-method": (1.0, 2.5, 1.0)}[space]
+              "fusion-method": (1.0, 2.5, 1.0, 0.0)}[space]
     return sum(abs(i - c) for i, c in zip(grid_indices(space, index), centre, strict=True))
 
 

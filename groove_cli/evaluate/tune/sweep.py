@@ -105,6 +105,8 @@ def _method_weights(query: QueryLists) -> dict[str, FloatArray]:
                          score_alpha_short=c.score_alpha_short,
                          score_alpha_mid=c.score_alpha_mid,
                          score_alpha_long=c.score_alpha_long,
+                         short_query_words=c.short_query_words,
+                         mid_query_words=c.mid_query_words,
                          score_cjk_weight=c.score_cjk_weight) for c in method_grid()[1:]]
     rows = [replace(p, query_alpha=p.alpha_for(query.cjk_text, query.word_terms)[0])
             for p in rows]

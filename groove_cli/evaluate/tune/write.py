@@ -134,8 +134,9 @@ def _is_table_proxy(value: object) -> bool:
 
 
 def _toml_float(value: float | str) -> str:
-    """A value as TOML writes it: a float with its decimal point, a string quoted."""
-    return tomlkit.item(value if isinstance(value, str) else float(value)).as_string()
+    """A value as TOML writes it: a float with its decimal point, an int (a word count) as an
+    integer, a string quoted."""
+    return tomlkit.item(value if isinstance(value, (str, int)) else float(value)).as_string()
 
 
 def _padded(inline: InlineTable) -> bool:
