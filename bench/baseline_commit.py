@@ -23,6 +23,8 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,19 +47,18 @@ LAUNCH = ("from groove_cli import cli; import sys; "
           "entry = getattr(cli, 'main', None) or cli.app; sys.exit(entry())")
 
 
-def unpack(commit: str) -> Path:
-    """The commit's source tree under bench/work/baseline/<commit> (kept between runs)."""
-    target = HERE / commit
-    if (target / "groove_cli").is_dir():
-        return target
-    target.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryFile() as archive:
+@contextmanager
+def unpacked(commit: str) -> Iterator[Path]:
+    """The commit's `groove_cli` source tree in a temporary folder outside the repository,
+    removed afterwards: an older commit's modules never sit among the project's own."""
+    with tempfile.TemporaryDirectory(prefix=f"groove-{commit}-") as folder, \
+            tempfile.TemporaryFile() as archive:
         subprocess.run(["git", "-C", str(ROOT), "archive", commit, "groove_cli"], stdout=archive,
                        check=True)
         archive.seek(0)
         with tarfile.open(fileobj=archive) as tar:
-            tar.extractall(target, filter="data")
-    return target
+            tar.extractall(folder, filter="data")
+        yield Path(folder)
 
 
 def groove(source: Path, args: list[str], config: Path, db: Path) -> subprocess.CompletedProcess[str]:
@@ -143,9 +144,10 @@ def main() -> None:
     kb = coll.prepare_kb()
     data: dict[str, Any] = {"collection": args.collection, "baseline_commit": args.commit,
                             "code": code_version(), "machine": machine(), "runs": {}}
-    for name, source in (("baseline", unpack(args.commit)), ("head", ROOT)):
-        print(f"{name}: indexing {args.collection} and evaluating", file=sys.stderr)
-        data["runs"][name] = measure(name, source, kb, golden)
+    with unpacked(args.commit) as baseline:
+        for name, source in (("baseline", baseline), ("head", ROOT)):
+            print(f"{name}: indexing {args.collection} and evaluating", file=sys.stderr)
+            data["runs"][name] = measure(name, source, kb, golden)
     write_results("baseline", data, markdown(data))
     print(markdown(data))
 

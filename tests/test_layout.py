@@ -78,11 +78,7 @@ def module_name(path: Path) -> str:
 
 
 def source_files() -> dict[str, Path]:
-    """groove's and the benchmarks' modules; not bench/work, the benchmarks' scratch folder
-    (gitignored), where baseline_commit.py keeps an older commit's source tree."""
-    scratch = REPO / "bench" / "work"
-    files = sorted([*(REPO / "groove_cli").rglob("*.py"),
-                    *(p for p in (REPO / "bench").rglob("*.py") if scratch not in p.parents)])
+    files = sorted([*(REPO / "groove_cli").rglob("*.py"), *(REPO / "bench").rglob("*.py")])
     return {module_name(p): p for p in files}
 
 
