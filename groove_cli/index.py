@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,13 +49,15 @@ from groove_cli.types import (
 )
 from groove_cli.vector_fill import (
     BatchResult,
+    CancellableRuns,
     SessionLoad,
     apply_pieces_mode,
     batches,
     count_pending,
-    embed_batch,
+    embed_vectors,
     embedding_text,
     piece_estimate,
+    write_vectors,
 )
 from groove_cli.vectors import refresh_snapshot
 
@@ -62,8 +65,8 @@ if TYPE_CHECKING:
     from groove_cli.models import Embedder
     from groove_cli.store.postgres import PgStore
 
-# Phase 2 (vector_fill.py) commits after every model batch; a stop (Ctrl-C) is noticed
-# between batches, as between files in phase 1.
+# Phase 2 (vector_fill.py) commits after every model batch; a stop (Ctrl-C, SIGTERM) cancels
+# the batch in flight (its chunks stay pending), as phase 1 stops between files.
 
 # Each write transaction adds a segment to both full-text indexes and FTS5's automerge leaves
 # several per level, each one probed by every query term. Merging them (FTS5 'optimize')
@@ -106,6 +109,8 @@ class IndexOptions:
     """Stop after phase 1: full text only, vectors left for a later run (`--text-only`)."""
     vector_pieces: bool = config.DEFAULT_VECTOR_PIECES
     """Embed a long chunk's text past the window as extra pieces (index.md §4)."""
+    threads: int | None = None
+    """The model's intra-op threads (None: the cores this process may use)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, kb: Path, db: IndexLocation, *, force: bool = False,
@@ -122,7 +127,7 @@ class IndexOptions:
             parsers=tuple(str(p) for p in s.list_("parsers.enabled")),
             contextual=s.bool_("contextual.enabled"), verbose=verbose, quiet=quiet,
             offline=config.offline_mode(), text_only=text_only,
-            vector_pieces=s.bool_("vector_pieces"),
+            vector_pieces=s.bool_("vector_pieces"), threads=config.model_threads(s),
         )
 
 
@@ -230,7 +235,7 @@ class Indexer:
             try:
                 session = self.loading.session(model) if self.loading is not None else None
                 self.embedder = Embedder.load(model, max_length=self.runtime.max_length,
-                                              session=session)
+                                              session=session, threads=self.opt.threads)
             finally:
                 self.progress.finish()
         return self.embedder
@@ -240,7 +245,8 @@ class Indexer:
         chunks to embed (never with `--text-only`, nor when the embedder is loaded)."""
         if self.loading is None and self.embedder is None and not self.opt.text_only:
             assert self.runtime is not None
-            self.loading = SessionLoad(self.model, self.runtime.name, self.opt.models_dir)
+            self.loading = SessionLoad(self.model, self.runtime.name, self.opt.models_dir,
+                                       self.opt.threads)
 
     def _resolved(self) -> ResolvedModel:
         if self.model is None:
@@ -576,17 +582,22 @@ class Indexer:
             window = embedder.max_length if self.opt.vector_pieces else 1 << 62
             estimate = {cid: piece_estimate(n, window) for cid, n in counts.items()}
             finished = 0
-            for ids in batches(order, estimate, widths, size):
-                if self.should_stop():
-                    self.interrupted = True
-                    return
-                batch = store.embedding_rows(ids)
-                if batch:
-                    self._count(embed_batch(store, embedder, batch,
-                                            [counts[row.chunk_id] for row in batch], static,
-                                            self.opt.vector_pieces))
-                finished += len(ids)
-                self.progress.advance(finished, len(batch))
+            with CancellableRuns(embedder, self.should_stop) as runs:
+                for ids in batches(order, estimate, widths, size):
+                    if self.should_stop():
+                        self.interrupted = True
+                        return
+                    batch = store.embedding_rows(ids)
+                    if batch:
+                        tokens = [counts[row.chunk_id] for row in batch]
+                        vectors = runs.run(partial(embed_vectors, embedder, batch, tokens,
+                                                   static, self.opt.vector_pieces))
+                        if vectors is None:  # stopped: the batch in flight stays pending
+                            self.interrupted = True
+                            return
+                        self._count(write_vectors(store, vectors))
+                    finished += len(ids)
+                    self.progress.advance(finished, len(batch))
         finally:
             self.progress.finish()
 

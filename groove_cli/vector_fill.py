@@ -68,13 +68,15 @@ class SessionLoad:
     while it loads).
     """
 
-    def __init__(self, model: ResolvedModel | None, name: str, models_dir: Path) -> None:
+    def __init__(self, model: ResolvedModel | None, name: str, models_dir: Path,
+                 threads: int | None = None) -> None:
         self._done: Future[tuple[ResolvedModel, Any] | None] = Future()
         context = contextvars.copy_context()  # messages.capture() and the sink reach it too
-        threading.Thread(target=context.run, args=(self._load, model, name, models_dir),
+        threading.Thread(target=context.run, args=(self._load, model, name, models_dir, threads),
                          name="groove-session-load").start()
 
-    def _load(self, model: ResolvedModel | None, name: str, models_dir: Path) -> None:
+    def _load(self, model: ResolvedModel | None, name: str, models_dir: Path,
+              threads: int | None) -> None:
         try:
             from groove_cli.models import cached_model
             from groove_cli.models.embedder import Embedder  # noqa: F401  (its imports, here)
@@ -82,7 +84,7 @@ class SessionLoad:
 
             resolved = model or cached_model(name, models_dir)
             self._done.set_result(None if resolved is None
-                                  else (resolved, create_session(resolved)))
+                                  else (resolved, create_session(resolved, threads=threads)))
         except BaseException:  # `Embedder.load` reports it (see above)
             self._done.set_result(None)
 
@@ -174,11 +176,22 @@ def apply_pieces_mode(store: Store | PgStore, meta: dict[str, str], on: bool,
     store.set_meta({PIECES_KEY: want})
 
 
-def embed_batch(store: Store | PgStore, embedder: Embedder, batch: list[EmbeddingRow],
-                counts: list[int], static: bool, pieces: bool = True) -> BatchResult:
-    """Embed one batch — each chunk's first piece unless it has it, and a long chunk's extra
-    pieces — and commit its vectors and token counts; a degenerate vector drops its document
-    (index.md §4)."""
+@dataclass(frozen=True, slots=True)
+class BatchVectors:
+    """One batch's vectors, computed and not yet written (`embed_vectors`)."""
+
+    items: list[ChunkVectors]
+    dropped: dict[int, str]
+    """Document id -> path of the documents a degenerate vector drops."""
+    long: int
+    truncated: int
+
+
+def embed_vectors(embedder: Embedder, batch: list[EmbeddingRow], counts: list[int],
+                  static: bool, pieces: bool = True) -> BatchVectors:
+    """The model's half of a batch — each chunk's first piece unless it has it, and a long
+    chunk's extra pieces; touches no store, so it can run on a worker thread
+    (`CancellableRuns`) while the indexer's thread stays free to notice a stop."""
     inputs = [embedding_text(row.heading, row.context_text, row.content, static)
               for row in batch]
     room = embedder.max_length
@@ -222,12 +235,68 @@ def embed_batch(store: Store | PgStore, embedder: Embedder, batch: list[Embeddin
     items = [ChunkVectors(row.chunk_id, firsts.get(i),
                           by_chunk.get(i, np.zeros((0, dim), dtype=np.float32)), counts[i])
              for i, row in enumerate(batch) if row.document_id not in dropped]
+    return BatchVectors(items, dropped, long, truncated)
+
+
+def write_vectors(store: Store | PgStore, done: BatchVectors) -> BatchResult:
+    """Commit a batch's vectors and token counts in one transaction; a degenerate vector
+    drops its document (index.md §4)."""
     with store.transaction():
-        store.write_chunk_vectors(items)
-        for document_id in dropped:
+        store.write_chunk_vectors(done.items)
+        for document_id in done.dropped:
             store.delete_document(document_id)
-    return BatchResult(len(items), sum(item.pieces - 1 for item in items), long, truncated,
-                       tuple(sorted(dropped.values())))
+    return BatchResult(len(done.items), sum(item.pieces - 1 for item in done.items), done.long,
+                       done.truncated, tuple(sorted(done.dropped.values())))
+
+
+STOP_POLL_SECONDS = 0.05
+"""How often the indexer's thread looks at the stop request while a batch runs."""
+
+
+class CancellableRuns:
+    """Model work on one worker thread while the calling thread polls `should_stop`.
+
+    A signal handler runs only on the main thread and only between Python bytecodes, so with
+    the model running there a stop waited for the whole batch. Here the main thread waits in
+    short, interruptible sleeps; once a stop is requested it cancels the run in flight
+    (`Runtime.cancel`) and the batch is left for the next run, uncommitted.
+    """
+
+    def __init__(self, embedder: Embedder, should_stop: Callable[[], bool]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._embedder = embedder
+        self._should_stop = should_stop
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="groove-embed")
+
+    def __enter__(self) -> CancellableRuns:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True)
+        self._embedder.runtime.resume()
+
+    def run(self, work: Callable[[], BatchVectors]) -> BatchVectors | None:
+        """`work()`'s result, or None when a stop cancelled it."""
+        from concurrent.futures import TimeoutError as WaitTimeout
+
+        from groove_cli.models.runtime import Cancelled
+
+        future = self._pool.submit(contextvars.copy_context().run, work)
+        try:
+            while True:
+                try:
+                    return future.result(timeout=STOP_POLL_SECONDS)
+                except WaitTimeout:
+                    if self._should_stop():
+                        self._embedder.runtime.cancel()
+        except Cancelled:
+            return None
+        except BaseException:  # a second Ctrl-C: end the run in flight before leaving
+            self._embedder.runtime.cancel()
+            future.cancel()
+            self._pool.shutdown(wait=True)
+            raise
 
 
 def _sound(vectors: npt.NDArray[np.float32]) -> bool:

@@ -289,7 +289,7 @@ class Embedder:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if self._feed_types:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        (hidden,) = self.runtime.session.run([self.settings.output], feeds)
+        (hidden,) = self.runtime.run([self.settings.output], feeds)
         hidden = np.asarray(hidden, dtype=np.float32)
         if hidden.ndim != 3 or hidden.shape[-1] != self.dim:
             raise ModelError(

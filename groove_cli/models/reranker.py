@@ -76,7 +76,7 @@ class CrossEncoder:
         if self._feed_types:
             types, _ = pad_batch([p.type_ids for p in pairs], 0)
             feeds["token_type_ids"] = types
-        (logits,) = self._rt.session.run([self.settings.output], feeds)
+        (logits,) = self._rt.run([self.settings.output], feeds)
         logits = np.asarray(logits, dtype=np.float32)
         if logits.ndim == 2 and logits.shape[1] == 1:
             logits = logits[:, 0]

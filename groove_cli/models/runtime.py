@@ -3,8 +3,10 @@
 onnxruntime and tokenizers are imported here, inside functions, so that importing
 `groove_cli.models` stays cheap (the query-embedding cache lets most searches skip them).
 
-Session options follow models.md §9: CPUExecutionProvider, all cores, full graph optimisation;
-the optimised graph is saved next to the model once (`SessionOptions.optimized_model_filepath`,
+Session options follow models.md §9: CPUExecutionProvider, the cores this process may use (or
+the `threads` setting), intra-op threads that sleep instead of spinning when they run out of
+work (a machine shared with other work keeps its cores; bench/results/index.md), full graph
+optimisation; the optimised graph is saved next to the model once (`SessionOptions.optimized_model_filepath`,
 file name keyed by the model's ONNX digest and the onnxruntime version, so a changed
 model.onnx or runtime never reuses a stale one) and later loads read it with optimisation
 disabled.
@@ -31,14 +33,50 @@ from groove_cli.models.directory import ResolvedModel
 _EXTERNAL_DATA_ABOVE = 1_500_000_000
 
 
+class Cancelled(Exception):
+    """A model run ended early because its `Runtime.cancel` was called."""
+
+
 @dataclass(frozen=True, slots=True)
 class Runtime:
-    """A loaded model: the onnxruntime session, its tokenizer and the tokenizer's pad id."""
+    """A loaded model: the onnxruntime session, its tokenizer and the tokenizer's pad id.
+
+    `run_options` go with every run of the session: `cancel` sets their terminate flag, which
+    onnxruntime checks between graph nodes, so a run in flight on another thread ends within
+    a node's time rather than a batch's.
+    """
 
     session: Any
     tokenizer: Any
     pad_id: int
     input_names: tuple[str, ...]
+    run_options: Any
+
+    def run(self, outputs: list[str], feeds: dict[str, Any]) -> list[Any]:
+        """`session.run` with the cancellable run options; Cancelled once `cancel` was called."""
+        try:
+            result: list[Any] = self.session.run(outputs, feeds, self.run_options)
+        except Exception:
+            if self.run_options.terminate:
+                raise Cancelled from None
+            raise
+        return result
+
+    def cancel(self) -> None:
+        """End the run in flight (any thread) and refuse new ones until `resume`."""
+        self.run_options.terminate = True
+
+    def resume(self) -> None:
+        self.run_options.terminate = False
+
+
+def default_threads() -> int:
+    """The cores this process may run on (its CPU affinity, which a container or `taskset`
+    narrows), else every core."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity call (macOS, Windows)
+        return os.cpu_count() or 1
 
 
 def optimized_path(model: ResolvedModel) -> Path:
@@ -53,8 +91,12 @@ def _session_options(optimise: bool, threads: int | None = None) -> Any:
     import onnxruntime as ort
 
     so = ort.SessionOptions()
-    so.intra_op_num_threads = threads or os.cpu_count() or 1
+    so.intra_op_num_threads = threads or default_threads()
     so.inter_op_num_threads = 1
+    # Idle intra-op threads sleep rather than spin: spinning threads hold cores that other
+    # processes (or this one's other threads) need, for no gain here (bench/results/index.md).
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    so.add_session_config_entry("session.inter_op.allow_spinning", "0")
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.log_severity_level = 3
     so.graph_optimization_level = (
@@ -70,7 +112,8 @@ def create_session(model: ResolvedModel, on_start: Callable[[], None] | None = N
     """An InferenceSession for `model`, reusing or writing the cached optimised graph.
 
     `on_start` is called just before onnxruntime takes over (it releases the GIL while it
-    loads and optimises the graph); `threads` caps its intra-op threads (default: all cores).
+    loads and optimises the graph); `threads` sets its intra-op threads (default:
+    `default_threads`).
     """
     import onnxruntime as ort
 
@@ -194,13 +237,16 @@ def load_runtime(model: ResolvedModel, *, tokenizer: bool = True,
 
 def _checked(model: ResolvedModel, session: Any, tok: Any, pad_id: int) -> Runtime:
     """The Runtime, once the graph is known to take `input_ids` and `attention_mask`."""
+    import onnxruntime as ort
+
     names = tuple(i.name for i in session.get_inputs())
     for required in ("input_ids", "attention_mask"):
         if required not in names:
             raise ModelError(
                 f"{model.onnx_path}: the graph has no {required!r} input (inputs: {', '.join(names)})"
             )
-    return Runtime(session=session, tokenizer=tok, pad_id=pad_id, input_names=names)
+    return Runtime(session=session, tokenizer=tok, pad_id=pad_id, input_names=names,
+                   run_options=ort.RunOptions())
 
 
 def pad_batch(
