@@ -593,6 +593,23 @@ def _not_url(source: str, value: str) -> NoReturn:
                      hint=URL_HINT)
 
 
+THREADS_ENV = "GROOVE_THREADS"
+
+
+def model_threads(settings: Settings) -> int | None:
+    """The model's intra-op threads: GROOVE_THREADS > `threads` > None (the cores this process
+    may use; 0 means the same). A bad GROOVE_THREADS is a usage error naming it."""
+    env = os.environ.get(THREADS_ENV, "").strip()
+    if env:
+        spec = SPECS["threads"]
+        value = int(env) if env.isdigit() else None
+        if value is None or check_value(spec, value) is not None:
+            raise UsageError(f"{THREADS_ENV}={env!r} is not a thread count",
+                             hint=f"set it to an integer {range_text(spec)}, or 0 for every core")
+        return value or None
+    return settings.int_("threads") or None
+
+
 def offline_mode() -> bool:
     """GROOVE_OFFLINE=1 or HF_HUB_OFFLINE=1 forbid model downloads (config.md §6)."""
     return any(os.environ.get(name, "").strip() not in ("", "0") for name in

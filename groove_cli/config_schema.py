@@ -66,6 +66,9 @@ SCHEMA: tuple[KeySpec, ...] = (
             help="Embed a chunk longer than max_length in window-sized pieces; the vector leg "
                  "ranks it by its first piece, or by a later one less what its number of pieces "
                  "gains by chance when that is higher. false: truncate at max_length."),
+    KeySpec("threads", "int", 0, 0, 1024,
+            help="Model threads of `index` (and eval's batched queries); 0: the cores this "
+                 "process may use. GROOVE_THREADS overrides it."),
     KeySpec("reranker", "str", "none", help="Reranker: registry name, directory or none."),
     KeySpec("rerank_by_default", "bool", True, help="Use a configured reranker in search."),
     KeySpec("models_dir", "path", help="Model cache folder."),

@@ -97,11 +97,15 @@ class Searcher:
     vector_pieces: bool = config.DEFAULT_VECTOR_PIECES
     """Rank a chunk by its first piece or a clearly better later one (search.md §4); off, by
     its first piece alone."""
+    threads: int | None = None
+    """The model's intra-op threads for batches of queries (None: the cores this process
+    may use); a single query runs on one."""
 
     @classmethod
     def open(cls, db: IndexLocation, kb: Path | None, *, model: str | None, max_length: int | None,
              models_dir: Path, offline: bool, reranker: str | None = None,
-             embeds: bool = True, vector_pieces: bool = config.DEFAULT_VECTOR_PIECES) -> Searcher:
+             embeds: bool = True, vector_pieces: bool = config.DEFAULT_VECTOR_PIECES,
+             threads: int | None = None) -> Searcher:
         """Open the index read-only and check model identity before loading anything.
 
         `embeds=False` (a full-text-only search): a model that cannot be found is no error, the
@@ -137,7 +141,7 @@ class Searcher:
             raise
         return cls(store, db, meta, runtime, models_dir, offline,
                    reranker_name=None if reranker == "none" else reranker, kb_hint=kb_hint,
-                   vector_pieces=vector_pieces)
+                   vector_pieces=vector_pieces, threads=threads)
 
     @classmethod
     def from_settings(cls, settings: Settings, db: IndexLocation, kb: Path | None, *,
@@ -147,7 +151,8 @@ class Searcher:
                         max_length=settings.int_("max_length"),
                         models_dir=config.models_dir(settings), offline=config.offline_mode(),
                         reranker=reranker, embeds=embeds,
-                        vector_pieces=settings.bool_("vector_pieces"))
+                        vector_pieces=settings.bool_("vector_pieces"),
+                        threads=config.model_threads(settings))
 
     def __post_init__(self) -> None:
         self._idle.append(self.store)
@@ -213,7 +218,7 @@ class Searcher:
                 # less for a core and gives the same vector (bench/results/serve.md)
                 self._embedder = Embedder.load(model, max_length=self.runtime.max_length,
                                                few_queries=bool(texts) and fits_piece_table(texts),
-                                               threads=1 if len(texts) == 1 else None)
+                                               threads=1 if len(texts) == 1 else self.threads)
                 self.loaded_model = True
             return self._embedder
 
