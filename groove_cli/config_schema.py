@@ -37,6 +37,11 @@ class KeySpec:
     choices: tuple[str, ...] = ()
     finite: bool = False
     help: str = ""
+    ranks: bool | None = None
+    """Whether the key can change which hits a search of a given index returns, or their order,
+    so it must reach the eval fingerprint (eval.md §6). Keys that shape the index itself (which
+    files, which chunks) reach eval through the corpus digest instead. Every key says so
+    explicitly: None is refused by tests/test_fingerprint_complete.py."""
 
     @property
     def table(self) -> str:
@@ -48,100 +53,115 @@ class KeySpec:
 
 
 SCHEMA: tuple[KeySpec, ...] = (
-    KeySpec("kb_path", "path", help="Knowledge-base root (the folder of notes)."),
-    KeySpec("db_path", "path", help="Index file; default <state folder>/index.db."),
+    KeySpec("kb_path", "path", help="Knowledge-base root (the folder of notes).", ranks=False),
+    KeySpec("db_path", "path", help="Index file; default <state folder>/index.db.", ranks=False),
     KeySpec("store.location", "enum_opt", None, choices=("kb", "user"),
             help="The KB's state folder (index, snapshot, eval history): kb = <kb>/.groove/, "
-                 "user = the user's data folder; unset: kb, or user when the KB is read-only."),
+                 "user = the user's data folder; unset: kb, or user when the KB is read-only.",
+            ranks=False),
     KeySpec("store.url", "str",
-            help="postgresql://… URL of a Postgres store (GROOVE_DB_URL and --db override it)."),
-    KeySpec("store.kb", "str", help="KB id in a Postgres store; default: from the KB folder."),
+            help="postgresql://… URL of a Postgres store (GROOVE_DB_URL and --db override it).",
+            ranks=False),
+    KeySpec("store.kb", "str", help="KB id in a Postgres store; default: from the KB folder.",
+            ranks=False),
     KeySpec("store.ef_search", "int", 800, 1, 1000,
-            help="pgvector HNSW ef_search (raised to the vector leg's k)."),
+            help="pgvector HNSW ef_search (raised to the vector leg's k).", ranks=True),
     KeySpec("store.vector_index", "enum", "hnsw", choices=("hnsw", "exact"),
-            help="A new Postgres KB's vectors: hnsw (pgvector) or exact (KNN in groove)."),
-    KeySpec("model", "str", help="Embedding model: registry name or model directory."),
-    KeySpec("max_length", "int", lo=16, help="Embedding input cap in tokens."),
+            help="A new Postgres KB's vectors: hnsw (pgvector) or exact (KNN in groove).",
+            ranks=False),
+    KeySpec("model", "str", help="Embedding model: registry name or model directory.", ranks=True),
+    KeySpec("max_length", "int", lo=16, help="Embedding input cap in tokens.", ranks=True),
     KeySpec("vector_pieces", "bool", True,
             help="Embed a chunk longer than max_length in window-sized pieces; the vector leg "
                  "ranks it by its first piece, or by a later one less what its number of pieces "
-                 "gains by chance when that is higher. false: truncate at max_length."),
+                 "gains by chance when that is higher. false: truncate at max_length.", ranks=True),
     KeySpec("threads", "int", 0, 0, 1024,
             help="Model threads of `index` (and eval's batched queries); 0: the cores this "
-                 "process may use. GROOVE_THREADS overrides it."),
-    KeySpec("reranker", "str", "none", help="Reranker: registry name, directory or none."),
-    KeySpec("rerank_by_default", "bool", True, help="Use a configured reranker in search."),
-    KeySpec("models_dir", "path", help="Model cache folder."),
-    KeySpec("exclude_dirs", "list_str", list(DEFAULT_EXCLUDE_DIRS), help="Skipped folders."),
+                 "process may use. GROOVE_THREADS overrides it.", ranks=False),
+    KeySpec("reranker", "str", "none", help="Reranker: registry name, directory or none.",
+            ranks=True),
+    KeySpec("rerank_by_default", "bool", True, help="Use a configured reranker in search.",
+            ranks=False),
+    KeySpec("models_dir", "path", help="Model cache folder.", ranks=False),
+    KeySpec("exclude_dirs", "list_str", list(DEFAULT_EXCLUDE_DIRS), help="Skipped folders.",
+            ranks=False),
     KeySpec("index_hidden_dirs", "bool", False,
-            help="Also index folders whose name starts with '.' (.github, .claude, …)."),
-    KeySpec("exclude_headings", "list_str", [], help="Drop h2/h3 sections containing these."),
-    KeySpec("parsers.enabled", "list_str", ["md"], help="File types: md, txt."),
-    KeySpec("quality_filter.enabled", "bool", True),
-    KeySpec("quality_filter.threshold", "float", 0.3, 0.0, 1.0),
-    KeySpec("search.min_confidence_ratio", "float", 1.5, 0.0, None, finite=True),
+            help="Also index folders whose name starts with '.' (.github, .claude, …).",
+            ranks=False),
+    KeySpec("exclude_headings", "list_str", [], help="Drop h2/h3 sections containing these.",
+            ranks=False),
+    KeySpec("parsers.enabled", "list_str", ["md"], help="File types: md, txt.", ranks=False),
+    KeySpec("quality_filter.enabled", "bool", True, ranks=False),
+    KeySpec("quality_filter.threshold", "float", 0.3, 0.0, 1.0, ranks=False),
+    KeySpec("search.min_confidence_ratio", "float", 1.5, 0.0, None, finite=True, ranks=False),
     KeySpec("search.relevance.low_confidence_below", "float", 0.35, 0.0, 1.0,
-            help="low_confidence when the best hit's relevance is below this (0: never)."),
-    KeySpec("search.relevance.min_relevance", "float", 0.0, 0.0, 1.0, help="Drop hits below this relevance."),
+            help="low_confidence when the best hit's relevance is below this (0: never).",
+            ranks=False),
+    KeySpec("search.relevance.min_relevance", "float", 0.0, 0.0, 1.0, help="Drop hits below this relevance.",
+            ranks=True),
     KeySpec("search.relevance.calibration", "list_float", None,
-            help="Relevance model (unset: the model's shipped one; tune --space calibration fits it)."),
+            help="Relevance model (unset: the model's shipped one; tune --space calibration fits it).",
+            ranks=True),
     KeySpec("search.relevance.rerank_calibration", "list_float", None,
             help="Stacked relevance model of reranked hits (unset: the reranker's score is not "
-                 "used; tune --space calibration with a reranker fits it)."),
-    KeySpec("search.retrieval.mode", "enum", "hybrid", choices=MODES),
-    KeySpec("search.retrieval.preset", "enum_opt", None, choices=PRESETS),
-    KeySpec("search.retrieval.dense_top_k", "int", None, 1, MAX_TOP_K),
-    KeySpec("search.retrieval.sparse_top_k", "int", None, 1, MAX_TOP_K),
-    KeySpec("search.retrieval.vector_weight", "float", 1.0, 0.0, 1e6, finite=True),
-    KeySpec("search.retrieval.fts_weight", "float", 1.0, 0.0, 1e6, finite=True),
+                 "used; tune --space calibration with a reranker fits it).", ranks=True),
+    KeySpec("search.retrieval.mode", "enum", "hybrid", choices=MODES, ranks=True),
+    KeySpec("search.retrieval.preset", "enum_opt", None, choices=PRESETS, ranks=True),
+    KeySpec("search.retrieval.dense_top_k", "int", None, 1, MAX_TOP_K, ranks=True),
+    KeySpec("search.retrieval.sparse_top_k", "int", None, 1, MAX_TOP_K, ranks=True),
+    KeySpec("search.retrieval.vector_weight", "float", 1.0, 0.0, 1e6, finite=True, ranks=True),
+    KeySpec("search.retrieval.fts_weight", "float", 1.0, 0.0, 1e6, finite=True, ranks=True),
     # 6.0: the smallest of 1, 2, 3, 4, 6 at which JSQuAD's default hybrid is not below its
     # full-text leg (issue #13, bench/results/quality.md); only queries with CJK text run it.
     KeySpec("search.retrieval.cjk_weight", "float", 6.0, 0.0, 1e6, finite=True,
-            help="Weight of the CJK full-text leg (Japanese and other CJK queries) in fusion."),
-    KeySpec("search.retrieval.min_score", "float", 0.0, 0.0, 1.0),
+            help="Weight of the CJK full-text leg (Japanese and other CJK queries) in fusion.",
+            ranks=True),
+    KeySpec("search.retrieval.min_score", "float", 0.0, 0.0, 1.0, ranks=True),
     # score: the family chosen by leave-one-collection-out on the benchmark suite
     # (bench/results/suite.md, `qlen`); rrf stays available.
     KeySpec("search.fusion.method", "enum", "score", choices=FUSION_METHODS,
             help="Fusion of the legs: score (weighted sum of normalised bm25 and cosine "
-                 "scores, the vector share following the query) or rrf (weighted RRF of ranks)."),
-    KeySpec("search.fusion.rrf_k", "float", 60.0, 1.0, 1e6, finite=True),
+                 "scores, the vector share following the query) or rrf (weighted RRF of ranks).",
+            ranks=True),
+    KeySpec("search.fusion.rrf_k", "float", 60.0, 1.0, 1e6, finite=True, ranks=True),
     # The `qlen3L` member refit on all 8 collections of the suite, the family chosen by
     # leave-one-collection-out (bench/results/suite_signals.md): three length tiers for Latin
     # queries, and a query with CJK text weighed like a long one (alpha 0.5, CJK leg 1.0).
     KeySpec("search.fusion.score_alpha", "float", 0.5, 0.0, 1.0,
             help="Score fusion: weight of the vector leg for a query with CJK text; the "
-                 "trigram and word-level legs each weigh 1 - the query's alpha."),
+                 "trigram and word-level legs each weigh 1 - the query's alpha.", ranks=True),
     KeySpec("search.fusion.score_alpha_short", "float", 0.8, 0.0, 1.0,
             help="Score fusion: weight of the vector leg for a query without CJK text of at "
-                 "most short_query_words word terms."),
+                 "most short_query_words word terms.", ranks=True),
     KeySpec("search.fusion.score_alpha_mid", "float", 0.7, 0.0, 1.0,
             help="Score fusion: weight of the vector leg for a query without CJK text of more "
-                 "than short_query_words and at most mid_query_words word terms."),
+                 "than short_query_words and at most mid_query_words word terms.", ranks=True),
     KeySpec("search.fusion.score_alpha_long", "float", 0.5, 0.0, 1.0,
-            help="Score fusion: weight of the vector leg for a longer query without CJK text."),
+            help="Score fusion: weight of the vector leg for a longer query without CJK text.",
+            ranks=True),
     KeySpec("search.fusion.short_query_words", "int", 4, 0, 32,
             help="Score fusion: a query without CJK text of at most this many word terms "
-                 "(stopwords dropped, repeats kept) takes score_alpha_short."),
+                 "(stopwords dropped, repeats kept) takes score_alpha_short.", ranks=True),
     KeySpec("search.fusion.mid_query_words", "int", 8, 0, 64,
             help="Score fusion: a query without CJK text of more than short_query_words and at "
                  "most this many word terms takes score_alpha_mid (none when it is not above "
-                 "short_query_words)."),
+                 "short_query_words).", ranks=True),
     KeySpec("search.fusion.score_cjk_weight", "float", 1.0, 0.0, 1e6, finite=True,
-            help="Score fusion: weight of the CJK full-text leg."),
-    KeySpec("search.fusion.bm25_heading_weight", "float", 2.0, 0.0, 1e6, finite=True),
-    KeySpec("search.fusion.bm25_context_weight", "float", 1.0, 0.0, 1e6, finite=True),
-    KeySpec("search.fusion.bm25_content_weight", "float", 1.0, 0.0, 1e6, finite=True),
-    KeySpec("search.mmr.enabled", "bool", False),
-    KeySpec("search.mmr.lambda", "float", 0.7, 0.0, 1.0),
-    KeySpec("search.mmr.same_doc_penalty", "float", 0.0, 0.0, 1.0),
-    KeySpec("search.parent_retriever.enabled", "bool", False),
-    KeySpec("search.parent_retriever.whole_doc_threshold_tokens", "int", 100, 0, None),
-    KeySpec("search.parent_retriever.max_expanded_tokens", "int", 2000, None, 8192),
-    KeySpec("eval.golden", "path"),
-    KeySpec("eval.history_size", "int", 10, 1, 1000),
-    KeySpec("eval.k_values", "list_int", [1, 5, 10], 0, MAX_LIMIT),
-    KeySpec("eval.regression_threshold", "float", 0.05, 0.0, 1.0, finite=True),
-    KeySpec("contextual.enabled", "bool", False),
+            help="Score fusion: weight of the CJK full-text leg.", ranks=True),
+    KeySpec("search.fusion.bm25_heading_weight", "float", 2.0, 0.0, 1e6, finite=True, ranks=True),
+    KeySpec("search.fusion.bm25_context_weight", "float", 1.0, 0.0, 1e6, finite=True, ranks=True),
+    KeySpec("search.fusion.bm25_content_weight", "float", 1.0, 0.0, 1e6, finite=True, ranks=True),
+    KeySpec("search.mmr.enabled", "bool", False, ranks=True),
+    KeySpec("search.mmr.lambda", "float", 0.7, 0.0, 1.0, ranks=True),
+    KeySpec("search.mmr.same_doc_penalty", "float", 0.0, 0.0, 1.0, ranks=True),
+    KeySpec("search.parent_retriever.enabled", "bool", False, ranks=True),
+    KeySpec("search.parent_retriever.whole_doc_threshold_tokens", "int", 100, 0, None, ranks=True),
+    KeySpec("search.parent_retriever.max_expanded_tokens", "int", 2000, None, 8192, ranks=True),
+    KeySpec("eval.golden", "path", ranks=False),
+    KeySpec("eval.history_size", "int", 10, 1, 1000, ranks=False),
+    KeySpec("eval.k_values", "list_int", [1, 5, 10], 0, MAX_LIMIT, ranks=True),
+    KeySpec("eval.regression_threshold", "float", 0.05, 0.0, 1.0, finite=True, ranks=False),
+    KeySpec("contextual.enabled", "bool", False, ranks=False),
 )
 
 SPECS: dict[str, KeySpec] = {s.key: s for s in SCHEMA}

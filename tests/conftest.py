@@ -166,3 +166,31 @@ def server(kb_env: tuple[Path, dict[str, str]]) -> Iterator[Server]:
     kb, env = kb_env
     with serving(kb, env) as running:
         yield running
+
+
+@pytest.fixture
+def sample_kb(golden_copy: tuple[Path, Path], tmp_path: Path, real_models_dir: Path,
+              monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder holding `golden/` with its index at the default place, as after `make demo`,
+    the models found in the default cache; the working directory is that folder."""
+    import shutil
+
+    kb, db = golden_copy
+    home = tmp_path / "home"
+    home.mkdir()
+    target = home / "golden"
+    shutil.copytree(kb, target)
+    for side in db.parent.glob(db.name + "*"):
+        shutil.copy2(side, target / side.name.replace(db.name, ".groove.db", 1))
+    from groove_cli.store import Store
+
+    store = Store.open_for_index(target / ".groove.db")  # the index records its KB's path
+    with store.transaction():
+        store.set_meta({"kb_path": str(target.resolve())})
+    store.close()
+    cache = tmp_path / "cache"
+    (cache / "groove").mkdir(parents=True)
+    (cache / "groove" / "models").symlink_to(real_models_dir)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.chdir(home)
+    return target

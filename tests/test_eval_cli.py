@@ -32,7 +32,7 @@ REPORT_KEYS = ["timestamp", "fingerprint", "corpus", "corpus_changed", "aggregat
                "findings", "previous", "diff", "regressions"]
 RUN_KEYS = ["timestamp", "fingerprint", "corpus", "per_query", "aggregate"]
 BASE_FINGERPRINT_KEYS = ["model", "reranker", "limit", "k_values", "golden_hash",
-                         "metric_version", "fts_query_version"]
+                         "metric_version", "fts_query_version", "fingerprint_version"]
 NO_COMPARED = "groove: note: no compatible previous run; nothing to compare against"
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 

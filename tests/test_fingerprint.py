@@ -33,6 +33,7 @@ DEFAULTS = FingerprintInputs(
     leg_weights=(("fts_weight", 1.0, 1.0), ("cjk_weight", 6.0, 6.0)),
     min_score=0.0,
     context_mode="off",
+    search=(),
 )
 
 MINIMAL = {
@@ -43,6 +44,7 @@ MINIMAL = {
     "golden_hash": "ab" * 32,
     "metric_version": 1,
     "fts_query_version": 5,  # 2: word table (#8); 3: CJK table (#13); 4: no kana pairs; 5: #25
+    "fingerprint_version": 2,  # 2: the derived `search` member (#38)
 }
 
 

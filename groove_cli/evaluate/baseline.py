@@ -29,7 +29,7 @@ from groove_cli.config import (
 )
 from groove_cli.errors import GrooveError
 from groove_cli.evaluate import history
-from groove_cli.evaluate.fingerprint import DEFAULT_MODE
+from groove_cli.evaluate.fingerprint import DEFAULT_MODE, implied_search_defaults
 from groove_cli.evaluate.golden import RefusedFile, read_regular_file
 from groove_cli.evaluate.metrics import metric_label
 from groove_cli.evaluate.paired import (
@@ -67,6 +67,8 @@ _IMPLIED: dict[str, object] = {
     "retrieval.fts_weight": DEFAULT_LEG_WEIGHT,
     "retrieval.min_score": DEFAULT_MIN_SCORE,
     "context.mode": "off",
+    "fingerprint_version": 1,
+    **implied_search_defaults(),
 }
 
 

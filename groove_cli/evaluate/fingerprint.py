@@ -1,12 +1,18 @@
 """The run fingerprint: which settings a run was measured with (eval.md §6).
 
 Two runs are compared only when their fingerprints are equal. Optional members appear only when
-they differ from the built-in defaults, so a default run stays comparable with runs recorded
-before a knob existed.
+they differ from the built-in defaults. The `search` member is derived, not listed: every
+SearchParams field declared to rank (retrieve/params.py `ranks`) without a member of its own, and
+every ranking config key that reaches the search outside SearchParams, appear there when not at
+their defaults — tests/test_fingerprint_complete.py fails when a field or key is left out.
+`fingerprint_version` changes whenever what the fingerprint covers changes, so a run recorded
+by an older groove is never taken for one with the same settings.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from groove_cli.config import (
@@ -15,11 +21,67 @@ from groove_cli.config import (
     DEFAULT_MIN_SCORE,
     DEFAULT_RRF_K,
     SPECS,
+    Settings,
 )
 from groove_cli.evaluate.metrics import METRIC_VERSION
+from groove_cli.retrieve.params import SearchParams
 from groove_cli.retrieve.query import FTS_QUERY_VERSION
 
 DEFAULT_MODE = SPECS["search.retrieval.mode"].default
+FINGERPRINT_VERSION = 2
+"""1 (absent): before the `search` member; such a run's settings are not fully known, so it is
+never compared as equal with a run of today."""
+SETTINGS_OUTSIDE_PARAMS = ("vector_pieces", "store.ef_search")
+"""Ranking config keys (config_schema `ranks=True`) that reach the search without passing
+through SearchParams: the Searcher's piece rule and pgvector's search breadth."""
+
+
+def _json_value(value: object) -> object:
+    """A field value as the fingerprint stores it: a fitted model as its coefficient list,
+    a filter set as its non-default members, a set sorted."""
+    if isinstance(value, frozenset | set):
+        return sorted(value)
+    if isinstance(value, tuple):
+        return [_json_value(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        default = None
+        try:
+            default = type(value)()
+        except TypeError:  # a model's coefficients: every one of them, in order
+            flat: list[object] = []
+            for item in dataclasses.astuple(value):
+                flat.extend(item if isinstance(item, tuple) else (item,))
+            return flat
+        return {f.name: _json_value(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if getattr(value, f.name) != getattr(default, f.name)}
+    return value
+
+
+def search_member(settings: Settings, params: SearchParams) -> tuple[tuple[str, object], ...]:
+    """The `search` member's (name, value) pairs: each ranking SearchParams field without a
+    member of its own, then each key of SETTINGS_OUTSIDE_PARAMS, when not at its default."""
+    default = SearchParams()
+    found: list[tuple[str, object]] = []
+    for f in dataclasses.fields(SearchParams):
+        if f.metadata.get("ranks") and f.metadata.get("member") is None:
+            value = getattr(params, f.name)
+            if value != getattr(default, f.name):
+                found.append((f.name, _json_value(value)))
+    for key in SETTINGS_OUTSIDE_PARAMS:
+        if settings[key] != SPECS[key].default:
+            found.append((key, settings[key]))
+    return tuple(found)
+
+
+def implied_search_defaults() -> Mapping[str, object]:
+    """What an absent `search.*` member means: the field's or key's default (for diffs)."""
+    default = SearchParams()
+    implied: dict[str, object] = {
+        f"search.{f.name}": _json_value(getattr(default, f.name))
+        for f in dataclasses.fields(SearchParams)
+        if f.metadata.get("ranks") and f.metadata.get("member") is None}
+    implied.update({f"search.{key}": SPECS[key].default for key in SETTINGS_OUTSIDE_PARAMS})
+    return implied
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,6 +119,8 @@ class FingerprintInputs:
     leg_weights: tuple[tuple[str, float, float], ...] = ()
     """The full-text legs' fusion weights: (key, value, built-in default), one per distinct
     weight key of retrieve/legs.py's registry, in fusion order."""
+    search: tuple[tuple[str, object], ...]
+    """`search_member`: the ranking settings no other member carries, when not default."""
 
 
 def build_fingerprint(inputs: FingerprintInputs) -> dict[str, object]:
@@ -77,6 +141,7 @@ def build_fingerprint(inputs: FingerprintInputs) -> dict[str, object]:
         "golden_hash": inputs.golden_hash,
         "metric_version": METRIC_VERSION,
         "fts_query_version": FTS_QUERY_VERSION,
+        "fingerprint_version": FINGERPRINT_VERSION,
     }
     if inputs.max_length_override is not None:
         fp["max_length"] = inputs.max_length_override
@@ -112,6 +177,8 @@ def build_fingerprint(inputs: FingerprintInputs) -> dict[str, object]:
     retrieval = _retrieval_member(inputs)
     if retrieval:
         fp["retrieval"] = retrieval
+    if inputs.search:
+        fp["search"] = dict(inputs.search)
     if inputs.context_mode == "static":
         fp["context"] = {"mode": "static"}
     return fp

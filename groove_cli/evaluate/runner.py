@@ -21,7 +21,7 @@ from groove_cli.evaluate import history
 from groove_cli.evaluate.baseline import gate_comparison, load_baseline, save_baseline
 from groove_cli.evaluate.corpus import corpus_block, corpus_digest
 from groove_cli.evaluate.findings import findings_warning_text, quoted_findings, quoted_needles
-from groove_cli.evaluate.fingerprint import FingerprintInputs, build_fingerprint
+from groove_cli.evaluate.fingerprint import FingerprintInputs, build_fingerprint, search_member
 from groove_cli.evaluate.golden import (
     GoldenSet,
     golden_index_warnings,
@@ -110,7 +110,7 @@ def fingerprint_inputs(settings: Settings, params: SearchParams, *, model: str,
                        params.score_alpha_mid, params.score_alpha_long,
                        params.short_query_words, params.mid_query_words)
                       if params.fusion == "score" else None),
-        context_mode=context_mode,
+        context_mode=context_mode, search=search_member(settings, params),
     )
 
 

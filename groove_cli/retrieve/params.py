@@ -8,9 +8,9 @@ warnings about settings and queries (cli.md §5). Every default comes from the c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from groove_cli import config, messages
 from groove_cli.config import MAX_LIMIT, Settings
@@ -26,55 +26,96 @@ def _default(key: str) -> float:
     return config.default_float(key)
 
 
+def ranks(default: Any = None, *, member: str | None = None,
+          when: Mapping[str, object] | None = None, factory: Callable[[], Any] | None = None
+          ) -> Any:
+    """A SearchParams field that can change which hits come back or their order: the eval
+    fingerprint must see it (eval.md §6). `member`: the fingerprint member that carries it
+    (None: the `search` member, derived from these declarations); `when`: other fields'
+    values under which it has an effect (MMR's lambda only with MMR on)."""
+    metadata = {"ranks": True, "member": member, "when": dict(when or {})}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def shows(default: Any, why: str) -> Any:
+    """A SearchParams field that changes no hit and no order (what a hit shows, a marker, or a
+    value derived from fingerprinted ones), with the reason."""
+    return field(default=default, metadata={"ranks": False, "why": why})
+
+
 @dataclass(frozen=True, slots=True)
 class SearchParams:
-    """Effective settings of one search (already resolved: flag > config > preset > default)."""
+    """Effective settings of one search (already resolved: flag > config > preset > default).
 
-    limit: int = 5
-    mode: str = "hybrid"
-    preset: str | None = None
-    dense_top_k: int | None = None
-    dense_top_k_from_preset: bool = False
-    sparse_top_k: int | None = None
-    sparse_top_k_from_preset: bool = False
-    vector_weight: float = _default("search.retrieval.vector_weight")
-    fts_weight: float = _default("search.retrieval.fts_weight")
-    cjk_weight: float = config.DEFAULT_CJK_WEIGHT
-    min_score: float = config.DEFAULT_MIN_SCORE
-    rrf_k: float = config.DEFAULT_RRF_K
-    fusion: str = config.DEFAULT_FUSION
+    Every field declares whether it ranks (`ranks`) or not (`shows`), so the eval fingerprint
+    cannot miss one (tests/test_fingerprint_complete.py)."""
+
+    limit: int = ranks(5, member="limit")
+    mode: str = ranks("hybrid", member="retrieval.mode")
+    preset: str | None = ranks(None, member="retrieval.preset")
+    dense_top_k: int | None = ranks(None, member="retrieval.dense_top_k")
+    dense_top_k_from_preset: bool = shows(False, "where dense_top_k came from; the preset "
+                                                 "and dense_top_k are fingerprinted")
+    sparse_top_k: int | None = ranks(None, member="retrieval.sparse_top_k")
+    sparse_top_k_from_preset: bool = shows(False, "where sparse_top_k came from; the preset "
+                                                  "and sparse_top_k are fingerprinted")
+    vector_weight: float = ranks(_default("search.retrieval.vector_weight"),
+                                 member="retrieval.vector_weight", when={"fusion": "rrf"})
+    fts_weight: float = ranks(_default("search.retrieval.fts_weight"),
+                              member="retrieval.fts_weight", when={"fusion": "rrf"})
+    cjk_weight: float = ranks(config.DEFAULT_CJK_WEIGHT, member="retrieval.cjk_weight",
+                              when={"fusion": "rrf"})
+    min_score: float = ranks(config.DEFAULT_MIN_SCORE, member="retrieval.min_score")
+    rrf_k: float = ranks(config.DEFAULT_RRF_K, member="fusion.rrf_k", when={"fusion": "rrf"})
+    fusion: str = ranks(config.DEFAULT_FUSION, member="fusion.method")
     """How the legs are fused (search.md §5): `rrf` or `score`."""
-    score_alpha: float = config.DEFAULT_SCORE_ALPHA
-    score_cjk_weight: float = config.DEFAULT_SCORE_CJK_WEIGHT
-    score_alpha_short: float = _default("search.fusion.score_alpha_short")
-    score_alpha_mid: float = _default("search.fusion.score_alpha_mid")
-    score_alpha_long: float = _default("search.fusion.score_alpha_long")
-    short_query_words: int = config.default_int("search.fusion.short_query_words")
-    mid_query_words: int = config.default_int("search.fusion.mid_query_words")
-    query_alpha: float | None = None
+    score_alpha: float = ranks(config.DEFAULT_SCORE_ALPHA, member="fusion.score_alpha")
+    score_cjk_weight: float = ranks(config.DEFAULT_SCORE_CJK_WEIGHT,
+                                    member="fusion.score_cjk_weight")
+    score_alpha_short: float = ranks(_default("search.fusion.score_alpha_short"),
+                                     member="fusion.score_alpha_short")
+    score_alpha_mid: float = ranks(_default("search.fusion.score_alpha_mid"),
+                                   member="fusion.score_alpha_mid")
+    score_alpha_long: float = ranks(_default("search.fusion.score_alpha_long"),
+                                    member="fusion.score_alpha_long")
+    short_query_words: int = ranks(config.default_int("search.fusion.short_query_words"),
+                                   member="fusion.short_query_words")
+    mid_query_words: int = ranks(config.default_int("search.fusion.mid_query_words"),
+                                 member="fusion.mid_query_words")
+    query_alpha: float | None = shows(None, "fixed per query (`for_query`) from the alphas, "
+                                            "which are fingerprinted")
     """Score fusion's vector share fixed for one query (`for_query`); None: not fixed yet,
     `score_alpha` applies."""
-    bm25_weights: tuple[float, float, float] = config.DEFAULT_BM25_WEIGHTS
-    rerank: bool = False
-    mmr: bool = False
-    mmr_lambda: float = _default("search.mmr.lambda")
-    mmr_same_doc_penalty: float = _default("search.mmr.same_doc_penalty")
-    parent_retriever: bool = False
-    whole_doc_threshold_tokens: int = config.default_int(
-        "search.parent_retriever.whole_doc_threshold_tokens")
-    max_expanded_tokens: int = config.default_int("search.parent_retriever.max_expanded_tokens")
-    min_confidence_ratio: float = _default("search.min_confidence_ratio")
-    filters: FilterSpec = field(default_factory=FilterSpec)
-    spans: bool = True
-    calibration: Calibration | None = None
+    bm25_weights: tuple[float, float, float] = ranks(config.DEFAULT_BM25_WEIGHTS,
+                                                     member="fusion.bm25_*")
+    rerank: bool = shows(False, "set when a reranker runs; the reranker is fingerprinted")
+    mmr: bool = ranks(False, member="mmr")
+    mmr_lambda: float = ranks(_default("search.mmr.lambda"), member="mmr", when={"mmr": True})
+    mmr_same_doc_penalty: float = ranks(_default("search.mmr.same_doc_penalty"), member="mmr",
+                                        when={"mmr": True})
+    parent_retriever: bool = ranks(False, member="parent_retriever")
+    whole_doc_threshold_tokens: int = ranks(config.default_int(
+        "search.parent_retriever.whole_doc_threshold_tokens"), member="parent_retriever",
+        when={"parent_retriever": True})
+    max_expanded_tokens: int = ranks(
+        config.default_int("search.parent_retriever.max_expanded_tokens"),
+        member="parent_retriever", when={"parent_retriever": True})
+    min_confidence_ratio: float = shows(_default("search.min_confidence_ratio"),
+                                        "the low-confidence marker only")
+    filters: FilterSpec = ranks(factory=FilterSpec)
+    spans: bool = shows(True, "match spans: what a hit shows, not which hits")
+    calibration: Calibration | None = ranks(None)
     """The relevance model; None: the shipped one of the index's embedding model."""
-    rerank_calibration: RerankCalibration | None = None
+    rerank_calibration: RerankCalibration | None = ranks(None)
     """The stacked model of reranked hits; None: a reranked hit's relevance ignores the
     reranker's score (relevance.py)."""
-    min_relevance: float = 0.0
+    min_relevance: float = ranks(0.0)
     """Hits whose relevance is below this are dropped (after every ranking stage)."""
-    low_confidence_below: float = _default("search.relevance.low_confidence_below")
-    disabled_legs: frozenset[str] = frozenset()
+    low_confidence_below: float = shows(_default("search.relevance.low_confidence_below"),
+                                        "the low-confidence marker only")
+    disabled_legs: frozenset[str] = ranks(frozenset())
     """Full-text legs switched off by name (eval --ablate), whatever their weights."""
 
     @property
