@@ -77,9 +77,16 @@ def refuse_running(service: Service) -> None:
 
 @contextlib.contextmanager
 def state_files(service: Service, address: str, token: str) -> Iterator[list[Path]]:
-    """Write each KB's state file for the running server; remove them when it stops."""
+    """Write each KB's state file for the running server; remove them when it stops.
+
+    The registry entry comes first and goes last: while a KB's state file names this server
+    (what a client, a test or a benchmark waits for), the light command line finds it too."""
     written: list[Path] = []
     try:
+        try:  # the light command line finds servers here (relay.py); without it, it runs
+            written.append(write_registered(ServerState(os.getpid(), address, token, "")))
+        except OSError as exc:  # in-process and forwards through the state files below
+            messages.note(f"cannot list this server for the command line: {exc}")
         for served in service.kbs.values():
             path = state_path(served.index.location, served.kb)
             if path is None:
@@ -87,13 +94,9 @@ def state_files(service: Service, address: str, token: str) -> Iterator[list[Pat
             write_state(path, ServerState(os.getpid(), address, token,
                                           index_id(served.index.location)))
             written.append(path)
-        try:  # the light command line finds servers here (relay.py); without it, it runs
-            written.append(write_registered(ServerState(os.getpid(), address, token, "")))
-        except OSError as exc:  # in-process and forwards through the state files above
-            messages.note(f"cannot list this server for the command line: {exc}")
         yield written
     finally:
-        for path in written:
+        for path in reversed(written):
             remove_state(path, os.getpid())
 
 
