@@ -9,14 +9,16 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
+import threading
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from tests.waiting import HANG_GUARD_S, wait_until
 
 REPO = Path(__file__).resolve().parent.parent
 PROBE = ("import atexit, json, sys\n"
@@ -63,6 +65,11 @@ class Server:
     proc: subprocess.Popen[str]
     state: dict[str, Any]
     kb: Path
+    log: list[str] = field(default_factory=list)
+    """The server's stderr lines so far (read as they come, so the pipe never fills)."""
+
+    def logged(self, text: str) -> bool:
+        return any(text in line for line in self.log)
 
     @property
     def url(self) -> str:
@@ -91,6 +98,15 @@ def heavy(modules: list[str]) -> list[str]:
     return [m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)]
 
 
+def maps_library(pid: int, name: str) -> bool:
+    """Whether process `pid` has a shared library whose path holds `name` mapped (Linux): how
+    a test sees a server start loading a model (onnxruntime comes with the first one)."""
+    try:
+        return name in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
 def state_file(kb: Path) -> Path:
     return kb / ".groove.db.server.json"
 
@@ -101,31 +117,57 @@ def groove(env: dict[str, str], *args: str, cwd: Path | None = None,
                           text=True, env=env, cwd=cwd, timeout=timeout)
 
 
+def _drain(stream: IO[str], into: list[str]) -> threading.Thread:
+    """Read `stream` line by line into `into` on a daemon thread, until it closes."""
+    def read() -> None:
+        for line in stream:
+            into.append(line)
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
 @contextmanager
 def serving(kb: Path, env: dict[str, str], *extra: str) -> Iterator[Server]:
-    """`groove serve KB --port 0 …` until the block ends (SIGTERM, then wait)."""
+    """`groove serve KB --port 0 …` until the block ends (SIGTERM, then wait). The server is
+    announced when its state file names it: its registry entry is written before (runner.py)."""
     proc = subprocess.Popen([sys.executable, "-m", "groove_cli", "serve", str(kb), "--port", "0",
-                             *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             *extra], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)
+    assert proc.stderr is not None
+    log: list[str] = []
+    reader = _drain(proc.stderr, log)
+    path = state_file(kb)
+
+    seen: list[dict[str, Any]] = []
+
+    def announced() -> bool:
+        if proc.poll() is not None:
+            reader.join(timeout=HANG_GUARD_S)
+            raise AssertionError(f"serve exited {proc.returncode}: {''.join(log)}")
+        state = read_json(path)
+        if state is not None and state.get("pid") == proc.pid:
+            seen.append(state)
+        return bool(seen)
+
     try:
-        deadline = time.monotonic() + 60
-        path = state_file(kb)
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise AssertionError(f"serve exited {proc.returncode}: {proc.stderr.read()}")
-            if path.exists():
-                state = json.loads(path.read_text())
-                if state.get("pid") == proc.pid:
-                    break
-            time.sleep(0.05)
-        else:
-            raise AssertionError("the server wrote no state file")
-        yield Server(proc, state, kb)
+        wait_until(announced, what="the server's state file")
+        yield Server(proc, seen[0], kb, log)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=HANG_GUARD_S)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        reader.join(timeout=HANG_GUARD_S)
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in `path`, or None while it is absent or not yet whole."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
