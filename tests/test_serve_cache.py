@@ -4,7 +4,6 @@ closing (the server's shutdown) writes what is pending, and a busy index loses n
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import apsw
@@ -15,6 +14,7 @@ from groove_cli.retrieve.searcher import Searcher, cache_key
 from groove_cli.serve.state import read_state
 from groove_cli.store.cache import DeferredCache
 from tests.serve_helpers import make_kb, serving, state_file
+from tests.waiting import wait_until
 
 
 @pytest.fixture
@@ -65,10 +65,8 @@ def test_a_served_search_leaves_the_cache_write_to_the_background(
         deferred.delay_s = 0.05  # the next put wakes a quicker round
         index.search("deferred cache second query", mode="vector")
         second = key_of(searcher, "deferred cache second query")
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not {key, second} <= cached_keys(db):
-            time.sleep(0.05)
-        assert {key, second} <= cached_keys(db)  # the thread wrote both, no flush asked
+        # the thread writes both, no flush asked
+        wait_until(lambda: {key, second} <= cached_keys(db), what="the deferred cache write")
         assert deferred.get([key, second]) == {}
     # a fresh reader finds the vector in the database: no model is loaded for it
     with Index(*resolve(kb)) as fresh:

@@ -19,9 +19,11 @@ from tests.serve_helpers import (
     heavy,
     loaded_modules,
     make_kb,
+    maps_library,
     serving,
     state_file,
 )
+from tests.waiting import HANG_GUARD_S, wait_until
 
 SEARCHES = [
     ("retry budget", "--format", "text"),
@@ -182,18 +184,20 @@ def test_a_signal_stops_the_server_and_removes_its_file(
         golden_index: tuple[Path, Path], real_models_dir: Path, tmp_path: Path,
         sig: signal.Signals) -> None:
     import threading
-    import time
 
     kb, env = make_kb(golden_index, tmp_path, real_models_dir)
     with serving(kb, env) as running:
         answers: list[int] = []
-        # the first hybrid search loads the model: still in flight when the signal comes
+        # the first hybrid search loads the model: once onnxruntime is in the server, the
+        # search is under way, and still in flight when the signal comes
+        assert not maps_library(running.proc.pid, "onnxruntime")
         inflight = threading.Thread(target=lambda: answers.append(
             running.get("/search", q="retry budget", mode="hybrid")[0]))
         inflight.start()
-        time.sleep(0.3)
+        wait_until(lambda: maps_library(running.proc.pid, "onnxruntime"),
+                   what="the search loading the model")
         running.proc.send_signal(sig)
-        inflight.join(timeout=60)
+        inflight.join(timeout=HANG_GUARD_S)
         assert answers == [200]  # finished, not cut off
         assert running.proc.wait(timeout=30) == 0
         assert not state_file(kb).exists()

@@ -1,18 +1,16 @@
 """`groove serve --watch`: an edited, added, renamed or deleted note is reflected in full-text
-search within 2 s, and kill -9 during a watched re-index leaves a valid index."""
+search (how fast is the benchmark's: serve.md §7), and kill -9 during a watched re-index leaves
+a valid index."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from tests.serve_helpers import Server, groove, make_kb, serving
-
-DEADLINE_S = 2.0
+from tests.waiting import HANG_GUARD_S, wait_until
 
 
 def paths_for(server: Server, query: str) -> list[str]:
@@ -21,16 +19,13 @@ def paths_for(server: Server, query: str) -> list[str]:
     return [hit["path"] for hit in json.loads(body)["results"]]
 
 
-def seconds_until(check: Callable[[], bool], limit: float = 10.0) -> float:
-    start = time.monotonic()
-    while time.monotonic() - start < limit:
-        if check():
-            return time.monotonic() - start
-        time.sleep(0.05)
-    raise AssertionError("not reflected in search within the limit")
+def found(server: Server, query: str, paths: list[str], what: str) -> None:
+    """Wait until a full-text search for `query` finds `paths` (sorted)."""
+    wait_until(lambda: sorted(paths_for(server, query)) == paths,
+               what=f"{what}: {query!r} finding {paths}")
 
 
-def test_edit_add_rename_delete_are_searchable_within_two_seconds(
+def test_edit_add_rename_delete_are_reflected_in_search(
         golden_index: tuple[Path, Path], real_models_dir: Path, tmp_path: Path) -> None:
     kb, env = make_kb(golden_index, tmp_path, real_models_dir)
     note = kb / "reliability" / "retry-budgets.md"
@@ -38,23 +33,20 @@ def test_edit_add_rename_delete_are_searchable_within_two_seconds(
         assert paths_for(server, "zorblaxine") == []
         with note.open("a", encoding="utf-8") as out:
             out.write("\n## Field notes\n\nThe zorblaxine incident taught us to cap retries.\n")
-        edited = seconds_until(lambda: paths_for(server, "zorblaxine") ==
-                               ["reliability/retry-budgets.md"])
+        found(server, "zorblaxine", ["reliability/retry-budgets.md"], "edit")
 
         added = kb / "team" / "quaternion-rota.md"
         added.write_text("# Quaternion rota\n\nWho carries the quaternion pager this week.\n",
                          encoding="utf-8")
-        add = seconds_until(lambda: paths_for(server, "quaternion") == ["team/quaternion-rota.md"])
+        found(server, "quaternion", ["team/quaternion-rota.md"], "add")
 
         added.rename(kb / "team" / "pager-rota.md")
-        rename = seconds_until(lambda: paths_for(server, "quaternion") == ["team/pager-rota.md"])
+        found(server, "quaternion", ["team/pager-rota.md"], "rename")
 
         (kb / "team" / "pager-rota.md").unlink()
-        delete = seconds_until(lambda: paths_for(server, "quaternion") == [])
+        found(server, "quaternion", [], "delete")
         # searches kept answering throughout, and the old hits are still right
         assert paths_for(server, "zorblaxine") == ["reliability/retry-budgets.md"]
-    timings = {"edit": edited, "add": add, "rename": rename, "delete": delete}
-    assert all(t <= DEADLINE_S for t in timings.values()), timings
 
 
 def test_kill_9_during_a_watched_reindex_leaves_a_valid_index(
@@ -68,9 +60,9 @@ def test_kill_9_during_a_watched_reindex_leaves_a_valid_index(
                                f"and pager duty rotation number {i * 10 + j}." for j in range(8))
             (batch / f"note-{i:03}.md").write_text(f"# Bulk {i}\n\n{body}\n", encoding="utf-8")
         # the first bulk notes are committed (searches see them): the re-index is under way
-        seconds_until(lambda: paths_for(server, "quotas") != [], limit=60)
+        wait_until(lambda: paths_for(server, "quotas") != [], what="the first bulk notes")
         os.kill(server.proc.pid, signal.SIGKILL)
-        server.proc.wait(timeout=10)
+        server.proc.wait(timeout=HANG_GUARD_S)
     doctor = groove(env, "doctor", "--kb-path", str(kb), "--format", "json")
     # the committed notes are intact; at most the vector snapshot is behind (as after any
     # interrupted `groove index`: searches read the index itself until the next run)
@@ -104,12 +96,15 @@ def test_a_folder_of_notes_moved_in_or_out_is_reindexed(
     expected = [f"incoming/memo-{i}.md" for i in range(3)]
     with serving(kb, env, "--watch") as server:
         outside.rename(kb / "incoming")
-        seconds_until(lambda: sorted(paths_for(server, "glorptastic")) == expected)
+        found(server, "glorptastic", expected, "a folder moved in")
         (kb / "incoming").rename(tmp_path / "gone")
-        seconds_until(lambda: paths_for(server, "glorptastic") == [])
-        # a hidden folder moved in is not a change
+        found(server, "glorptastic", [], "a folder moved out")
+        # a hidden folder moved in is not a change: a note saved after it is indexed, the
+        # hidden notes are not
         (tmp_path / "gone").rename(kb / ".drafts")
-        time.sleep(1.0)
+        (kb / "team" / "later.md").write_text("# Later\n\nThe flumbergast memo.\n",
+                                              encoding="utf-8")
+        found(server, "flumbergast", ["team/later.md"], "a note saved after")
         assert paths_for(server, "glorptastic") == []
 
 
@@ -126,7 +121,7 @@ def test_a_failed_reindex_is_tried_again_without_another_event(
             fcntl.flock(lock, fcntl.LOCK_EX)
             with note.open("a", encoding="utf-8") as out:
                 out.write("\n## Field notes\n\nThe snarfwobble outage.\n")
-            time.sleep(1.0)  # the re-index ran and failed
+            wait_until(lambda: server.logged("re-indexing kb failed"),
+                       what="the watcher's re-index failing on the held lock")
             assert paths_for(server, "snarfwobble") == []
-        seconds_until(lambda: paths_for(server, "snarfwobble") ==
-                      ["reliability/retry-budgets.md"], limit=15)
+        found(server, "snarfwobble", ["reliability/retry-budgets.md"], "the retried re-index")
