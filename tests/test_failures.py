@@ -229,15 +229,32 @@ def test_config_check_and_doctor_check_the_configured_reranker(indexed: Groove,
 
 def test_hub_download_fails_fast_with_one_line(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """A blocked network cost 25 s of retries and a page of raw DNS errors."""
+    """A blocked network cost 25 s of retries and a page of raw DNS errors: now one quick
+    connection probe decides, before the hub client (and its retries) is ever called."""
+    import socket
+
+    import huggingface_hub
+
     from groove_cli.errors import ModelError
     from groove_cli.models import resolve_model
 
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # discard port: nothing listens
-    start = time.perf_counter()
+    probes: list[object] = []
+    downloads: list[object] = []
+    sleeps: list[float] = []
+    connect = socket.create_connection
+
+    def counted_connect(address: tuple[str, int], *args: object, **kwargs: object) -> object:
+        probes.append(address)
+        return connect(address, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "create_connection", counted_connect)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download",
+                        lambda *args, **kwargs: downloads.append(kwargs))
+    monkeypatch.setattr(time, "sleep", sleeps.append)  # a retry would back off
     with pytest.raises(ModelError) as caught:
         resolve_model("bge-small-en-v1.5", tmp_path / "models", offline=False)
-    assert time.perf_counter() - start < 5
+    assert (probes, downloads, sleeps) == ([("127.0.0.1", 9)], [], [])
     assert caught.value.message.startswith(
         "cannot download BAAI/bge-small-en-v1.5: the model hub is unreachable: cannot connect to "
         "127.0.0.1:9 (")
