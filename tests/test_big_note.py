@@ -104,15 +104,15 @@ print(json.dumps({"chunks": report.chunks, "peak_mb": peak / 1024,
                   "tokenized_chars": sum(calls), "longest_call": max(calls)}))
 """
 
+
 @pytest.mark.slow
 def test_a_30_mb_note_is_indexed_in_bounded_memory_and_time(tmp_path: Path) -> None:
     model = model_dir(tmp_path / "tiny", tiny_embedder_onnx(), TINY_MODEL_TOML)
     kb = tmp_path / "kb"
     kb.mkdir()
     section = long_text(10_000_000)
-    (kb / "big.md").write_text("".join(f"## Part {i}\n\n{section}\n\n" for i in range(3)),
-                               encoding="utf-8")
     note = kb / "big.md"
+    note.write_text("".join(f"## Part {i}\n\n{section}\n\n" for i in range(3)), encoding="utf-8")
     proc = subprocess.run([sys.executable, "-c", CHILD, str(kb), str(tmp_path / "i.db"),
                            str(model)], capture_output=True, text=True, timeout=4 * HANG_GUARD_S,
                           check=False)
