@@ -13,8 +13,9 @@ below and load on first use, and `import groove_cli` never imports this module.
     with groove_cli.open("golden") as kb:
         searcher = engine.searcher_of(kb)          # the stage-level reader of that index
         query = engine.compile_query("retry storms")
+        words = next(leg for leg in engine.registered() if leg.name == "words")
         ids = searcher.store.fts_scored_ids(query.word_expr, engine.DEFAULT_BM25_WEIGHTS,
-                                            10, "fts_words")
+                                            10, words.table)
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ def declared(golden_copy: tuple[Path, Path]) -> ConstantLeg:
     chunks = tuple(row.chunk_id for row in store.document_chunks(documents[NOTE].id, 100))
     store.close()
     assert len(chunks) >= 2
-    return ConstantLeg("const", "constant", "const_table", lambda q: q.positive_text,
+    return ConstantLeg("const", "constant", None, lambda q: q.positive_text,
                        explain_key="const_rank", skip_reason="never", chunks=chunks)
 
 

@@ -236,13 +236,14 @@ def test_delete_keeps_statistics_and_ids_in_step(both: tuple[Store, PgStore]) ->
 def test_no_token_holds_the_postings_separator() -> None:
     """The writer sends a file's terms joined by \\x1f (one statement per file, split by the
     server): a control character in a note separates tokens, so no term can hold it."""
+    from groove_cli.store.fts_tables import CJK_TABLE, WORDS_TABLE
     from groove_cli.store.postgres import tokens
 
-    assert [p[0] for p in tokens.table_row(tokens.WORDS, None, None, "alpha\x1fbeta").postings] \
+    assert [p[0] for p in tokens.table_row(WORDS_TABLE, None, None, "alpha\x1fbeta").postings] \
         == ["alpha", "beta"]
-    assert [p[0] for p in tokens.table_row(tokens.CJK, None, None, "評価\x1f方法").postings] \
+    assert [p[0] for p in tokens.table_row(CJK_TABLE, None, None, "評価\x1f方法").postings] \
         == ["価", "方", "方法", "法", "評", "評価"]  # no 価方: the separator cuts the run
-    mixed = tokens.table_row(tokens.CJK, "x\x1f\x1fy", "a\x1f評", "retry\x1fbudget 障害\x1f")
+    mixed = tokens.table_row(CJK_TABLE, "x\x1f\x1fy", "a\x1f評", "retry\x1fbudget 障害\x1f")
     assert mixed.postings and all("\x1f" not in term for term, *_ in mixed.postings)
 
 
@@ -518,8 +519,9 @@ def test_pinned_readers_share_one_snapshot_while_the_indexer_commits(
             with writer.transaction():
                 writer.delete_document(writer.documents()["ops/aaa.md"].id)
             assert [s.document_count() for s in stores] == [5, 5, 5]
-            assert all(s.fts_match_ids('"bk-1107"') == {5} for s in stores)
-        assert reader.document_count() == 4 and reader.fts_match_ids('"bk-1107"') == set()
+            assert all(s.fts_match_ids('"bk-1107"', "fts_chunks") == {5} for s in stores)
+        assert reader.document_count() == 4
+        assert reader.fts_match_ids('"bk-1107"', "fts_chunks") == set()
     finally:
         reader.close()
         writer.close()

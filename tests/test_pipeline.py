@@ -472,7 +472,7 @@ def test_a_latin_query_runs_the_word_leg_only(mixed: Store) -> None:
     result = run(mixed, "retry", rrf_params(mode="fts"), vector=None)
     assert (result.trace.expr("fts"), result.trace.expr("words")) == (None, '"retry"')
     assert ids(result) == [2, 3]
-    assert mixed.fts_match_ids('"retry"') == {3}  # the trigram table alone
+    assert mixed.fts_match_ids('"retry"', "fts_chunks") == {3}  # the trigram table alone
 
 
 def test_stemming_finds_a_chunk_through_the_word_leg(tmp_path: Path) -> None:
@@ -489,8 +489,8 @@ def test_stemming_finds_a_chunk_through_the_word_leg(tmp_path: Path) -> None:
     content = result.hits[0].content
     assert result.hits[0].match_spans == ((content.index("system"), content.index("system") + 6),)
     # the trigram table finds neither query word in the chunk
-    assert store.fts_match_ids('"retrieving" OR "system"') == {1}  # "system" ⊂ "systems"
-    assert store.fts_match_ids('"retrieving"') == set()
+    assert store.fts_match_ids('"retrieving" OR "system"', "fts_chunks") == {1}  # ⊂ "systems"
+    assert store.fts_match_ids('"retrieving"', "fts_chunks") == set()
     # hybrid: the vector prefers the garden note, the word leg lifts the stemmed match first
     hybrid = run(store, "retrieving system", rrf_params(limit=2), vector=(1.0, 0.0))
     assert ids(hybrid) == [1, 2]  # 1: 1/62 + 1/61 > 2: 1/61

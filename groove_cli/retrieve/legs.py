@@ -1,11 +1,11 @@
 """The retrieval legs (search.md §3–§5), once for every caller: search, eval, tune and bench.
 
-A leg turns a compiled query into a ranked list of chunk ids: the trigram full-text leg
-(`fts_chunks`), the word-level full-text leg (`fts_words`), the CJK full-text leg (`fts_cjk`)
-and the vector leg (KNN over the chunk vectors). Each full-text leg is one `Leg` declaration
-(registry below) that every stage loops over; which legs run is decided by `legs_to_run`; the
-ids the query's exclusions match are computed once (`leg_exclusions`) and every leg drops the
-same ones. Adding a leg: docs/design/code.md "Adding a leg".
+A leg turns a compiled query into a ranked list of chunk ids: the trigram full-text leg, the
+word-level full-text leg, the CJK full-text leg (each reading the full-text table it declares,
+store/fts_tables.py) and the vector leg (KNN over the chunk vectors). Each full-text leg is one
+`Leg` declaration (registry below) that every stage loops over; which legs run is decided by
+`legs_to_run`; the ids the query's exclusions match are computed once (`leg_exclusions`) and
+every leg drops the same ones. Adding a leg: docs/design/code.md "Adding a leg".
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from groove_cli.config import MAX_TOP_K
 from groove_cli.retrieve.filters import FilterSpec, RowFilter, compile_filters
 from groove_cli.retrieve.query import CompiledQuery
+from groove_cli.store.fts_tables import CJK_TABLE, TRIGRAM_TABLE, WORDS_TABLE, FtsTable
 
 if TYPE_CHECKING:  # numpy is imported only where vectors are used (fts-only runs skip it)
     import numpy as np
@@ -52,8 +53,9 @@ class Leg:
     """A full-text leg, declared once: the pipeline, `--explain`, the relevance evidence,
     fusion, tune's lists and sweep, and `--ablate` all loop over `registered()` legs.
 
-    The store part is `ids`/`matches`/`count` (by default FTS5-style reads of `table`, which
-    both stores implement); a leg over another source overrides them. Fusion order is
+    The store part is `ids`/`scored`/`matches`/`count`: by default both stores' reads of the
+    full-text table `storage` declares (its tokenizer, columns and writes: store/fts_tables.py);
+    a leg over another source overrides them and declares no storage. Fusion order is
     registration order, after the vector leg.
     """
 
@@ -61,8 +63,8 @@ class Leg:
     """Short name: `--explain`'s `fts=#1`, the key of its ranks and lists."""
     label: str
     """What `--ablate` calls it: `no {label} leg`."""
-    table: str
-    """The store's full-text table it reads."""
+    storage: FtsTable | None
+    """The full-text table it reads (None: a leg over another source, overriding the reads)."""
     expr: Callable[[CompiledQuery], str | None]
     """The query compiler's part: this leg's MATCH expression, None when it cannot run."""
     negative: Callable[[CompiledQuery], str | None] = lambda _query: None
@@ -83,6 +85,12 @@ class Leg:
     dropped from its list afterwards)."""
     skip_reason: str = "nothing to match"
     """What `--explain` says when the query gives it no expression."""
+
+    @property
+    def table(self) -> str:
+        """The name of the table it reads, as the stores' reads take it (a leg over another
+        source: its own name, the key of its expressions in `fts_exprs`)."""
+        return self.storage.name if self.storage is not None else self.name
 
     def ids(self, store: IndexReader, expr: str, weights: BM25Weights, k: int) -> list[int]:
         """Up to `k` ranked chunk ids for `expr` (bm25 order, ties by id)."""
@@ -117,12 +125,12 @@ class Leg:
         return self.skip_reason
 
 
-TRIGRAM = Leg("fts", "trigram", "fts_chunks", lambda q: q.match_expr, lambda q: q.negative_expr,
+TRIGRAM = Leg("fts", "trigram", TRIGRAM_TABLE, lambda q: q.match_expr, lambda q: q.negative_expr,
               explain_key="fts_rank", evidence="text", own_not=True, skip_reason="no phrase")
-WORDS = Leg("words", "word", "fts_words", lambda q: q.word_expr, lambda q: q.word_negative_expr,
+WORDS = Leg("words", "word", WORDS_TABLE, lambda q: q.word_expr, lambda q: q.word_negative_expr,
             explain_key="fts_word_rank", evidence="text",
             skip_reason="no Latin word, or CJK text")
-CJK = Leg("cjk", "CJK", "fts_cjk", lambda q: q.cjk_expr, lambda q: q.cjk_negative_expr,
+CJK = Leg("cjk", "CJK", CJK_TABLE, lambda q: q.cjk_expr, lambda q: q.cjk_negative_expr,
           weight="cjk_weight", score_weight="score_cjk_weight", explain_key="fts_cjk_rank",
           evidence="cjk", own_switch=True, skip_reason="no CJK text")
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from groove_cli.dburl import IndexLocation
 from groove_cli.store.cache import QUERY_CACHE_MAX_ROWS, cache_put
+from groove_cli.store.fts_tables import FTS_TABLES
 from groove_cli.store.reader import IndexReader
-from groove_cli.store.rows import FTS_TABLES
 from groove_cli.store.runtime import (
     MIN_SQLITE,
     MIN_SQLITE_VEC,

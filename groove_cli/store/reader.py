@@ -39,18 +39,19 @@ class IndexReader(Protocol):
     def read_transaction(self) -> AbstractContextManager[None]: ...
 
     def fts_search_ids(self, expr: str, weights: tuple[float, float, float], n: int,
-                       table: str = "fts_chunks") -> list[int]:
-        """Up to n ids matching `expr` in a full-text table, best bm25 first, ties by id."""
+                       table: str) -> list[int]:
+        """Up to n ids matching `expr` in the full-text table `table` (a declared table's name,
+        store/fts_tables.py), best bm25 first, ties by id."""
         ...
 
     def fts_scored_ids(self, expr: str, weights: tuple[float, float, float], k: int,
-                       table: str = "fts_chunks") -> list[tuple[int, float]]:
+                       table: str) -> list[tuple[int, float]]:
         """`fts_search_ids` with each id's bm25 score (higher is better), same order."""
         ...
 
-    def fts_match_ids(self, expr: str, table: str = "fts_chunks") -> set[int]: ...
+    def fts_match_ids(self, expr: str, table: str) -> set[int]: ...
 
-    def fts_count(self, expr: str, table: str = "fts_chunks") -> int: ...
+    def fts_count(self, expr: str, table: str) -> int: ...
 
     def vec_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
         """The k nearest chunks by their first piece's distance, ties by id."""

@@ -15,9 +15,9 @@ import apsw
 
 from groove_cli.config import MAX_TOP_K
 from groove_cli.errors import IndexReadError
+from groove_cli.store.fts_tables import named
 from groove_cli.store.rows import (
     CHUNK_COLUMNS,
-    check_table,
     f32_blob,
     f32_vector,
     row_to_chunk,
@@ -38,36 +38,36 @@ class SearchReads:
     con: apsw.Connection
 
     def fts_search_ids(self, expr: str, weights: tuple[float, float, float], n: int,
-                       table: str = "fts_chunks") -> list[int]:
+                       table: str) -> list[int]:
         """A full-text leg's ranked ids (search.md §3): bm25 ascending, ties by chunk id."""
-        check_table(table)
+        name = named(table).name
         sql = (
-            f"SELECT rowid FROM {table} WHERE {table} MATCH ? "
-            f"ORDER BY bm25({table}, ?, ?, ?), rowid LIMIT ?"
+            f"SELECT rowid FROM {name} WHERE {name} MATCH ? "
+            f"ORDER BY bm25({name}, ?, ?, ?), rowid LIMIT ?"
         )
         return [int(r[0]) for r in self.con.execute(sql, (expr, *weights, n))]
 
     def fts_scored_ids(self, expr: str, weights: tuple[float, float, float], k: int,
-                       table: str = "fts_chunks") -> list[tuple[int, float]]:
+                       table: str) -> list[tuple[int, float]]:
         """`fts_search_ids` with each id's bm25 score, sign flipped so higher is better (FTS5's
         `bm25()` is negative): the same ids in the same order."""
-        check_table(table)
+        name = named(table).name
         sql = (
-            f"SELECT rowid, bm25({table}, ?, ?, ?) AS s FROM {table} WHERE {table} MATCH ? "
+            f"SELECT rowid, bm25({name}, ?, ?, ?) AS s FROM {name} WHERE {name} MATCH ? "
             f"ORDER BY s, rowid LIMIT ?"
         )
         return [(int(r[0]), -float(r[1]))
                 for r in self.con.execute(sql, (*weights, expr, k))]
 
-    def fts_match_ids(self, expr: str, table: str = "fts_chunks") -> set[int]:
+    def fts_match_ids(self, expr: str, table: str) -> set[int]:
         """Unranked, unlimited ids matching `expr` (the exclusion scan of search.md §4)."""
-        check_table(table)
+        name = named(table).name
         return {int(r[0]) for r in self.con.execute(
-            f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expr,))}
+            f"SELECT rowid FROM {name} WHERE {name} MATCH ?", (expr,))}
 
-    def fts_count(self, expr: str, table: str = "fts_chunks") -> int:
-        check_table(table)
-        return scalar_int(self.con, f"SELECT count(*) FROM {table} WHERE {table} MATCH ?",
+    def fts_count(self, expr: str, table: str) -> int:
+        name = named(table).name
+        return scalar_int(self.con, f"SELECT count(*) FROM {name} WHERE {name} MATCH ?",
                            (expr,))
 
     def vec_search(self, query: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:

@@ -14,22 +14,9 @@ if TYPE_CHECKING:  # numpy is imported where vectors are read or written, not at
     import numpy as np
     import numpy.typing as npt
 
-FTS_TABLES = ("fts_chunks", "fts_words", "fts_cjk")
-"""The trigram table (substrings of any script), the word-level table (Latin, stemmed) and the
-CJK table (groove's unigram + bigram tokens, written through `groove_cjk()`)."""
-FTS_VALUE = {"fts_chunks": "?", "fts_words": "?", "fts_cjk": "groove_cjk(?)"}
-"""How a column value is written per table: the CJK table stores the tokenised text."""
-
 CHUNK_COLUMNS = """c.id, c.document_id, c.chunk_index, c.heading, c.level, c.ancestry, c.content,
        c.context_text, c.token_count, c.quality_score, d.path, d.title, d.topic, d.category,
        d.date, d.tags, c.line_start, c.line_end"""
-
-
-
-def check_table(table: str) -> None:
-    """Table names cannot be bound parameters; only the FTS tables are ever interpolated."""
-    if table not in FTS_TABLES:
-        raise ValueError(f"not an FTS table: {table!r}")
 
 
 def scalar_int(con: apsw.Connection, sql: str, args: tuple[object, ...] = ()) -> int:

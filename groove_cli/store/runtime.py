@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import apsw
 
 from groove_cli.errors import GrooveError
-from groove_cli.text.cjk import row_text
+from groove_cli.store.fts_tables import TABLES
 
 MIN_SQLITE = (3, 45, 0)
 MIN_SQLITE_VEC = (0, 1, 9)
@@ -76,16 +77,24 @@ def load_vec(con: apsw.Connection) -> str:
     return version
 
 
-def _groove_cjk(*args: Any) -> str:
-    """SQL `groove_cjk(text)`: the CJK table's column value for `text` (NULL gives '')."""
-    value = args[0]
-    return row_text(value if isinstance(value, str) else None)
+def _sql_function(prepare: Callable[[str | None], str]) -> Callable[..., str]:
+    """A table's `prepare` as an SQL function of one argument (a NULL or non-text value is
+    None to it)."""
+
+    def function(*args: Any) -> str:
+        value = args[0]
+        return prepare(value if isinstance(value, str) else None)
+
+    return function
 
 
 def register_functions(con: apsw.Connection) -> None:
-    """The SQL functions groove's writes use: the CJK table's tokeniser (its inserts and
-    migration 0003's backfill)."""
-    con.create_scalar_function("groove_cjk", _groove_cjk, 1, deterministic=True)
+    """The SQL functions groove's writes use: each full-text table's `sql_function` (the CJK
+    table's tokeniser: its inserts and migration 0003's backfill call it)."""
+    for table in TABLES:
+        if table.sql_function is not None and table.prepare is not None:
+            con.create_scalar_function(table.sql_function, _sql_function(table.prepare), 1,
+                                       deterministic=True)
 
 
 def check_runtime() -> None:

@@ -21,16 +21,16 @@ import apsw
 from groove_cli.dbfile import damage_error
 from groove_cli.errors import GrooveError, IndexMissing
 from groove_cli.failures import check_index_file
+from groove_cli.store.fts_tables import TABLES, FtsTable
 from groove_cli.store.pieces import VectorWrites
 from groove_cli.store.reads import SearchReads
-from groove_cli.store.rows import FTS_TABLES, FTS_VALUE, f32_blob, scalar_int
+from groove_cli.store.rows import f32_blob, scalar_int
 from groove_cli.store.runtime import (
     SCHEMA_VERSION,
     load_vec,
     migrations,
     register_functions,
 )
-from groove_cli.text.cjk import CJK_TOKENISER_VERSION
 from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
 
 if TYPE_CHECKING:  # numpy is imported where vectors are read or written, not at start-up
@@ -253,8 +253,8 @@ class Store(VectorWrites, SearchReads):
     def optimize_fts(self) -> None:
         """Merge each full-text table's segments into one (FTS5 'optimize'; results are
         unchanged, queries get faster; a no-op on a table already merged)."""
-        for table in FTS_TABLES:
-            self.con.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
+        for table in TABLES:
+            self.con.execute(f"INSERT INTO {table.name}({table.name}) VALUES('optimize')")
 
     # ------------------------------------------------------------------ meta
 
@@ -357,8 +357,8 @@ class Store(VectorWrites, SearchReads):
 
     def _delete_chunk_rows(self, ids: Sequence[int]) -> None:
         for cid in ids:
-            for table in FTS_TABLES:
-                self.con.execute(f"DELETE FROM {table} WHERE rowid = ?", (cid,))
+            for table in TABLES:
+                self.con.execute(f"DELETE FROM {table.name} WHERE rowid = ?", (cid,))
             self.con.execute("DELETE FROM vec_chunks WHERE chunk_id = ?", (cid,))
             self.con.execute("DELETE FROM chunks WHERE id = ?", (cid,))
 
@@ -401,11 +401,11 @@ class Store(VectorWrites, SearchReads):
         return doc_id
 
     def _insert_fts(self, cid: int, heading: str | None, context: str | None, content: str,
-                    tables: Sequence[str] = FTS_TABLES) -> None:
+                    tables: Sequence[FtsTable] = TABLES) -> None:
         for table in tables:
-            value = FTS_VALUE[table]
+            value = table.value
             self.con.execute(
-                f"INSERT INTO {table}(rowid, heading, context, content) "
+                f"INSERT INTO {table.name}(rowid, heading, context, content) "
                 f"VALUES (?, {value}, {value}, {value})",
                 (cid, heading or "", context or "", content),
             )
@@ -449,31 +449,32 @@ class Store(VectorWrites, SearchReads):
 
     def reset(self, dim: int) -> None:
         """`index --force`: empty every table and recreate vec_chunks at `dim` (index.md §6.3)."""
-        for table in FTS_TABLES:
-            self.con.execute(f"DELETE FROM {table}")
+        for table in TABLES:
+            self.con.execute(f"DELETE FROM {table.name}")
         self.con.execute("DELETE FROM chunks")
         self.con.execute("DELETE FROM documents")
         self.con.execute("DELETE FROM query_cache")
         self.create_vec_table(dim)
         self.bump_vectors_version()
 
-    def _fts_rowids(self, table: str) -> set[int]:
-        return {int(r[0]) for r in self.con.execute(f"SELECT rowid FROM {table}")}
+    def _fts_rowids(self, table: FtsTable) -> set[int]:
+        return {int(r[0]) for r in self.con.execute(f"SELECT rowid FROM {table.name}")}
 
     def backfill_fts(self) -> int:
         """Insert FTS rows for chunks that lack one in any table (a repair, and the re-tokenising
-        of the CJK table when its tokeniser version changed); returns how many chunks were
-        repaired."""
-        version = str(CJK_TOKENISER_VERSION)
-        if self.meta().get("cjk_tokeniser_version") != version:
-            self.con.execute("DELETE FROM fts_cjk")
-            self.set_meta({"cjk_tokeniser_version": version})
-        have = {table: self._fts_rowids(table) for table in FTS_TABLES}
+        of a table whose tokeniser version changed, `FtsTable.version`); returns how many chunks
+        were repaired."""
+        meta = self.meta()
+        for table in TABLES:
+            if table.version is not None and meta.get(table.version.key) != table.version.version:
+                self.con.execute(f"DELETE FROM {table.name}")
+                self.set_meta({table.version.key: table.version.version})
+        have = {table: self._fts_rowids(table) for table in TABLES}
         repaired = 0
         rows: list[tuple[int, str | None, str | None, str]] = self.con.execute(
             "SELECT id, heading, context_text, content FROM chunks").fetchall()  # type: ignore[assignment]
         for cid, heading, ctx, content in rows:
-            missing = [t for t in FTS_TABLES if cid not in have[t]]
+            missing = [t for t in TABLES if cid not in have[t]]
             if missing:
                 self._insert_fts(cid, heading, ctx, content, missing)
                 repaired += 1
@@ -527,7 +528,7 @@ class Store(VectorWrites, SearchReads):
         chunk_ids = {int(r[0]) for r in self.con.execute("SELECT id FROM chunks")}
         has_vec = self.vec_dim() is not None
         vec_ids = self._first_ids()
-        fts_ids = [self._fts_rowids(table) for table in FTS_TABLES]
+        fts_ids = [self._fts_rowids(table) for table in TABLES]
         return IntegrityReport(
             vector_table_missing=not has_vec and bool(chunk_ids),
             missing_embedding=sorted(chunk_ids - vec_ids) if has_vec else [],

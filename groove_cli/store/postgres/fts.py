@@ -23,18 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from groove_cli.store.postgres.tokens import TABLE_CODES, TRIGRAM, Needle, needle
+from groove_cli.store.fts_tables import FtsTable
+from groove_cli.store.postgres.tokens import Needle, needle
 
 K1 = 1.2
 B = 0.75
-
-# Column names per table (fixed identifiers; never built from input).
-COLUMNS = {
-    TRIGRAM: ("tri_heading", "tri_context", "tri_content", "tri_len"),
-    "fts_words": ("word_heading", "word_context", "word_content", "word_len"),
-    "fts_cjk": ("cjk_heading", "cjk_context", "cjk_content", "cjk_len"),
-}
-TOKEN_TOTALS = {TRIGRAM: "tri_tokens", "fts_words": "word_tokens", "fts_cjk": "cjk_tokens"}
+# Column names come from the table's declaration (fixed identifiers; never built from input).
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,20 +107,20 @@ class Query:
         return "".join(self.parts)
 
 
-def _match_branch(q: Query, table: str, kb: int, n: Needle) -> None:
+def _match_branch(q: Query, table: FtsTable, kb: int, n: Needle) -> None:
     """Ids of the KB's chunks holding the phrase `n` (no counts)."""
-    h, c, b, _ = COLUMNS[table]
-    if table == TRIGRAM:
+    h, c, b = table.pg_columns
+    if table.substrings:
         pattern = _like(n.text)
         q.add(f"SELECT id FROM groove_chunks WHERE kb = %s AND ({h} LIKE %s OR {c} LIKE %s "
               f"OR {b} LIKE %s)", kb, pattern, pattern, pattern)
     elif len(n.tokens) == 1:
         q.add("SELECT chunk_id FROM groove_postings WHERE kb = %s AND tbl = %s AND term = %s",
-              kb, TABLE_CODES[table], n.tokens[0])
+              kb, table.postings_code, n.tokens[0])
     else:
         q.add(f"SELECT id FROM groove_chunks WHERE kb = %s AND id IN ({_all_tokens_sql()}) "
               f"AND (strpos({h}, %s) > 0 OR strpos({c}, %s) > 0 OR strpos({b}, %s) > 0)",
-              kb, kb, TABLE_CODES[table], list(set(n.tokens)), len(set(n.tokens)),
+              kb, kb, table.postings_code, list(set(n.tokens)), len(set(n.tokens)),
               n.text, n.text, n.text)
 
 
@@ -135,34 +129,35 @@ def _all_tokens_sql() -> str:
             "AND term = ANY(%s) GROUP BY chunk_id HAVING count(*) = %s")
 
 
-def _hit_branch(q: Query, table: str, kb: int, n: Needle, number: int) -> None:
+def _hit_branch(q: Query, table: FtsTable, kb: int, n: Needle, number: int) -> None:
     """(phrase number, id, occurrences in heading, context, content, row length) of every
     chunk holding the phrase `n`."""
-    h, c, b, length = COLUMNS[table]
+    h, c, b = table.pg_columns
+    length = table.pg_length
     if len(n.tokens) == 1:
         q.add("SELECT %s::integer, chunk_id, tf_heading, tf_context, tf_content, len "
               "FROM groove_postings WHERE kb = %s AND tbl = %s AND term = %s",
-              number, kb, TABLE_CODES[table], n.tokens[0])
+              number, kb, table.postings_code, n.tokens[0])
         return
     counts = ", ".join(f"groove_occurrences({col}, %s, %s)" for col in (h, c, b))
     q.add(f"SELECT * FROM (SELECT %s::integer AS t, id, {counts}, {length} FROM groove_chunks "
           "WHERE kb = %s AND ", number, n.text, n.overlaps, n.text, n.overlaps, n.text,
           n.overlaps, kb)
-    if table == TRIGRAM:
+    if table.substrings:
         pattern = _like(n.text)
         q.add(f"({h} LIKE %s OR {c} LIKE %s OR {b} LIKE %s)", pattern, pattern, pattern)
     else:
-        q.add(f"id IN ({_all_tokens_sql()})", kb, TABLE_CODES[table], list(set(n.tokens)),
+        q.add(f"id IN ({_all_tokens_sql()})", kb, table.postings_code, list(set(n.tokens)),
               len(set(n.tokens)))
     q.add(") AS x(t, id, fh, fc, fb, len) WHERE fh + fc + fb > 0")
 
 
-def needles(table: str, phrases: tuple[str, ...]) -> list[Needle]:
+def needles(table: FtsTable, phrases: tuple[str, ...]) -> list[Needle]:
     """The searchable phrases (a phrase without a token matches nothing, as in FTS5)."""
     return [n for n in (needle(table, p) for p in phrases) if n is not None]
 
 
-def match_query(table: str, kb: int, expr: Expression) -> Query | None:
+def match_query(table: FtsTable, kb: int, expr: Expression) -> Query | None:
     """SQL of the ids matching `expr`; None when nothing can match."""
     positives = needles(table, expr.positives)
     if not positives:
@@ -180,7 +175,7 @@ def match_query(table: str, kb: int, expr: Expression) -> Query | None:
     return q
 
 
-def search_query(table: str, kb: int, expr: Expression, weights: tuple[float, float, float],
+def search_query(table: FtsTable, kb: int, expr: Expression, weights: tuple[float, float, float],
                  rows: int, avgdl: float, limit: int, *, scored: bool = False) -> Query | None:
     """SQL of up to `limit` ids matching `expr`, best bm25 first, ties by id (`scored`: each
     with its score)."""

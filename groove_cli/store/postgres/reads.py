@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from groove_cli.config import MAX_TOP_K
 from groove_cli.errors import IndexReadError
+from groove_cli.store.fts_tables import FtsTable, named
 from groove_cli.store.postgres import fts
-from groove_cli.store.rows import CHUNK_COLUMNS, check_table, row_to_chunk
+from groove_cli.store.rows import CHUNK_COLUMNS, row_to_chunk
 from groove_cli.types import FilterMeta, IndexedChunk
 
 if TYPE_CHECKING:
@@ -87,42 +88,41 @@ class PgReads:
               ) -> list[tuple[Any, ...]]:
         return self.con.execute(sql, params, prepare=prepare).fetchall()
 
-    def _table_stats(self, table: str) -> tuple[int, float]:
+    def _table_stats(self, table: FtsTable) -> tuple[int, float]:
         """(N, avgdl) of a full-text table in this KB."""
-        total = fts.TOKEN_TOTALS[table]
-        row = self._rows(f"SELECT chunks, {total} FROM groove_kb WHERE id = %s", (self.kb,))
+        row = self._rows(f"SELECT chunks, {table.pg_total} FROM groove_kb WHERE id = %s",
+                         (self.kb,))
         chunks, tokens = (int(row[0][0]), int(row[0][1])) if row else (0, 0)
         return chunks, (tokens / chunks if chunks else 0.0)
 
     def fts_search_ids(self, expr: str, weights: tuple[float, float, float], n: int,
-                       table: str = "fts_chunks") -> list[int]:
+                       table: str) -> list[int]:
         """A full-text leg's ranked ids: FTS5's bm25 in SQL (store/postgres/fts.py)."""
-        check_table(table)
-        rows, avgdl = self._table_stats(table)
-        q = fts.search_query(table, self.kb, fts.parse(expr), weights, rows, avgdl, n)
+        declared = named(table)
+        rows, avgdl = self._table_stats(declared)
+        q = fts.search_query(declared, self.kb, fts.parse(expr), weights, rows, avgdl, n)
         if q is None:
             return []
         return [int(r[0]) for r in self._rows(q.sql, q.params, prepare=False)]
 
     def fts_scored_ids(self, expr: str, weights: tuple[float, float, float], k: int,
-                       table: str = "fts_chunks") -> list[tuple[int, float]]:
+                       table: str) -> list[tuple[int, float]]:
         """`fts_search_ids` with each id's bm25 score (higher is better), same order."""
-        check_table(table)
-        rows, avgdl = self._table_stats(table)
-        q = fts.search_query(table, self.kb, fts.parse(expr), weights, rows, avgdl, k,
+        declared = named(table)
+        rows, avgdl = self._table_stats(declared)
+        q = fts.search_query(declared, self.kb, fts.parse(expr), weights, rows, avgdl, k,
                              scored=True)
         if q is None:
             return []
         return [(int(r[0]), float(r[1])) for r in self._rows(q.sql, q.params, prepare=False)]
 
-    def fts_match_ids(self, expr: str, table: str = "fts_chunks") -> set[int]:
-        check_table(table)
-        q = fts.match_query(table, self.kb, fts.parse(expr))
+    def fts_match_ids(self, expr: str, table: str) -> set[int]:
+        q = fts.match_query(named(table), self.kb, fts.parse(expr))
         if q is None:
             return set()
         return {int(r[0]) for r in self._rows(q.sql, q.params, prepare=False)}
 
-    def fts_count(self, expr: str, table: str = "fts_chunks") -> int:
+    def fts_count(self, expr: str, table: str) -> int:
         return len(self.fts_match_ids(expr, table))
 
     def vec_dim(self) -> int | None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from groove_cli.dburl import INSTALL_HINT, PgTarget, mask
 from groove_cli.errors import GrooveError
+from groove_cli.store.fts_tables import CJK_TABLE, TRIGRAM_TABLE, WORDS_TABLE, FtsTable
 
 if TYPE_CHECKING:
     import psycopg
@@ -22,8 +23,46 @@ MIN_SERVER = 130000
 MIGRATE_LOCK = 0x67726F6F  # "groo": the advisory lock key of schema changes
 INDEXER_LOCK_CLASS = 0x67726F76  # "grov": with the KB's id, one indexer per KB
 
+
+def _total_column(table: FtsTable) -> str:
+    """A full-text table's token total on `groove_kb` (bm25's avgdl), as a column definition."""
+    return f"{table.pg_total} bigint NOT NULL DEFAULT 0"
+
+
+def _chunk_columns(table: FtsTable) -> str:
+    """A full-text table's columns on `groove_chunks`, as column definitions."""
+    h, c, b = table.pg_columns
+    return (f"{h} text NOT NULL, {c} text NOT NULL, {b} text NOT NULL,\n"
+            f"  {table.pg_length} integer NOT NULL")
+
+
+def _trigram_index(table: FtsTable) -> str:
+    """pg_trgm's GIN index over a trigram table's folded columns (candidates for LIKE)."""
+    return ", ".join(f"{column} gin_trgm_ops" for column in table.pg_columns)
+
+
+def add_table_sql(table: FtsTable) -> str:
+    """The migration of a full-text table declared after migration 1: its columns, empty in
+    the chunks already stored (and its GIN index, for a trigram table). The table must declare
+    a tokeniser `version`: a KB written before the migration has none recorded for it, so the
+    next `groove index` fills its columns (`PgStore.backfill_fts`)."""
+    if table.version is None:
+        raise ValueError(f"{table.name}: a table added to existing KBs needs a version")
+    h, c, b = table.pg_columns
+    sql = (f"ALTER TABLE groove_kb ADD COLUMN {_total_column(table)};\n"
+           f"ALTER TABLE groove_chunks ADD COLUMN {h} text NOT NULL DEFAULT '', "
+           f"ADD COLUMN {c} text NOT NULL DEFAULT '', ADD COLUMN {b} text NOT NULL DEFAULT '', "
+           f"ADD COLUMN {table.pg_length} integer NOT NULL DEFAULT 0;\n")
+    if table.substrings:
+        sql += (f"CREATE INDEX groove_chunks_{table.pg_prefix}_trigram ON groove_chunks "
+                f"USING gin ({_trigram_index(table)});\n")
+    return sql
+
+
+# Migration 1's full-text columns are those of the three tables declared first in
+# fts_tables.py (column names are the stored data's: a declaration never renames them).
 MIGRATIONS: tuple[tuple[int, str], ...] = (
-    (1, """
+    (1, f"""
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
 CREATE TABLE groove_kb (
@@ -33,10 +72,10 @@ CREATE TABLE groove_kb (
   vector_index text NOT NULL DEFAULT 'hnsw',    -- hnsw: pgvector column + HNSW; exact: bytea
   next_document bigint NOT NULL DEFAULT 1,      -- per-KB ids, never reused (AUTOINCREMENT)
   next_chunk bigint NOT NULL DEFAULT 1,
-  chunks bigint NOT NULL DEFAULT 0,             -- BM25's N
-  tri_tokens bigint NOT NULL DEFAULT 0,         -- and each table's token total (avgdl)
-  word_tokens bigint NOT NULL DEFAULT 0,
-  cjk_tokens bigint NOT NULL DEFAULT 0,
+  chunks bigint NOT NULL DEFAULT 0,             -- BM25's N, then each table's token total
+  {_total_column(TRIGRAM_TABLE)},
+  {_total_column(WORDS_TABLE)},
+  {_total_column(CJK_TABLE)},
   created text NOT NULL);
 CREATE TABLE groove_meta (
   kb integer NOT NULL REFERENCES groove_kb(id) ON DELETE CASCADE,
@@ -67,12 +106,9 @@ CREATE TABLE groove_chunks (
   token_count integer,
   quality_score double precision NOT NULL,
   line_start integer, line_end integer,
-  tri_heading text NOT NULL, tri_context text NOT NULL, tri_content text NOT NULL,
-  tri_len integer NOT NULL,
-  word_heading text NOT NULL, word_context text NOT NULL, word_content text NOT NULL,
-  word_len integer NOT NULL,
-  cjk_heading text NOT NULL, cjk_context text NOT NULL, cjk_content text NOT NULL,
-  cjk_len integer NOT NULL,
+  {_chunk_columns(TRIGRAM_TABLE)},
+  {_chunk_columns(WORDS_TABLE)},
+  {_chunk_columns(CJK_TABLE)},
   embedding vector,                             -- vector_index = 'hnsw'
   embedding_f32 bytea,                          -- vector_index = 'exact' (little-endian f32)
   PRIMARY KEY (kb, id),
@@ -80,10 +116,10 @@ CREATE TABLE groove_chunks (
   FOREIGN KEY (kb, document_id) REFERENCES groove_documents(kb, id) ON DELETE CASCADE);
 CREATE INDEX groove_chunks_quality ON groove_chunks (kb, quality_score);
 CREATE INDEX groove_chunks_trigram ON groove_chunks
-  USING gin (tri_heading gin_trgm_ops, tri_context gin_trgm_ops, tri_content gin_trgm_ops);
+  USING gin ({_trigram_index(TRIGRAM_TABLE)});
 CREATE TABLE groove_postings (
   kb integer NOT NULL,
-  tbl smallint NOT NULL,                        -- 1 words, 2 CJK
+  tbl smallint NOT NULL,                        -- the table's postings_code
   term text NOT NULL,
   chunk_id bigint NOT NULL,
   tf_heading integer NOT NULL, tf_context integer NOT NULL, tf_content integer NOT NULL,

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from groove_cli.dburl import PgTarget, mask
 from groove_cli.errors import GrooveError, IndexMissing
 from groove_cli.store.cache import QUERY_CACHE_MAX_ROWS
+from groove_cli.store.fts_tables import TABLES, FtsTable
 from groove_cli.store.postgres import schema, tokens
 from groove_cli.store.postgres.pieces import PgVectorWrites
 from groove_cli.store.postgres.reads import binary_vector_type, vector_binary
 from groove_cli.store.rows import f32_blob
 from groove_cli.store.runtime import utc_now
-from groove_cli.text.cjk import CJK_TOKENISER_VERSION
 from groove_cli.types import ChunkRow, DocumentRow, StoredDocument
 
 if TYPE_CHECKING:
@@ -48,6 +48,22 @@ class _Numbering:
     chunk: int
     exact: bool
     """Vectors kept as float32 bytes (`vector_index = "exact"`), not in the pgvector column."""
+
+
+_CHUNK_COLUMNS = ("kb", "id", "document_id", "chunk_index", "heading", "level", "ancestry",
+                  "content", "context_text", "token_count", "quality_score", "line_start",
+                  "line_end", "pieces",
+                  *(c for t in TABLES for c in (*t.pg_columns, t.pg_length)))
+"""The chunk row's columns as `write_document` inserts them, the vector's column left out:
+the chunk's own, then each full-text table's heading, context, content and length."""
+_ADD_TOTALS = ", ".join(f"{t.pg_total} = {t.pg_total} + %s" for t in TABLES)
+"""The KB row's token total of every full-text table, each increased by a parameter."""
+_LENGTHS = ", ".join(t.pg_length for t in TABLES)
+_MISSING_POSTINGS = " OR ".join(
+    f"(c.{t.pg_length} > 0 AND NOT EXISTS (SELECT 1 FROM groove_postings p WHERE "
+    f"p.kb = c.kb AND p.tbl = {int(t.postings_code)} AND p.chunk_id = c.id))"
+    for t in TABLES if t.postings_code is not None) or "false"
+"""A chunk with tokens in a postings table but no postings there (doctor)."""
 
 
 def _ints(values: Sequence[int]) -> str:
@@ -81,6 +97,7 @@ class PgStore(PgVectorWrites):
         try:
             schema.migrate(con, target)
             kb = schema.kb_row(con, target.kb)
+            created = kb is None
             if kb is None:
                 kb = schema.create_kb(con, target.kb, utc_now())
             if not schema.try_indexer_lock(con, kb):
@@ -90,9 +107,11 @@ class PgStore(PgVectorWrites):
             # next run re-indexes them, their hashes were never recorded
             con.execute("SET synchronous_commit = off")
             store = cls(con, target, kb, readonly=False)
+            # a new KB's rows are cut by today's tokenisers; a KB written before a table was
+            # added has no version of it, and `backfill_fts` fills that table's columns
+            versions = [t.version for t in TABLES if t.version is not None] if created else []
             with store.transaction():
-                for key, value in (("index_id", secrets.token_hex(16)),
-                                   ("cjk_tokeniser_version", str(CJK_TOKENISER_VERSION))):
+                for key, value in (("index_id", secrets.token_hex(16)), *versions):
                     con.execute("INSERT INTO groove_meta(kb, key, value) VALUES (%s, %s, %s) "
                                 "ON CONFLICT DO NOTHING", (kb, key, value))
             return store
@@ -286,19 +305,19 @@ class PgStore(PgVectorWrites):
 
     # ------------------------------------------------------------------ indexer writes
 
-    def _add_stats(self, chunks: int, tri: int, words: int, cjk: int) -> None:
-        self.con.execute("UPDATE groove_kb SET chunks = chunks + %s, tri_tokens = tri_tokens + %s, "
-                         "word_tokens = word_tokens + %s, cjk_tokens = cjk_tokens + %s "
-                         "WHERE id = %s", (chunks, tri, words, cjk, self.kb))
+    def _add_stats(self, chunks: int, totals: Sequence[int]) -> None:
+        """Add to the KB's chunk count and to each full-text table's token total."""
+        self.con.execute(f"UPDATE groove_kb SET chunks = chunks + %s, {_ADD_TOTALS} "
+                         "WHERE id = %s", (chunks, *totals, self.kb))
 
     def _delete_chunks(self, document_id: int) -> None:
         gone = self._rows("DELETE FROM groove_chunks WHERE kb = %s AND document_id = %s "
-                          "RETURNING tri_len, word_len, cjk_len, id", (self.kb, document_id))
+                          f"RETURNING id, {_LENGTHS}", (self.kb, document_id))
         if gone:
             self.con.execute("DELETE FROM groove_postings WHERE kb = %s AND chunk_id = ANY(%s)",
-                             (self.kb, [int(r[3]) for r in gone]))
-            self._add_stats(-len(gone), -sum(r[0] for r in gone), -sum(r[1] for r in gone),
-                            -sum(r[2] for r in gone))
+                             (self.kb, [int(r[0]) for r in gone]))
+            self._add_stats(-len(gone), [-sum(r[1 + i] for r in gone)
+                                         for i in range(len(TABLES))])
 
     @staticmethod
     def _doc_values(doc: DocumentRow) -> tuple[object, ...]:
@@ -338,34 +357,33 @@ class PgStore(PgVectorWrites):
         first = ids.chunk
         exact = ids.exact
         texts = [(chunk.heading, chunk.context_text, chunk.content) for chunk in chunks]
-        tri = [[tokens.fold(t or "") for t in text] for text in texts]
-        tri_lens = [sum(tokens.trigram_length(t) for t in folded) for folded in tri]
-        words = [tokens.table_row(tokens.WORDS, *text) for text in texts]
-        cjk = [tokens.table_row(tokens.CJK, *text) for text in texts]
+        # per full-text table, each chunk's row of it
+        table_rows = [[tokens.table_row(table, *text) for text in texts] for table in TABLES]
         rows: list[tuple[object, ...]] = []
         postings: list[tuple[int, str, int, int, int, int, int]] = []
         for offset, chunk in enumerate(chunks):
             cid = first + offset
             vector = None if vectors is None else vectors[offset]
+            fts_values: list[object] = []
+            for table, of_table in zip(TABLES, table_rows, strict=True):
+                row = of_table[offset]
+                fts_values += (*row.streams, row.length)
+                if table.postings_code is not None:
+                    postings.extend((table.postings_code, term, cid, h, c, b, row.length)
+                                    for term, h, c, b in row.postings)
             rows.append((self.kb, cid, doc_id, chunk.chunk_index, chunk.heading, chunk.level,
                          json.dumps(list(chunk.ancestry), ensure_ascii=False), chunk.content,
                          chunk.context_text, chunk.token_count, chunk.quality_score,
                          chunk.line_start, chunk.line_end, None if vectors is None else 1,
-                         *tri[offset], tri_lens[offset],
-                         *words[offset].streams, words[offset].length, *cjk[offset].streams,
-                         cjk[offset].length,
-                         self._stored_vector(vector, exact)))
-            for code, table_row in ((1, words[offset]), (2, cjk[offset])):
-                postings.extend((code, term, cid, h, c, b, table_row.length)
-                                for term, h, c, b in table_row.postings)
+                         *fts_values, self._stored_vector(vector, exact)))
         new_docs = 0 if existing_id is not None else 1
         with self.con.pipeline(), self.con.cursor() as cur:
             cur.execute(
                 "UPDATE groove_kb SET next_document = next_document + %s, "
-                "next_chunk = next_chunk + %s, chunks = chunks + %s, tri_tokens = tri_tokens + %s, "
-                "word_tokens = word_tokens + %s, cjk_tokens = cjk_tokens + %s WHERE id = %s",
-                (new_docs, len(chunks), len(chunks), sum(tri_lens), sum(w.length for w in words),
-                 sum(c.length for c in cjk), self.kb))
+                f"next_chunk = next_chunk + %s, chunks = chunks + %s, {_ADD_TOTALS} "
+                "WHERE id = %s",
+                (new_docs, len(chunks), len(chunks),
+                 *(sum(row.length for row in of_table) for of_table in table_rows), self.kb))
             if existing_id is not None:
                 cur.execute(
                     "UPDATE groove_documents SET path=%s, title=%s, topic=%s, category=%s, "
@@ -380,13 +398,9 @@ class PgStore(PgVectorWrites):
                     (self.kb, doc_id, *self._doc_values(doc)))
             if rows:
                 cur.executemany(
-                    "INSERT INTO groove_chunks(kb, id, document_id, chunk_index, heading, level, "
-                    "ancestry, content, context_text, token_count, quality_score, line_start, "
-                    "line_end, pieces, tri_heading, tri_context, tri_content, tri_len, "
-                    "word_heading, word_context, word_content, word_len, cjk_heading, "
-                    "cjk_context, cjk_content, cjk_len, "
+                    f"INSERT INTO groove_chunks({', '.join(_CHUNK_COLUMNS)}, "
                     + ("embedding_f32" if exact else "embedding") + ") VALUES ("
-                    + ",".join(["%s"] * 26) + (",%s)" if exact else ",%b)"), rows)
+                    + ",".join(["%s"] * len(_CHUNK_COLUMNS)) + (",%s)" if exact else ",%b)"), rows)
             if postings:
                 # one statement (COPY would end the pipeline); the columns go as delimited
                 # text the server splits in C, 10x cheaper than psycopg's list adaptation.
@@ -448,37 +462,50 @@ class PgStore(PgVectorWrites):
         self.con.execute("DELETE FROM groove_documents WHERE kb = %s", (self.kb,))
         self.con.execute("DELETE FROM groove_postings WHERE kb = %s", (self.kb,))
         self.con.execute("DELETE FROM groove_query_cache WHERE kb = %s", (self.kb,))
-        self.con.execute("UPDATE groove_kb SET chunks = 0, tri_tokens = 0, word_tokens = 0, "
-                         "cjk_tokens = 0 WHERE id = %s", (self.kb,))
+        zero = ", ".join(f"{t.pg_total} = 0" for t in TABLES)
+        self.con.execute(f"UPDATE groove_kb SET chunks = 0, {zero} WHERE id = %s", (self.kb,))
         self.create_vec_table(dim)
         self.bump_vectors_version()
 
     def backfill_fts(self) -> int:
-        """Re-tokenise the CJK columns when groove's CJK tokeniser changed; the full-text
-        columns live in the chunk's own row, so none can be missing. Returns the chunks
-        re-tokenised."""
-        version = str(CJK_TOKENISER_VERSION)
-        if self.meta().get("cjk_tokeniser_version") == version:
+        """Re-tokenise the columns of each full-text table whose tokeniser version changed
+        (`FtsTable.version`: the CJK table's); the full-text columns live in the chunk's own
+        row, so none can be missing. Returns the chunks re-tokenised."""
+        meta = self.meta()
+        stale = [t for t in TABLES if t.version is not None
+                 and meta.get(t.version.key) != t.version.version]
+        if not stale:
             return 0
-        self.set_meta({"cjk_tokeniser_version": version})
+        self.set_meta({t.version.key: t.version.version for t in stale if t.version is not None})
         rows = self._rows("SELECT id, heading, context_text, content FROM groove_chunks "
                           "WHERE kb = %s", (self.kb,))
         if not rows:
             return 0
-        self.con.execute("DELETE FROM groove_postings WHERE kb = %s AND tbl = 2", (self.kb,))
+        for table in stale:
+            self._retokenise(table, rows)
+        return len(rows)
+
+    def _retokenise(self, table: FtsTable, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Write `table`'s columns, postings and token total again for the chunks `rows`
+        (id, heading, context, content): the KB's every chunk."""
+        if table.postings_code is not None:
+            self.con.execute("DELETE FROM groove_postings WHERE kb = %s AND tbl = %s",
+                             (self.kb, table.postings_code))
+        h, c, b = table.pg_columns
         total = 0
         with self.con.cursor() as cur:
             for cid, heading, ctx, content in rows:
-                row = tokens.table_row(tokens.CJK, heading, ctx, content)
+                row = tokens.table_row(table, heading, ctx, content)
                 total += row.length
-                cur.execute("UPDATE groove_chunks SET cjk_heading = %s, cjk_context = %s, "
-                            "cjk_content = %s, cjk_len = %s WHERE kb = %s AND id = %s",
+                cur.execute(f"UPDATE groove_chunks SET {h} = %s, {c} = %s, {b} = %s, "
+                            f"{table.pg_length} = %s WHERE kb = %s AND id = %s",
                             (*row.streams, row.length, self.kb, cid))
-                cur.executemany("INSERT INTO groove_postings VALUES (%s,2,%s,%s,%s,%s,%s,%s)",
-                                [(self.kb, t, cid, h, c, b, row.length)
-                                 for t, h, c, b in row.postings])
-        self.con.execute("UPDATE groove_kb SET cjk_tokens = %s WHERE id = %s", (total, self.kb))
-        return len(rows)
+                if table.postings_code is not None:
+                    cur.executemany("INSERT INTO groove_postings VALUES (%s,%s,%s,%s,%s,%s,%s,%s)",
+                                    [(self.kb, table.postings_code, t, cid, th, tc, tb,
+                                      row.length) for t, th, tc, tb in row.postings])
+        self.con.execute(f"UPDATE groove_kb SET {table.pg_total} = %s WHERE id = %s",
+                         (total, self.kb))
 
     def cache_put(self, rows: Sequence[tuple[str, npt.NDArray[np.float32]]]) -> bool:
         """Store query embeddings without waiting on a lock; False when that failed."""
@@ -543,11 +570,8 @@ class PgStore(PgVectorWrites):
                 "embedding_f32 IS NULL ORDER BY id", (self.kb,))] if has_vec else [],
             orphan_embedding=[],
             missing_fts_row=[int(r[0]) for r in self._rows(
-                "SELECT c.id FROM groove_chunks c WHERE c.kb = %s AND "
-                "((c.word_len > 0 AND NOT EXISTS (SELECT 1 FROM groove_postings p WHERE "
-                "p.kb = c.kb AND p.tbl = 1 AND p.chunk_id = c.id)) OR (c.cjk_len > 0 AND NOT "
-                "EXISTS (SELECT 1 FROM groove_postings p WHERE p.kb = c.kb AND p.tbl = 2 AND "
-                "p.chunk_id = c.id))) ORDER BY c.id", (self.kb,))],
+                f"SELECT c.id FROM groove_chunks c WHERE c.kb = %s AND ({_MISSING_POSTINGS}) "
+                "ORDER BY c.id", (self.kb,))],
             orphan_fts_row=[int(r[0]) for r in self._rows(
                 "SELECT DISTINCT p.chunk_id FROM groove_postings p WHERE p.kb = %s AND NOT EXISTS "
                 "(SELECT 1 FROM groove_chunks c WHERE c.kb = p.kb AND c.id = p.chunk_id) "

@@ -1,19 +1,17 @@
 """The full-text tokens of the Postgres store: exactly the tokens the SQLite tables hold.
 
-Postgres does no tokenising or stemming of its own here. Each chunk's three full-text "tables"
-are computed in Python by SQLite's own FTS5 tokenizers (through apsw, a core dependency), so a
-query finds the same rows and counts the same term frequencies as on SQLite:
+Postgres does no tokenising or stemming of its own here. Each chunk's full-text "tables" (one
+per declared table, store/fts_tables.py) are computed in Python by SQLite's own FTS5 tokenizers
+(through apsw, a core dependency), each run with its table's `tokenize` arguments on the text
+its `prepare` makes (the CJK table: `text/cjk.row_text`, unigrams + bigrams), so a query finds
+the same rows and counts the same term frequencies as on SQLite:
 
-- trigram (`fts_chunks`): the text folded as FTS5's `trigram remove_diacritics 1` folds it
-  (lower case, diacritics and combining marks removed); a phrase is a substring of the folded
-  text and its frequency the number of (overlapping) occurrences; a column of n folded
-  characters holds n − 2 tokens;
-- words (`fts_words`): `porter unicode61 remove_diacritics 2` tokens (English stems);
-- CJK (`fts_cjk`): `unicode61 remove_diacritics 0` tokens of groove's CJK row text
-  (`text/cjk.row_text`: unigrams + bigrams).
-
-Word and CJK rows are stored as (term, frequency per column) postings plus, per column, the
-token stream wrapped as ` t1  t2  … ` so that a multi-token phrase is a substring of it.
+- a trigram table: the text folded as its trigram tokenizer folds it (lower case, diacritics
+  and combining marks removed); a phrase is a substring of the folded text and its frequency
+  the number of (overlapping) occurrences; a column of n folded characters holds n − 2 tokens;
+- any other table (the words table's English stems, the CJK table's tokens): stored as (term,
+  frequency per column) postings plus, per column, the token stream wrapped as ` t1  t2  … `
+  so that a multi-token phrase is a substring of it.
 """
 
 from __future__ import annotations
@@ -25,32 +23,23 @@ from functools import cache
 
 import apsw
 
-from groove_cli.text.cjk import row_text
+from groove_cli.store.fts_tables import TABLES, FtsTable
 
 WINDOW_CHARS = 65_536
 """Texts are tokenised a window at a time, cut at whitespace (no token spans whitespace)."""
 
-TRIGRAM = "fts_chunks"
-WORDS = "fts_words"
-CJK = "fts_cjk"
-TABLE_CODES = {TRIGRAM: 0, WORDS: 1, CJK: 2}
-"""The `tbl` column of the postings table."""
-
 
 @cache
 def _tokenizers() -> dict[str, apsw.FTS5Tokenizer]:
+    """Each declared table's FTS5 tokenizer, with its `tokenize` arguments."""
     con = apsw.Connection(":memory:")
-    return {
-        TRIGRAM: con.fts5_tokenizer("trigram", ["remove_diacritics", "1", "case_sensitive", "0"]),
-        WORDS: con.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"]),
-        CJK: con.fts5_tokenizer("unicode61", ["remove_diacritics", "0"]),
-    }
+    return {table.name: con.fts5_tokenizer(*table.tokenizer) for table in TABLES}
 
 
-def _run(table: str, text: str, query: bool = False) -> list[str]:
+def _run(table: FtsTable, text: str, query: bool = False) -> list[str]:
     flags = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
-    tokens = _tokenizers()[table](text.encode("utf-8"), flags, None, include_offsets=False,
-                                  include_colocated=False)
+    tokens = _tokenizers()[table.name](text.encode("utf-8"), flags, None,
+                                       include_offsets=False, include_colocated=False)
     return [str(t) for t in tokens]
 
 
@@ -73,30 +62,31 @@ def _windows(text: str) -> list[str]:
     return out
 
 
-def word_tokens(table: str, text: str) -> list[str]:
-    """The document tokens of `text` for the words or the CJK table."""
-    source = row_text(text) if table == CJK else text
+def document_tokens(table: FtsTable, text: str) -> list[str]:
+    """The document tokens of `text` for a token (not trigram) table."""
+    source = table.prepare(text) if table.prepare is not None else text
     out: list[str] = []
     for window in _windows(source):
         out.extend(_run(table, window))
     return out
 
 
-_FOLD: dict[int, str] = {}
-_SEEN: set[str] = set()
+_FOLDS: dict[str, tuple[dict[int, str], set[str]]] = {}
+"""Per trigram table: its folding of each character seen so far, and the characters seen."""
 
 
-def fold(text: str) -> str:
-    """`text` as the trigram tokenizer sees it: each character folded on its own (FTS5 folds
-    code point by code point), a dropped one (a combining mark) as ''; it stops at a NUL."""
+def fold(table: FtsTable, text: str) -> str:
+    """`text` as a trigram table's tokenizer sees it: each character folded on its own (FTS5
+    folds code point by code point), a dropped one (a combining mark) as ''; it stops at a NUL."""
     text = text.split("\0", 1)[0]
-    for ch in set(text).difference(_SEEN):
-        tokens = _run(TRIGRAM, ch * 3)
+    mapping, seen = _FOLDS.setdefault(table.name, ({}, set()))
+    for ch in set(text).difference(seen):
+        tokens = _run(table, ch * 3)
         folded = tokens[0][0] if tokens else ""
         if folded != ch:
-            _FOLD[ord(ch)] = folded
-        _SEEN.add(ch)
-    return text.translate(_FOLD)
+            mapping[ord(ch)] = folded
+        seen.add(ch)
+    return text.translate(mapping)
 
 
 def trigram_length(folded: str) -> int:
@@ -110,16 +100,22 @@ def wrap(tokens: Sequence[str]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class TableRow:
-    """One chunk's row of a words or CJK table."""
+    """One chunk's row of a full-text table: its three column values and token count."""
 
     postings: list[tuple[str, int, int, int]]
-    """(term, frequency in heading, in context, in content)."""
+    """(term, frequency in heading, in context, in content); none in a trigram table."""
     streams: tuple[str, str, str]
+    """A trigram table's folded text, any other's wrapped token streams."""
     length: int
 
 
-def table_row(table: str, heading: str | None, context: str | None, content: str) -> TableRow:
-    columns = [word_tokens(table, text or "") for text in (heading, context, content)]
+def table_row(table: FtsTable, heading: str | None, context: str | None, content: str
+              ) -> TableRow:
+    """A chunk's row of `table`, as the Postgres store writes it."""
+    if table.substrings:
+        folded = (fold(table, heading or ""), fold(table, context or ""), fold(table, content))
+        return TableRow([], folded, sum(trigram_length(f) for f in folded))
+    columns = [document_tokens(table, text or "") for text in (heading, context, content)]
     counts = [Counter(tokens) for tokens in columns]
     terms = sorted(set().union(*counts))
     postings = [(t, counts[0][t], counts[1][t], counts[2][t]) for t in terms]
@@ -145,11 +141,11 @@ def _has_border(items: Sequence[object]) -> bool:
     return any(items[:k] == items[len(items) - k:] for k in range(1, len(items)))
 
 
-def needle(table: str, phrase: str) -> Needle | None:
+def needle(table: FtsTable, phrase: str) -> Needle | None:
     """The phrase of a query for `table`; None when it has no token (it then matches nothing,
     as in FTS5)."""
-    if table == TRIGRAM:
-        folded = fold(phrase)
+    if table.substrings:
+        folded = fold(table, phrase)
         if len(folded) < 3:
             return None
         return Needle((), folded, _has_border(folded))
