@@ -3,6 +3,7 @@
 
     .venv/bin/python bench/bench_index.py [--reuse] [--notes 10000] [--collections synthetic,jsquad]
         [--repeats 2] [--time-full 10000] [--fts-notes 10000]
+    .venv/bin/python bench/bench_index.py --only shared [--pairs 2] [--spin-pairs 2] [--stops 5,3]
 
 1. `groove index` from scratch into `bench/work/<name>/index.db` (JSQuAD: KB = a symlink to
    /work/shared/datasets/jsquad/docs; synthetic: `make_synthetic_kb.py --chunks N
@@ -27,6 +28,13 @@
 3. A no-change re-run: wall time (median of 5 subprocess runs, target ≤ 1 s) and the absence
    of `Loading embedding model` in its stderr.
 
+4. `--only shared` (issue 37; measured alone, merged into index.json beside the other parts,
+   each keeping the commit it was measured at): CISI's 1,460 abstracts indexed from scratch
+   alone and beside two busy processes, alternated, with onnxruntime's intra-op spinning off
+   (shipped) and on (`SPINNING_SCRIPT`): chunks/s, the process's CPU s per chunk and peak RSS
+   (wait4), loaded ÷ quiet (targets ≥ 0.4 and ≤ 1.5); then SIGTERM during phase 2, seconds to
+   exit (target ≤ 2 s), exit code and a `groove doctor` after it.
+
 `--reuse` keeps an existing complete index and skips 1–2 (the re-run part only); the index is
 reused by eval_datasets.py and bench_tune.py.
 
@@ -40,6 +48,7 @@ import json
 import os
 import re
 import resource
+import shlex
 import signal
 import subprocess
 import sys
@@ -54,6 +63,8 @@ from _common import (
     GROOVE,
     JSQUAD,
     RESULTS,
+    ROOT,
+    WORK,
     Collection,
     GrooveRun,
     load_average,
@@ -468,6 +479,401 @@ def _timed_lines(timed: dict[str, Any]) -> list[str]:
                if isinstance(timed.get("measured_at"), dict) else ""), ""]
 
 
+# ------------------------------------------------------------------ sharing the machine (`--only shared`)
+
+BUSY_PROCESSES = 2
+BUSY_COMMAND = ("python3", "-c", "while 1: pass")
+SHARE_TARGET = 0.4
+"""Loaded ÷ quiet throughput, at least (two busy processes beside 2 threads: a fair share is
+0.5)."""
+CPU_TARGET = 1.5
+"""Loaded ÷ quiet CPU-seconds per chunk, at most."""
+STOP_TARGET_S = 2.0
+"""Seconds from SIGTERM in phase 2 to the process's exit, at most."""
+STOP_DELAYS_S = (0.0, 0.3, 0.6, 0.9, 1.2)
+"""Waits after the first committed vectors before the signal, cycled: the signal lands at
+different points of the batch in flight."""
+STOP_AFTER_VECTORS = 1
+DISTURBED_CORES = 0.3
+"""CPU the rest of the machine used during a run (cores, mean over the run) above which the
+run counts as disturbed by other work."""
+SETTLE_MAX_S = 90.0
+
+SPINNING_SCRIPT = """
+import sys
+import groove_cli.models.runtime as runtime
+shipped = runtime._session_options
+def spinning(optimise, threads=None):
+    options = shipped(optimise, threads)
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1")
+    return options
+runtime._session_options = spinning
+from groove_cli.cli import main
+main()
+"""
+"""`groove` with onnxruntime's intra-op threads spinning again (the setting before c2b4e1b),
+for this benchmark only: the console script's entry point with `_session_options` patched."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scratch(Collection):
+    """A dataset indexed into a work folder of its own, so these runs never touch the index
+    that other benchmarks reuse under `bench/work/<name>`."""
+
+    folder: str = ""
+
+    @property
+    def work(self) -> Path:
+        return WORK / self.folder
+
+
+SHARED = Scratch("cisi", "shared-cisi")
+
+
+def cpu_model() -> str:
+    """The CPU's model name and the vector instructions that matter to int8 kernels."""
+    try:
+        info = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return "unknown"
+    name = re.search(r"^model name\s*:\s*(.+)$", info, re.MULTILINE)
+    flags = set((re.search(r"^flags\s*:\s*(.+)$", info, re.MULTILINE) or [""])[0].split())
+    kinds = [f for f in ("avx2", "avx512f", "avx512_vnni", "amx_int8") if f in flags]
+    return f"{name.group(1).strip() if name else 'unknown'} ({', '.join(kinds) or 'no AVX2'})"
+
+
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy since boot (user, nice, system, irq,
+    softirq of /proc/stat; idle, iowait and steal left out)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
+    user, nice, system, _idle, _iowait, irq, softirq = fields
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def settle(max_wait_s: float = SETTLE_MAX_S) -> tuple[float, float]:
+    """Wait (at most `max_wait_s`) until the machine's other work uses ≤ DISTURBED_CORES
+    over a 2 s sample. (seconds waited, cores in use at the last sample)."""
+    start = time.perf_counter()
+    while True:
+        before = machine_busy_s()
+        time.sleep(2.0)
+        cores = (machine_busy_s() - before) / 2.0
+        waited = time.perf_counter() - start
+        if cores <= DISTURBED_CORES or waited >= max_wait_s:
+            return waited, cores
+        time.sleep(3.0)
+
+
+def reap(proc: subprocess.Popen[bytes], block: bool = True) -> tuple[int, float, int] | None:
+    """(exit code, user + system CPU s, peak RSS KiB) of `proc` from wait4, or None when it is
+    still running and not `block`."""
+    pid, status, usage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+    if pid == 0:
+        return None
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+class Busy:
+    """`count` CPU-bound processes (BUSY_COMMAND), started before a run and killed after it."""
+
+    def __init__(self, count: int) -> None:
+        self.procs = [subprocess.Popen(BUSY_COMMAND) for _ in range(count)]
+        if self.procs:
+            time.sleep(1.0)  # running before the measured process starts
+
+    def cpu_s(self) -> float:
+        """Their user + system CPU seconds so far (/proc/<pid>/stat)."""
+        total = 0
+        for proc in self.procs:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15)
+        return total / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        """Kill them, each by its own pid."""
+        for proc in self.procs:
+            proc.kill()
+            reap(proc)
+
+
+def vector_count(db: Path) -> int:
+    """Vectors committed so far (read-only connection with sqlite-vec; 0 while the table does
+    not exist)."""
+    import apsw
+    import sqlite_vec
+
+    try:
+        con = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error:
+        return 0
+    try:
+        con.enable_load_extension(True)
+        con.load_extension(sqlite_vec.loadable_path())
+        return int(str(con.execute("SELECT count(*) FROM vec_chunks").fetchall()[0][0]))
+    except apsw.Error:
+        return 0
+    finally:
+        con.close()
+
+
+def index_command(coll: Collection, spinning: bool, *extra: str) -> list[str]:
+    head = [sys.executable, "-c", SPINNING_SCRIPT] if spinning else [str(GROOVE)]
+    return [*head, "--config", str(coll.config), "--db", str(coll.db), "index", "--kb-path",
+            str(coll.kb), *extra]
+
+
+def shared_run(coll: Collection, *, spinning: bool, loaded: bool, cap_s: float
+               ) -> dict[str, Any]:
+    """`groove index` from scratch, alone or beside BUSY_PROCESSES busy processes: wall, chunks/s,
+    the groove process's CPU per chunk and peak RSS (wait4), and the CPU the rest of the
+    machine used meanwhile. Past `cap_s` the run is stopped (SIGTERM) and measured on the
+    vectors it committed."""
+    coll.remove_index()
+    waited, idle_cores = settle()
+    load_before = load_average()
+    busy = Busy(BUSY_PROCESSES if loaded else 0)
+    log = coll.work / "index.stderr"
+    busy_before = busy.cpu_s()
+    machine_before = machine_busy_s()
+    start = time.perf_counter()
+    with log.open("wb") as err:
+        proc = subprocess.Popen(index_command(coll, spinning), stdout=subprocess.DEVNULL,
+                                stderr=err, cwd=ROOT)
+    capped = False
+    while (reaped := reap(proc, block=False)) is None:
+        if time.perf_counter() - start > cap_s and not capped:
+            capped = True
+            proc.send_signal(signal.SIGTERM)
+        time.sleep(0.1)
+    wall = time.perf_counter() - start
+    machine_s = machine_busy_s() - machine_before
+    busy_cpu = busy.cpu_s() - busy_before
+    busy.stop()
+    code, cpu, rss_kib = reaped
+    stderr = log.read_text(encoding="utf-8", errors="replace")
+    if capped:
+        chunks, done_ms = vector_count(coll.db), None
+    else:
+        if code != 0:
+            raise RuntimeError(f"groove index exited {code}:\n{stderr}")
+        done_ms, _, chunks = parse_done(stderr)
+    others = (machine_s - cpu - busy_cpu) / wall
+    return {"spinning": spinning, "loaded": loaded, "wall_s": wall, "chunks": chunks,
+            "chunks_per_s": chunks / wall, "done_ms": done_ms, "cpu_s": cpu,
+            "cpu_s_per_chunk": cpu / chunks if chunks else float("inf"),
+            "peak_rss_mb": rss_kib / 1024, "exit_code": code, "capped_at_s": cap_s if capped
+            else None, "busy_cores": busy_cpu / wall, "others_cores": others,
+            "disturbed": others > DISTURBED_CORES, "settle_wait_s": waited,
+            "cores_busy_before": idle_cores, "load_average_before": load_before,
+            "load_average_after": load_average(),
+            "stderr_tail": stderr.strip().splitlines()[-2:]}
+
+
+def stop_run(coll: Collection, *, loaded: bool, delay_s: float) -> dict[str, Any]:
+    """`groove index --force`; once phase 2 has committed vectors (and `delay_s` more), SIGTERM:
+    seconds from the signal to the exit, the exit code, and a `groove doctor` after it."""
+    settle()
+    load_before = load_average()
+    busy = Busy(BUSY_PROCESSES if loaded else 0)
+    log = coll.work / "stop.stderr"
+    start = time.perf_counter()
+    with log.open("wb") as err:
+        proc = subprocess.Popen(index_command(coll, False, "--force"),
+                                stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT)
+    reaped: tuple[int, float, int] | None = None
+    # --force resets the old index in place: wait for phase 2's line, then for its vectors
+    while (reaped := reap(proc, block=False)) is None:
+        if ("Embedding " in log.read_text(encoding="utf-8", errors="replace")
+                and vector_count(coll.db) >= STOP_AFTER_VECTORS):
+            break
+        if time.perf_counter() - start > 600:
+            proc.kill()
+            reap(proc)
+            raise RuntimeError("phase 2 committed no vector within 600 s")
+        time.sleep(0.05)
+    if reaped is not None:
+        busy.stop()
+        raise RuntimeError(f"groove index ended before the signal:\n{log.read_text()}")
+    time.sleep(delay_s)
+    at_signal = vector_count(coll.db)
+    signalled = time.perf_counter()
+    proc.send_signal(signal.SIGTERM)
+    code, cpu, rss_kib = reap(proc) or (-1, 0.0, 0)
+    exit_s = time.perf_counter() - signalled
+    busy.stop()
+    stderr = log.read_text(encoding="utf-8", errors="replace")
+    doctor = run_groove(["doctor", "--kb-path", str(coll.kb)], config=coll.config, db=coll.db,
+                        check=False)
+    return {"loaded": loaded, "delay_s": delay_s, "signal_at_s": signalled - start,
+            "vectors_at_signal": at_signal, "vectors_after": vector_count(coll.db),
+            "exit_s": exit_s, "exit_code": code, "cpu_s": cpu, "peak_rss_mb": rss_kib / 1024,
+            "doctor_exit": doctor.returncode, "doctor_tail": doctor.stdout.strip().splitlines()[-1:],
+            "load_average_before": load_before, "load_average_after": load_average(),
+            "stderr_tail": stderr.strip().splitlines()[-1:]}
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def share_summary(pairs: list[dict[str, Any]], spinning: bool) -> dict[str, Any]:
+    """Means over the undisturbed pairs of one setting (over all of them when none is)."""
+    mine = [p for p in pairs if p["spinning"] == spinning]
+    clean = [p for p in mine if not p["disturbed"]] or mine
+    quiet = [p["quiet"] for p in clean]
+    loaded = [p["loaded"] for p in clean]
+    throughput = _mean([p["throughput_ratio"] for p in clean])
+    cpu = _mean([p["cpu_ratio"] for p in clean])
+    return {"spinning": spinning, "pairs": len(clean), "pairs_run": len(mine),
+            "quiet_chunks_per_s": _mean([r["chunks_per_s"] for r in quiet]),
+            "loaded_chunks_per_s": _mean([r["chunks_per_s"] for r in loaded]),
+            "quiet_cpu_s_per_chunk": _mean([r["cpu_s_per_chunk"] for r in quiet]),
+            "loaded_cpu_s_per_chunk": _mean([r["cpu_s_per_chunk"] for r in loaded]),
+            "quiet_wall_s": _mean([r["wall_s"] for r in quiet]),
+            "loaded_wall_s": _mean([r["wall_s"] for r in loaded]),
+            "peak_rss_mb": max(r["peak_rss_mb"] for r in quiet + loaded),
+            "throughput_ratio": throughput, "cpu_ratio": cpu,
+            "throughput_met": throughput >= SHARE_TARGET, "cpu_met": cpu <= CPU_TARGET}
+
+
+def shared_machine(coll: Collection, *, pairs: int, spin_pairs: int, stops: int,
+                   loaded_stops: int, retries: int, budget_min: float) -> dict[str, Any]:
+    """Issue 37's indexer on a shared machine: quiet and loaded runs alternated (spinning off,
+    as shipped, and on, through SPINNING_SCRIPT), each pair's loaded run against its own quiet
+    run; a disturbed pair is run again (at most `retries` times in all); then SIGTERM during
+    phase 2, quiet and loaded. A pair is run again only while it fits in `budget_min` with
+    the signal runs (about 3 min) after it."""
+    coll.prepare_kb()
+    started = time.perf_counter()
+    info = {**machine(), "cpu": cpu_model()}
+    rounds = [s for n in range(max(pairs, spin_pairs))
+              for s in ((False,) if n < pairs else ()) + ((True,) if n < spin_pairs else ())]
+    done: list[dict[str, Any]] = []
+    while rounds:
+        spinning = rounds.pop(0)
+        quiet = shared_run(coll, spinning=spinning, loaded=False, cap_s=1800)
+        print(json.dumps(quiet), flush=True)
+        loaded = shared_run(coll, spinning=spinning, loaded=True,
+                            cap_s=max(180.0, 3 * quiet["wall_s"]))
+        print(json.dumps(loaded), flush=True)
+        disturbed = quiet["disturbed"] or loaded["disturbed"]
+        done.append({"spinning": spinning, "quiet": quiet, "loaded": loaded,
+                     "disturbed": disturbed,
+                     "throughput_ratio": ratio(loaded["chunks_per_s"], quiet["chunks_per_s"]),
+                     "cpu_ratio": ratio(loaded["cpu_s_per_chunk"], quiet["cpu_s_per_chunk"])})
+        pair_min = (quiet["wall_s"] + loaded["wall_s"]) / 60
+        spent = (time.perf_counter() - started) / 60
+        if (disturbed and retries > 0
+                and spent + pair_min * (len(rounds) + 1) + 3 <= budget_min):
+            retries -= 1
+            rounds.insert(0, spinning)
+    signal_runs = [stop_run(coll, loaded=False, delay_s=STOP_DELAYS_S[n % len(STOP_DELAYS_S)])
+                   for n in range(stops)]
+    signal_runs += [stop_run(coll, loaded=True, delay_s=STOP_DELAYS_S[n % len(STOP_DELAYS_S)])
+                    for n in range(loaded_stops)]
+    exits = [r["exit_s"] for r in signal_runs]
+    return {
+        "collection": coll.name, "documents": coll.doc_count(), "model": DEFAULT_MODEL,
+        "machine": info, "args": " ".join(sys.argv[1:]), "busy_processes": BUSY_PROCESSES,
+        "busy_command": shlex.join(BUSY_COMMAND), "disturbed_above_cores": DISTURBED_CORES,
+        "share_target": SHARE_TARGET, "cpu_target": CPU_TARGET, "pairs": done,
+        "spinning_off": share_summary(done, False),
+        "spinning_on": share_summary(done, True) if spin_pairs else None,
+        "signal_runs": signal_runs, "stop_target_s": STOP_TARGET_S,
+        "stop_median_s": median(exits), "stop_max_s": max(exits),
+        "stop_met": (max(exits) <= STOP_TARGET_S
+                     and all(r["exit_code"] == 130 and r["doctor_exit"] == 0
+                             for r in signal_runs)),
+        "minutes": (time.perf_counter() - started) / 60,
+        "load_average_after": load_average(),
+    }
+
+
+def _shared_lines(shared: dict[str, Any]) -> list[str]:
+    info = shared["machine"]
+    code = info.get("code") or {}
+    dirty = " (uncommitted changes in groove_cli/)" if code.get("groove_cli_dirty") else ""
+    packages = ", ".join(f"{k} {v}" for k, v in (info.get("packages") or {}).items() if v)
+    lines = [
+        f"### Sharing the machine ({shared['collection']}, issue 37)", "",
+        f"Measured at commit `{code.get('commit', '?')}`{dirty} on {info['cpu_count']} cores of "
+        f"an {info.get('cpu', '?')}, shared with other work; {packages}. "
+        f"`groove index` from scratch over {shared['documents']:,} CISI abstracts, alone "
+        f"(quiet) or beside {shared['busy_processes']} busy processes (`{shared['busy_command']}`, "
+        "started before, killed after); quiet and loaded runs alternate, each loaded run "
+        "against the quiet run just before it. CPU s and peak RSS are the groove process's "
+        "own (wait4). Spinning on = the same `groove` with "
+        "`session.intra_op.allow_spinning` set to 1 (the setting before c2b4e1b). "
+        f"Command: `.venv/bin/python bench/bench_index.py {shared['args']}` "
+        f"({shared['minutes']:.0f} min).", "",
+        "| intra-op threads | pairs | quiet chunks/s | loaded chunks/s | loaded ÷ quiet "
+        f"(≥ {shared['share_target']}) | quiet CPU s/chunk | loaded CPU s/chunk | loaded ÷ "
+        f"quiet (≤ {shared['cpu_target']}) | peak RSS MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    settings = [s for s in (shared["spinning_off"], shared.get("spinning_on")) if s]
+    for s in settings:
+        lines.append(
+            f"| spinning {'on' if s['spinning'] else 'off (shipped)'} | {s['pairs']} | "
+            f"{s['quiet_chunks_per_s']:.2f} | {s['loaded_chunks_per_s']:.2f} | "
+            f"**{s['throughput_ratio']:.3f}** {verdict(s['throughput_met'])} | "
+            f"{s['quiet_cpu_s_per_chunk']:.4f} | {s['loaded_cpu_s_per_chunk']:.4f} | "
+            f"**{s['cpu_ratio']:.3f}** {verdict(s['cpu_met'])} | {s['peak_rss_mb']:.0f} |")
+    off = shared["spinning_off"]
+    lines += ["", f"- **Shipped setting (spinning off): loaded throughput "
+              f"{off['throughput_ratio']:.3f}× the quiet one** (target ≥ {shared['share_target']}, "
+              f"{verdict(off['throughput_met'])}; fair share 0.5), **CPU per chunk "
+              f"{off['cpu_ratio']:.3f}×** (target ≤ {shared['cpu_target']}, "
+              f"{verdict(off['cpu_met'])}); peak RSS {off['peak_rss_mb']:.0f} MB."]
+    on = shared.get("spinning_on")
+    if on:
+        quiet, loaded = (ratio(on[k], off[k]) for k in ("quiet_chunks_per_s",
+                                                         "loaded_chunks_per_s"))
+        cpu_q, cpu_l = (ratio(on[k], off[k]) for k in ("quiet_cpu_s_per_chunk",
+                                                        "loaded_cpu_s_per_chunk"))
+        better = quiet >= 1.05 and loaded >= 0.98
+        lines.append(
+            f"- Spinning on against off: quiet throughput {quiet:.3f}×, loaded {loaded:.3f}×; "
+            f"CPU per chunk quiet {cpu_q:.3f}×, loaded {cpu_l:.3f}×. "
+            + ("**Spinning on is clearly better quiet and not worse loaded** (the code owner "
+               "decides)." if better else
+               "Spinning on does not pay clearly enough (≥ 5 % quiet, not worse loaded) to "
+               "justify it: off stays."))
+    stops = shared["signal_runs"]
+    quiet_stops = [r for r in stops if not r["loaded"]]
+    loaded_stops = [r for r in stops if r["loaded"]]
+    codes = sorted({r["exit_code"] for r in stops})
+    doctors = sorted({r["doctor_exit"] for r in stops})
+    delays = [r["delay_s"] for r in stops]
+    lines += [
+        f"- **SIGTERM in phase 2 → exit: median {shared['stop_median_s']:.2f} s, max "
+        f"{shared['stop_max_s']:.2f} s** over {len(stops)} runs (target ≤ "
+        f"{shared['stop_target_s']:.0f} s, {verdict(shared['stop_met'])}): quiet "
+        + ", ".join(f"{r['exit_s']:.2f}" for r in quiet_stops) + " s; loaded "
+        + ", ".join(f"{r['exit_s']:.2f}" for r in loaded_stops) + " s. `groove index --force`, "
+        f"signalled {min(delays):.1f}–{max(delays):.1f} s after phase 2 committed its first "
+        f"vectors; exit codes "
+        f"{codes}, `groove doctor` after each exited {doctors}.",
+        "", "| # | threads | run | wall s | chunks/s | CPU s/chunk | peak RSS MB | load avg "
+        "before → after | others' cores |", "|---:|---|---|---:|---:|---:|---:|---|---:|"]
+    for n, pair in enumerate(shared["pairs"], 1):
+        for kind in ("quiet", "loaded"):
+            r = pair[kind]
+            capped = f" (stopped at {r['capped_at_s']:.0f} s)" if r["capped_at_s"] else ""
+            lines.append(
+                f"| {n} | {'on' if r['spinning'] else 'off'} | {kind}{capped}"
+                f"{' — disturbed' if r['disturbed'] else ''} | {r['wall_s']:.1f} | "
+                f"{r['chunks_per_s']:.2f} | {r['cpu_s_per_chunk']:.4f} | "
+                f"{r['peak_rss_mb']:.0f} | {r['load_average_before'][:1]} → "
+                f"{r['load_average_after'][:1]} | {r['others_cores']:.2f} |")
+    lines += ["", "\"Others' cores\": CPU the rest of the machine used during the run (/proc/stat "
+              "less the groove process and the busy processes), mean cores; above "
+              f"{shared['disturbed_above_cores']} a run counts as disturbed and its pair is left "
+              "out of the means (and run again).", ""]
+    return lines
+
+
 def markdown(data: dict[str, Any]) -> str:
     lines = ["# Indexing benchmark (multilingual-e5-small)", "",
              machine_line(data["machine"]), ""]
@@ -498,10 +904,13 @@ def markdown(data: dict[str, Any]) -> str:
         f"{'appeared' if re_run['model_loaded_in_any_run'] else 'absent in every run'}.",
         "",
         ]
-    lines += [
-        f"Command: `.venv/bin/python bench/bench_index.py {data.get('args', '')}`.",
-    ]
-    return "\n".join(lines)
+    if "args" in data:
+        lines += [
+            f"Command: `.venv/bin/python bench/bench_index.py {data['args']}`.", "",
+        ]
+    if data.get("shared_machine"):
+        lines += _shared_lines(data["shared_machine"])
+    return "\n".join(lines).rstrip("\n")
 
 
 def main() -> None:
@@ -521,10 +930,36 @@ def main() -> None:
                         help="rewrite index.md from index.json, measuring nothing")
     parser.add_argument("--time-full", type=int, default=0,
                         help="synthetic KB indexed in full once, timed (e.g. 10000)")
+    parser.add_argument("--only", choices=["shared"],
+                        help="measure only this part and merge it into index.json, keeping the "
+                             "other parts (each with the commit it was measured at): shared = "
+                             "CISI alone and beside busy processes, spinning off and on, and "
+                             "SIGTERM to exit (issue 37)")
+    parser.add_argument("--pairs", type=int, default=2,
+                        help="shared: quiet/loaded pairs with spinning off (shipped)")
+    parser.add_argument("--spin-pairs", type=int, default=1,
+                        help="shared: quiet/loaded pairs with spinning on (0: none)")
+    parser.add_argument("--stops", default="5,3",
+                        help="shared: SIGTERM runs, quiet,loaded")
+    parser.add_argument("--retries", type=int, default=1,
+                        help="shared: pairs run again when disturbed by other work, in all")
+    parser.add_argument("--budget-min", type=float, default=25,
+                        help="shared: no pair is run again past this many minutes in all")
     args = parser.parse_args()
+    saved_path = RESULTS / "index.json"
+    saved = json.loads(saved_path.read_text(encoding="utf-8")) if saved_path.is_file() else {}
     if args.markdown_only:
-        saved = json.loads((RESULTS / "index.json").read_text(encoding="utf-8"))
         (RESULTS / "index.md").write_text(markdown(saved) + "\n", encoding="utf-8")
+        return
+    if args.only == "shared":
+        stops, _, loaded_stops = args.stops.partition(",")
+        saved = saved or {"benchmark": "index", "model": DEFAULT_MODEL, "machine": machine()}
+        saved["shared_machine"] = shared_machine(
+            SHARED, pairs=args.pairs, spin_pairs=args.spin_pairs, stops=int(stops),
+            loaded_stops=int(loaded_stops or 0), retries=args.retries,
+            budget_min=args.budget_min)
+        write_results("index", saved, markdown(saved))
+        print(markdown(saved))
         return
     chosen = {"synthetic": Synthetic(f"synthetic-{args.notes}", args.notes), "jsquad": JSQUAD}
     repeats = {name.strip(): int(n or args.repeats) for name, _, n in
@@ -552,6 +987,8 @@ def main() -> None:
     if not args.no_rerun:
         JSQUAD.ensure_index()
         data["rerun"] = rerun(JSQUAD)
+    if saved.get("shared_machine"):  # measured by `--only shared`, at its own commit
+        data["shared_machine"] = saved["shared_machine"]
     write_results("index", data, markdown(data))
     print(markdown(data))
 
