@@ -937,7 +937,7 @@ def main() -> None:
                              "SIGTERM to exit (issue 37)")
     parser.add_argument("--pairs", type=int, default=2,
                         help="shared: quiet/loaded pairs with spinning off (shipped)")
-    parser.add_argument("--spin-pairs", type=int, default=1,
+    parser.add_argument("--spin-pairs", type=int, default=2,
                         help="shared: quiet/loaded pairs with spinning on (0: none)")
     parser.add_argument("--stops", default="5,3",
                         help="shared: SIGTERM runs, quiet,loaded")
