@@ -286,8 +286,6 @@ def search_cmd(
     min_confidence_ratio: Annotated[float | None, typer.Option("--min-confidence-ratio", help=(
         "Without the vector leg (fts mode): low_confidence when max/mean score < R; 0 "
         "disables."))] = None,
-    min_relevance: Annotated[float | None, typer.Option("--min-relevance", help=(
-        "Drop hits whose estimated relevance (0-1) is below this; may leave no hit."))] = None,
     explain: Annotated[bool, typer.Option("--explain", help=(
         "Per-hit stage ranks and per-stage timings."))] = False,
     format: Annotated[str, typer.Option("--format", help=(
@@ -325,11 +323,7 @@ def search_cmd(
             raise UsageError(f"--min-confidence-ratio {min_confidence_ratio} must be finite and >= 0")
         flags = retrieval.config_flags()
         flags.update(kb_flags(kb_path, model=model, reranker=reranker,
-                              **{"search.min_confidence_ratio": min_confidence_ratio,
-                                 "search.relevance.min_relevance": None if min_relevance is None
-                                 else config.check_flag("--min-relevance",
-                                                        "search.relevance.min_relevance",
-                                                        min_relevance)}))
+                              **{"search.min_confidence_ratio": min_confidence_ratio}))
         compile_query(query)  # an empty query is a usage error before any file is read
         return flags
 

@@ -12,15 +12,15 @@ import functools
 import inspect
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
 
 import typer
 from typer.core import TyperGroup
 
 from groove_cli import config, failures, messages
-from groove_cli.config import Settings
+from groove_cli.config import KeySpec, Settings
 from groove_cli.dburl import IndexLocation
 from groove_cli.errors import UsageError
 
@@ -270,25 +270,27 @@ def verbose(on: bool) -> None:
     messages.set_verbose(on)
 
 
-def with_options(param: str, bundle: type[Any], options: Mapping[str, Any]) -> Callable[[F], F]:
-    """Replace the command parameter `param` by the bundle's options (same place in --help);
-    the command receives the filled bundle as `param`."""
+def with_options(param: str, bundle: Callable[[dict[str, Any]], Any],
+                 options: Mapping[str, Any]) -> Callable[[F], F]:
+    """Replace the command parameter `param` by the options (same place in --help); the
+    command receives `bundle(values by option name)` as `param`. Every option defaults to None
+    unless the annotation's type is bool (a switch, default False)."""
 
     def decorate(func: F) -> F:
         signature = inspect.signature(func, eval_str=True)
-        defaults = {f.name: f.default for f in fields(bundle)}
         expanded: list[inspect.Parameter] = []
         for parameter in signature.parameters.values():
             if parameter.name != param:
                 expanded.append(parameter)
                 continue
             expanded += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                           default=defaults[name], annotation=annotation)
+                                           default=_option_default(annotation),
+                                           annotation=annotation)
                          for name, annotation in options.items()]
 
         @functools.wraps(func)
         def command(*args: Any, **kwargs: Any) -> Any:
-            kwargs[param] = bundle(**{name: kwargs.pop(name) for name in options})
+            kwargs[param] = bundle({name: kwargs.pop(name) for name in options})
             return func(*args, **kwargs)
 
         command.__signature__ = signature.replace(  # type: ignore[attr-defined]
@@ -298,96 +300,87 @@ def with_options(param: str, bundle: type[Any], options: Mapping[str, Any]) -> C
     return decorate
 
 
+def _option_default(annotation: Any) -> object:
+    return False if get_args(annotation)[0] is bool else None
+
+
 @dataclass(frozen=True, slots=True)
 class RetrievalFlags:
-    """The retrieval options `search` and `eval` share (cli.md §5, §6)."""
+    """The retrieval options `search` and `eval` share (cli.md §5, §6): one per config key
+    that declares a `flag` (config_schema.py), as typed on the command line, by key."""
 
-    mode: str | None = None
-    preset: str | None = None
-    dense_top_k: int | None = None
-    sparse_top_k: int | None = None
-    vector_weight: float | None = None
-    fts_weight: float | None = None
-    cjk_weight: float | None = None
-    min_score: float | None = None
-    rrf_k: float | None = None
-    fusion: str | None = None
-    score_alpha: float | None = None
-    score_cjk_weight: float | None = None
-    mmr: str | None = None
-    mmr_lambda: float | None = None
-    mmr_same_doc_penalty: float | None = None
-    parent_retriever: str | None = None
+    given: Mapping[str, object] = field(default_factory=dict)
+    """Config key → the flag's value (None: not given)."""
 
     def config_flags(self) -> dict[str, object]:
         """Range-check the flags and map them to config keys (unset flags left out)."""
-        checked: dict[str, object] = {
-            "search.retrieval.mode": choice("--mode", self.mode, config.MODES),
-            "search.retrieval.preset": choice("--preset", self.preset, config.PRESETS),
-            "search.fusion.method": choice("--fusion", self.fusion, config.FUSION_METHODS),
-            "search.mmr.enabled": bool_flag("--mmr", self.mmr),
-            "search.parent_retriever.enabled": bool_flag("--parent-retriever",
-                                                         self.parent_retriever),
-        }
-        for flag, key, value in (
-            ("--dense-top-k", "search.retrieval.dense_top_k", self.dense_top_k),
-            ("--sparse-top-k", "search.retrieval.sparse_top_k", self.sparse_top_k),
-            ("--vector-weight", "search.retrieval.vector_weight", self.vector_weight),
-            ("--fts-weight", "search.retrieval.fts_weight", self.fts_weight),
-            ("--cjk-weight", "search.retrieval.cjk_weight", self.cjk_weight),
-            ("--min-score", "search.retrieval.min_score", self.min_score),
-            ("--rrf-k", "search.fusion.rrf_k", self.rrf_k),
-            ("--score-alpha", "search.fusion.score_alpha", self.score_alpha),
-            ("--score-cjk-weight", "search.fusion.score_cjk_weight", self.score_cjk_weight),
-            ("--mmr-lambda", "search.mmr.lambda", self.mmr_lambda),
-            ("--mmr-same-doc-penalty", "search.mmr.same_doc_penalty", self.mmr_same_doc_penalty),
-        ):
-            checked[key] = None if value is None else config.check_flag(flag, key, value)
-        return set_flags(**checked)
+        return set_flags(**{key: flag_value(config.SPECS[key], value)
+                            for key, value in self.given.items()})
 
 
-RETRIEVAL_OPTIONS: dict[str, Any] = {
-    "mode": Annotated[str | None, typer.Option(
-        "--mode", help="Which legs run: hybrid, vector or fts.")],
-    "preset": Annotated[str | None, typer.Option(
-        "--preset", help="Preset candidate depth per leg: fast (20), balanced (40) or "
-                             "accurate (80).")],
-    "dense_top_k": Annotated[int | None, typer.Option(
-        "--dense-top-k", help=f"Vector-leg candidate count (1-{config.MAX_TOP_K}).")],
-    "sparse_top_k": Annotated[int | None, typer.Option(
-        "--sparse-top-k", help=f"Full-text-leg candidate count (1-{config.MAX_TOP_K}).")],
-    "vector_weight": Annotated[float | None, typer.Option(
-        "--vector-weight", help="Weight of the vector leg in RRF (0-1e6; 0: leg off).")],
-    "fts_weight": Annotated[float | None, typer.Option(
-        "--fts-weight", help="Weight of the trigram and word-level legs in RRF (0-1e6; 0: "
-                             "legs off).")],
-    "cjk_weight": Annotated[float | None, typer.Option(
-        "--cjk-weight", help="Weight of the CJK leg (queries with Japanese text) in RRF "
-                             "(0-1e6; default 6.0; 0: leg off).")],
-    "min_score": Annotated[float | None, typer.Option(
-        "--min-score", help="Floor on the normalised fused score (0-1), before the reranker.")],
-    "rrf_k": Annotated[float | None, typer.Option("--rrf-k", help="RRF constant (1-1e6).")],
-    "fusion": Annotated[str | None, typer.Option(
-        "--fusion", help="Fusion of the legs: score (weighted sum of normalised bm25 and cosine "
-                         "scores, the vector share following the query; default) or rrf "
-                         "(weighted RRF of ranks).", metavar="score|rrf")],
-    "score_alpha": Annotated[float | None, typer.Option(
-        "--score-alpha", help="Score fusion: vector-leg weight for a query with CJK text; "
-                              "trigram and word-level legs weigh 1 - alpha (0-1; default 0.5; "
-                              "other queries: score_alpha_short / _mid / _long by length).")],
-    "score_cjk_weight": Annotated[float | None, typer.Option(
-        "--score-cjk-weight", help="Score fusion: CJK-leg weight (0-1e6; default 1.0).")],
-    "mmr": Annotated[str | None, typer.Option(
-        "--mmr", help="MMR diversity stage: true or false.", metavar="true|false")],
-    "mmr_lambda": Annotated[float | None, typer.Option(
-        "--mmr-lambda", help="MMR relevance/diversity balance (0-1).")],
-    "mmr_same_doc_penalty": Annotated[float | None, typer.Option(
-        "--mmr-same-doc-penalty", help="MMR penalty for a second chunk of a document (0-1).")],
-    "parent_retriever": Annotated[str | None, typer.Option(
-        "--parent-retriever", help="Expand hits with their document or neighbours: true or false.",
-        metavar="true|false")],
-}
-with_retrieval_flags = with_options("retrieval", RetrievalFlags, RETRIEVAL_OPTIONS)
+def flag_value(spec: KeySpec, value: object) -> object:
+    """A declared flag's value checked against its key: a choice, true/false, or a number in
+    range (a violation is a usage error naming the flag)."""
+    assert spec.flag is not None
+    if value is None:
+        return None
+    if spec.kind in ("enum", "enum_opt"):
+        return choice(spec.flag, str(value), spec.choices)
+    if spec.kind == "bool":
+        return bool_flag(spec.flag, str(value))
+    return config.check_flag(spec.flag, spec.key, value)
+
+
+def flag_param(spec: KeySpec) -> str:
+    """The command parameter of a declared flag: `--rrf-k` → `rrf_k`."""
+    assert spec.flag is not None
+    return spec.flag.removeprefix("--").replace("-", "_")
+
+
+def _number(value: float) -> str:
+    """A bound as help text reads it: 1, 0.5, 1e6."""
+    return f"{value:.0e}".replace("e+0", "e") if abs(value) >= 1e5 else f"{value:g}"
+
+
+def flag_help(spec: KeySpec) -> str:
+    """The key's help with its range and built-in default, generated so neither can drift."""
+    facts: list[str] = []
+    if spec.kind in ("int", "float") and spec.lo is not None:
+        facts.append(f"{_number(spec.lo)}-{_number(spec.hi)}" if spec.hi is not None
+                     else f">= {_number(spec.lo)}")
+    if spec.default is not None:
+        default = spec.default
+        facts.append(f"default {str(default).lower() if isinstance(default, bool) else default}")
+    return f"{spec.help.rstrip('.')} ({'; '.join(facts)})." if facts else spec.help
+
+
+FLAG_TYPES: dict[str, type] = {"int": int, "float": float, "bool": str, "enum": str,
+                               "enum_opt": str}
+"""The command-line type of a declared flag by its key's kind (true/false is parsed by
+`bool_flag`, so `--mmr false` reads as a value, not a switch)."""
+
+
+def retrieval_options(schema: tuple[KeySpec, ...] = config.SCHEMA) -> dict[str, Any]:
+    """The typer options of every key that declares a flag, in schema order."""
+    options: dict[str, Any] = {}
+    for spec in schema:
+        if spec.flag is None:
+            continue
+        metavar = ("true|false" if spec.kind == "bool"
+                   else "|".join(spec.choices) if spec.choices else None)
+        options[flag_param(spec)] = Annotated[FLAG_TYPES[spec.kind] | None, typer.Option(
+            spec.flag, help=flag_help(spec), metavar=metavar)]
+    return options
+
+
+def retrieval_flags(schema: tuple[KeySpec, ...] = config.SCHEMA
+                    ) -> Callable[[dict[str, object]], RetrievalFlags]:
+    """The bundle of `retrieval_options(schema)`'s values, by config key."""
+    keys = {flag_param(spec): spec.key for spec in schema if spec.flag is not None}
+    return lambda values: RetrievalFlags({keys[name]: value for name, value in values.items()})
+
+
+with_retrieval_flags = with_options("retrieval", retrieval_flags(), retrieval_options())
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,4 +426,5 @@ FILTER_OPTIONS: dict[str, Any] = {
     "include_low_quality": Annotated[bool, typer.Option("--include-low-quality", help=(
         "Quality threshold 0 (wins over --min-quality)."))],
 }
-with_filter_flags = with_options("filters", FilterFlags, FILTER_OPTIONS)
+with_filter_flags = with_options("filters", lambda values: FilterFlags(**values),
+                                 FILTER_OPTIONS)

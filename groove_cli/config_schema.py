@@ -1,6 +1,9 @@
 """The groove.toml schema: every key with its type, default and range, the presets, and the
 built-in defaults and caps derived from it. The single source of truth that validation,
-`config show`, flag range checks, search, eval, tune and the groove.toml.example test read.
+`config show`, the shared retrieval flags of `search`/`eval` (cli_options.py), `build_params`
+(retrieve/params.py), the eval fingerprint, tune's key lists and the groove.toml.example test
+read. Adding a setting is one `KeySpec` here plus the stage that reads it (code.md §"Adding a
+setting").
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from typing import Literal
 
 Kind = Literal["path", "str", "int", "float", "bool", "list_str", "list_int", "list_float", "enum",
                "enum_opt"]
+TuneSpace = Literal["fusion", "retrieval", "fusion-method"]
+"""The grids `groove tune --space` sweeps (tune.md §4)."""
 
 DEFAULT_MODEL = "multilingual-e5-small"
 DEFAULT_EXCLUDE_DIRS = (".obsidian", ".git", "node_modules", "target", ".vscode", ".idea")
@@ -42,6 +47,14 @@ class KeySpec:
     so it must reach the eval fingerprint (eval.md §6). Keys that shape the index itself (which
     files, which chunks) reach eval through the corpus digest instead. Every key says so
     explicitly: None is refused by tests/test_fingerprint_complete.py."""
+    flag: str | None = None
+    """The option `search` and `eval` share for it (`--rrf-k`); its help is `help` plus the
+    range and default, generated (cli_options.retrieval_options)."""
+    param: str | None = None
+    """The `SearchParams` field it feeds one to one (`build_params`); keys that feed a field
+    together with others (the bm25 weights, the calibrations) are composed there by hand."""
+    tune: TuneSpace | None = None
+    """The tune space whose grid sweeps it (tune.md §4); None: tune holds it at its value."""
 
     @property
     def table(self) -> str:
@@ -91,81 +104,147 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("exclude_headings", "list_str", [], help="Drop h2/h3 sections containing these.",
             ranks=False),
     KeySpec("parsers.enabled", "list_str", ["md"], help="File types: md, txt.", ranks=False),
-    KeySpec("quality_filter.enabled", "bool", True, ranks=False),
-    KeySpec("quality_filter.threshold", "float", 0.3, 0.0, 1.0, ranks=False),
-    KeySpec("search.min_confidence_ratio", "float", 1.5, 0.0, None, finite=True, ranks=False),
+    KeySpec("quality_filter.enabled", "bool", True,
+            help="search drops chunks whose quality score is below threshold.", ranks=False),
+    KeySpec("quality_filter.threshold", "float", 0.3, 0.0, 1.0,
+            help="search's quality threshold (eval and tune never apply it).", ranks=False),
+    KeySpec("search.min_confidence_ratio", "float", 1.5, 0.0, None, finite=True,
+            help="Without the vector leg (fts mode): low_confidence when max/mean score is "
+                 "below this; 0 disables.", ranks=False, param="min_confidence_ratio"),
     KeySpec("search.relevance.low_confidence_below", "float", 0.35, 0.0, 1.0,
             help="low_confidence when the best hit's relevance is below this (0: never).",
-            ranks=False),
-    KeySpec("search.relevance.min_relevance", "float", 0.0, 0.0, 1.0, help="Drop hits below this relevance.",
-            ranks=True),
+            ranks=False, param="low_confidence_below"),
+    KeySpec("search.relevance.min_relevance", "float", 0.0, 0.0, 1.0,
+            help="Drop hits whose estimated relevance is below this; may leave no hit.",
+            ranks=True, flag="--min-relevance", param="min_relevance"),
     KeySpec("search.relevance.calibration", "list_float", None,
             help="Relevance model (unset: the model's shipped one; tune --space calibration fits it).",
             ranks=True),
     KeySpec("search.relevance.rerank_calibration", "list_float", None,
             help="Stacked relevance model of reranked hits (unset: the reranker's score is not "
                  "used; tune --space calibration with a reranker fits it).", ranks=True),
-    KeySpec("search.retrieval.mode", "enum", "hybrid", choices=MODES, ranks=True),
-    KeySpec("search.retrieval.preset", "enum_opt", None, choices=PRESETS, ranks=True),
-    KeySpec("search.retrieval.dense_top_k", "int", None, 1, MAX_TOP_K, ranks=True),
-    KeySpec("search.retrieval.sparse_top_k", "int", None, 1, MAX_TOP_K, ranks=True),
-    KeySpec("search.retrieval.vector_weight", "float", 1.0, 0.0, 1e6, finite=True, ranks=True),
-    KeySpec("search.retrieval.fts_weight", "float", 1.0, 0.0, 1e6, finite=True, ranks=True),
+    KeySpec("search.retrieval.mode", "enum", "hybrid", choices=MODES,
+            help="Which legs run: hybrid, vector or fts.", ranks=True, flag="--mode",
+            param="mode"),
+    KeySpec("search.retrieval.preset", "enum_opt", None, choices=PRESETS,
+            help="Preset candidate depth per leg: fast (20), balanced (40) or accurate (80).",
+            ranks=True, flag="--preset", param="preset"),
+    KeySpec("search.retrieval.dense_top_k", "int", None, 1, MAX_TOP_K,
+            help="Vector-leg candidate count.", ranks=True, flag="--dense-top-k",
+            param="dense_top_k"),
+    KeySpec("search.retrieval.sparse_top_k", "int", None, 1, MAX_TOP_K,
+            help="Full-text-leg candidate count.", ranks=True, flag="--sparse-top-k",
+            param="sparse_top_k"),
+    KeySpec("search.retrieval.vector_weight", "float", 1.0, 0.0, 1e6, finite=True,
+            help="Weight of the vector leg in RRF; 0: leg off.", ranks=True,
+            flag="--vector-weight", param="vector_weight", tune="retrieval"),
+    KeySpec("search.retrieval.fts_weight", "float", 1.0, 0.0, 1e6, finite=True,
+            help="Weight of the trigram and word-level legs in RRF; 0: legs off.", ranks=True,
+            flag="--fts-weight", param="fts_weight", tune="retrieval"),
     # 6.0: the smallest of 1, 2, 3, 4, 6 at which JSQuAD's default hybrid is not below its
     # full-text leg (issue #13, bench/results/quality.md); only queries with CJK text run it.
     KeySpec("search.retrieval.cjk_weight", "float", 6.0, 0.0, 1e6, finite=True,
-            help="Weight of the CJK full-text leg (Japanese and other CJK queries) in fusion.",
-            ranks=True),
-    KeySpec("search.retrieval.min_score", "float", 0.0, 0.0, 1.0, ranks=True),
+            help="Weight of the CJK full-text leg (queries with Japanese or other CJK text) in "
+                 "RRF; 0: leg off.",
+            ranks=True, flag="--cjk-weight", param="cjk_weight", tune="retrieval"),
+    KeySpec("search.retrieval.min_score", "float", 0.0, 0.0, 1.0,
+            help="Floor on the normalised fused score, before the reranker.", ranks=True,
+            flag="--min-score", param="min_score", tune="retrieval"),
     # score: the family chosen by leave-one-collection-out on the benchmark suite
     # (bench/results/suite.md, `qlen`); rrf stays available.
     KeySpec("search.fusion.method", "enum", "score", choices=FUSION_METHODS,
             help="Fusion of the legs: score (weighted sum of normalised bm25 and cosine "
                  "scores, the vector share following the query) or rrf (weighted RRF of ranks).",
-            ranks=True),
-    KeySpec("search.fusion.rrf_k", "float", 60.0, 1.0, 1e6, finite=True, ranks=True),
+            ranks=True, flag="--fusion", param="fusion", tune="fusion-method"),
+    KeySpec("search.fusion.rrf_k", "float", 60.0, 1.0, 1e6, finite=True, help="RRF constant.",
+            ranks=True, flag="--rrf-k", param="rrf_k", tune="fusion"),
     # The `qlen3L` member refit on all 8 collections of the suite, the family chosen by
     # leave-one-collection-out (bench/results/suite_signals.md): three length tiers for Latin
     # queries, and a query with CJK text weighed like a long one (alpha 0.5, CJK leg 1.0).
     KeySpec("search.fusion.score_alpha", "float", 0.5, 0.0, 1.0,
             help="Score fusion: weight of the vector leg for a query with CJK text; the "
-                 "trigram and word-level legs each weigh 1 - the query's alpha.", ranks=True),
+                 "trigram and word-level legs each weigh 1 - the query's alpha (other queries: "
+                 "score_alpha_short / _mid / _long by length).",
+            ranks=True, flag="--score-alpha", param="score_alpha", tune="fusion-method"),
     KeySpec("search.fusion.score_alpha_short", "float", 0.8, 0.0, 1.0,
             help="Score fusion: weight of the vector leg for a query without CJK text of at "
-                 "most short_query_words word terms.", ranks=True),
+                 "most short_query_words word terms.", ranks=True, param="score_alpha_short",
+            tune="fusion-method"),
     KeySpec("search.fusion.score_alpha_mid", "float", 0.7, 0.0, 1.0,
             help="Score fusion: weight of the vector leg for a query without CJK text of more "
-                 "than short_query_words and at most mid_query_words word terms.", ranks=True),
+                 "than short_query_words and at most mid_query_words word terms.", ranks=True,
+            param="score_alpha_mid", tune="fusion-method"),
     KeySpec("search.fusion.score_alpha_long", "float", 0.5, 0.0, 1.0,
             help="Score fusion: weight of the vector leg for a longer query without CJK text.",
-            ranks=True),
+            ranks=True, param="score_alpha_long", tune="fusion-method"),
     KeySpec("search.fusion.short_query_words", "int", 4, 0, 32,
             help="Score fusion: a query without CJK text of at most this many word terms "
-                 "(stopwords dropped, repeats kept) takes score_alpha_short.", ranks=True),
+                 "(stopwords dropped, repeats kept) takes score_alpha_short.", ranks=True,
+            param="short_query_words", tune="fusion-method"),
     KeySpec("search.fusion.mid_query_words", "int", 8, 0, 64,
             help="Score fusion: a query without CJK text of more than short_query_words and at "
                  "most this many word terms takes score_alpha_mid (none when it is not above "
-                 "short_query_words).", ranks=True),
+                 "short_query_words).", ranks=True, param="mid_query_words",
+            tune="fusion-method"),
     KeySpec("search.fusion.score_cjk_weight", "float", 1.0, 0.0, 1e6, finite=True,
-            help="Score fusion: weight of the CJK full-text leg.", ranks=True),
-    KeySpec("search.fusion.bm25_heading_weight", "float", 2.0, 0.0, 1e6, finite=True, ranks=True),
-    KeySpec("search.fusion.bm25_context_weight", "float", 1.0, 0.0, 1e6, finite=True, ranks=True),
-    KeySpec("search.fusion.bm25_content_weight", "float", 1.0, 0.0, 1e6, finite=True, ranks=True),
-    KeySpec("search.mmr.enabled", "bool", False, ranks=True),
-    KeySpec("search.mmr.lambda", "float", 0.7, 0.0, 1.0, ranks=True),
-    KeySpec("search.mmr.same_doc_penalty", "float", 0.0, 0.0, 1.0, ranks=True),
-    KeySpec("search.parent_retriever.enabled", "bool", False, ranks=True),
-    KeySpec("search.parent_retriever.whole_doc_threshold_tokens", "int", 100, 0, None, ranks=True),
-    KeySpec("search.parent_retriever.max_expanded_tokens", "int", 2000, None, 8192, ranks=True),
-    KeySpec("eval.golden", "path", ranks=False),
-    KeySpec("eval.history_size", "int", 10, 1, 1000, ranks=False),
-    KeySpec("eval.k_values", "list_int", [1, 5, 10], 0, MAX_LIMIT, ranks=True),
-    KeySpec("eval.regression_threshold", "float", 0.05, 0.0, 1.0, finite=True, ranks=False),
-    KeySpec("contextual.enabled", "bool", False, ranks=False),
+            help="Score fusion: weight of the CJK full-text leg.", ranks=True,
+            flag="--score-cjk-weight", param="score_cjk_weight", tune="fusion-method"),
+    # The bm25 column weights feed SearchParams.bm25_weights together (build_params).
+    KeySpec("search.fusion.bm25_heading_weight", "float", 2.0, 0.0, 1e6, finite=True,
+            help="Word-level leg: bm25 weight of the heading column.", ranks=True,
+            tune="fusion"),
+    KeySpec("search.fusion.bm25_context_weight", "float", 1.0, 0.0, 1e6, finite=True,
+            help="Word-level leg: bm25 weight of the context column.", ranks=True,
+            tune="fusion"),
+    KeySpec("search.fusion.bm25_content_weight", "float", 1.0, 0.0, 1e6, finite=True,
+            help="Word-level leg: bm25 weight of the content column.", ranks=True,
+            tune="fusion"),
+    KeySpec("search.mmr.enabled", "bool", False, help="MMR diversity stage.", ranks=True,
+            flag="--mmr", param="mmr"),
+    KeySpec("search.mmr.lambda", "float", 0.7, 0.0, 1.0,
+            help="MMR relevance/diversity balance.", ranks=True, flag="--mmr-lambda",
+            param="mmr_lambda"),
+    KeySpec("search.mmr.same_doc_penalty", "float", 0.0, 0.0, 1.0,
+            help="MMR penalty for a second chunk of a document.", ranks=True,
+            flag="--mmr-same-doc-penalty", param="mmr_same_doc_penalty"),
+    KeySpec("search.parent_retriever.enabled", "bool", False,
+            help="Expand hits with their document or neighbours.", ranks=True,
+            flag="--parent-retriever", param="parent_retriever"),
+    KeySpec("search.parent_retriever.whole_doc_threshold_tokens", "int", 100, 0, None,
+            help="Parent expansion: a hit of fewer tokens returns its whole document (when "
+                 "that fits max_expanded_tokens).",
+            ranks=True, param="whole_doc_threshold_tokens"),
+    KeySpec("search.parent_retriever.max_expanded_tokens", "int", 2000, None, 8192,
+            help="Parent expansion: cap on an expanded hit's tokens.", ranks=True,
+            param="max_expanded_tokens"),
+    KeySpec("eval.golden", "path",
+            help="Golden file (relative to the config file); default <kb>/.groove-eval.yml.",
+            ranks=False),
+    KeySpec("eval.history_size", "int", 10, 1, 1000, help="Eval runs kept in the history.",
+            ranks=False),
+    KeySpec("eval.k_values", "list_int", [1, 5, 10], 0, MAX_LIMIT,
+            help="The cut-offs eval (and tune) report metrics at.", ranks=True),
+    KeySpec("eval.regression_threshold", "float", 0.05, 0.0, 1.0, finite=True,
+            help="A metric drop larger than this fails --fail-on-regression.", ranks=False),
+    KeySpec("contextual.enabled", "bool", False,
+            help="Desired context mode (the index's recorded mode decides).", ranks=False),
 )
 
 SPECS: dict[str, KeySpec] = {s.key: s for s in SCHEMA}
 TABLES: tuple[str, ...] = tuple(dict.fromkeys(s.table for s in SCHEMA if s.table))
+
+
+def tune_keys(space: TuneSpace, schema: tuple[KeySpec, ...] = SCHEMA) -> tuple[KeySpec, ...]:
+    """The keys tune's `space` sweeps or writes, in schema order (its JSON `condition` object
+    and its groove.toml snippet follow this order)."""
+    return tuple(spec for spec in schema if spec.tune == space)
+
+
+def tune_table(space: TuneSpace, schema: tuple[KeySpec, ...] = SCHEMA) -> str:
+    """The one config table that holds the keys of tune's `space` (its snippet's header)."""
+    tables = {spec.table for spec in tune_keys(space, schema)}
+    assert len(tables) == 1, f"tune space {space} spans tables {sorted(tables)}"
+    return tables.pop()
 
 
 def default_float(key: str) -> float:

@@ -23,6 +23,11 @@ def test_version() -> None:
     assert result.stdout == f"groove {__version__}\n"
 
 
+def resolved(shown: dict[str, object]) -> dict[str, object]:
+    """A setting's resolved value and source (config show also prints what it declares)."""
+    return {"value": shown["value"], "source": shown["source"]}
+
+
 def test_config_show_json_reports_every_source(workdir: Path) -> None:
     (workdir / "groove.toml").write_text('[search.retrieval]\npreset = "balanced"\nmin_score = 0.1\n'
                                          '[search.fusion]\nmethod = "rrf"\n')
@@ -31,11 +36,16 @@ def test_config_show_json_reports_every_source(workdir: Path) -> None:
     doc = json.loads(result.stdout)
     assert doc["config_file"] == str(workdir / "groove.toml")
     settings = doc["settings"]
-    assert settings["search.retrieval.min_score"] == {"value": 0.1, "source": "file"}
-    assert settings["search.retrieval.dense_top_k"] == {"value": 40, "source": "preset"}
-    assert settings["search.retrieval.vector_weight"] == {"value": 1.0, "source": "default"}
-    assert settings["search.fusion.method"] == {"value": "rrf", "source": "file"}
-    assert settings["search.fusion.rrf_k"] == {"value": 60.0, "source": "default"}
+    assert resolved(settings["search.retrieval.min_score"]) == {"value": 0.1, "source": "file"}
+    assert resolved(settings["search.retrieval.dense_top_k"]) == {"value": 40, "source": "preset"}
+    assert resolved(settings["search.retrieval.vector_weight"]) == {"value": 1.0, "source": "default"}
+    assert resolved(settings["search.fusion.method"]) == {"value": "rrf", "source": "file"}
+    assert resolved(settings["search.fusion.rrf_k"]) == {"value": 60.0, "source": "default"}
+    assert settings["search.fusion.rrf_k"]["help"] == "RRF constant."
+    assert settings["search.fusion.rrf_k"]["flag"] == "--rrf-k"
+    assert settings["search.fusion.rrf_k"]["ranks"] is True
+    assert settings["threads"]["ranks"] is False and "flag" not in settings["threads"]
+    assert all(shown["help"] for shown in settings.values())  # every key explains itself
 
 
 def test_config_show_text(workdir: Path) -> None:
@@ -57,8 +67,7 @@ def test_config_show_names_the_store_url_in_effect(workdir: Path,
     def shown(*args: str) -> dict[str, object]:
         result = runner.invoke(app, [*args, "config", "show", "--format", "json"])
         assert result.exit_code == 0, result.output
-        value: dict[str, object] = json.loads(result.stdout)["settings"]["store.url"]
-        return value
+        return resolved(json.loads(result.stdout)["settings"]["store.url"])
 
     assert shown() == {"value": "postgresql://me:***@db.example:5432/notes",
                        "source": "env GROOVE_DB_URL"}

@@ -40,17 +40,17 @@ KEY_VALUES: dict[str, object] = {
     "search.relevance.rerank_calibration": [0.0, 1.0, 0.5],
     "eval.k_values": [1, 5, 20],
 }
-# The settings under which a key has an effect (the key-level twin of a field's `when`).
+# The settings under which a key has an effect: the key-level twin of its field's `when`,
+# mapped through the keys' `param` declarations (fusion -> search.fusion.method).
+FIELD_KEYS = {spec.param: spec.key for spec in SCHEMA if spec.param is not None}
 KEY_CONTEXT: dict[str, dict[str, object]] = {
-    "search.mmr.lambda": {"search.mmr.enabled": True},
-    "search.mmr.same_doc_penalty": {"search.mmr.enabled": True},
-    "search.parent_retriever.whole_doc_threshold_tokens": {"search.parent_retriever.enabled": True},
-    "search.parent_retriever.max_expanded_tokens": {"search.parent_retriever.enabled": True},
-    **{key: {"search.fusion.method": "rrf"} for key in (
-        "search.retrieval.vector_weight", "search.retrieval.fts_weight",
-        "search.retrieval.cjk_weight", "search.fusion.rrf_k")},
-}
-
+    FIELD_KEYS[f.name]: {FIELD_KEYS[name]: value for name, value in f.metadata["when"].items()}
+    for f in dataclasses.fields(SearchParams)
+    if f.name in FIELD_KEYS and f.metadata.get("when")}
+# The fields build_params fills from the call or from several keys, not from one `param` key.
+COMPOSED_FIELDS = {"limit", "rerank", "filters", "spans", "dense_top_k_from_preset",
+                   "sparse_top_k_from_preset", "bm25_weights", "calibration",
+                   "rerank_calibration", "query_alpha", "disabled_legs"}
 
 def changed(value: object, choices: tuple[str, ...] = ()) -> object:
     """Another value of the same type: a bool flipped, a number moved, another choice."""
@@ -89,6 +89,25 @@ def test_every_search_params_field_says_whether_it_ranks() -> None:
 
 def test_every_config_key_says_whether_it_ranks() -> None:
     assert [spec.key for spec in SCHEMA if spec.ranks is None] == []
+
+
+def test_every_field_is_fed_by_one_declared_key_or_composed_by_hand() -> None:
+    names = {f.name for f in dataclasses.fields(SearchParams)}
+    fed = [spec.param for spec in SCHEMA if spec.param is not None]
+    assert len(fed) == len(set(fed))  # one key per field
+    assert set(fed) <= names and not set(fed) & COMPOSED_FIELDS
+    assert names - set(fed) == COMPOSED_FIELDS  # a new field needs a key or a line here
+    for spec in SCHEMA:
+        if spec.param is not None:  # the key and its field agree on ranking
+            field = next(f for f in dataclasses.fields(SearchParams) if f.name == spec.param)
+            assert field.metadata["ranks"] == spec.ranks, spec.key
+
+
+def test_the_context_table_is_derived_from_the_fields() -> None:
+    assert KEY_CONTEXT["search.mmr.lambda"] == {"search.mmr.enabled": True}
+    assert KEY_CONTEXT["search.fusion.rrf_k"] == {"search.fusion.method": "rrf"}
+    assert KEY_CONTEXT["search.parent_retriever.max_expanded_tokens"] == {
+        "search.parent_retriever.enabled": True}
 
 
 @pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(SearchParams)

@@ -366,7 +366,8 @@ def test_write_changes_only_the_fusion_keys(tune_kb: TuneKb, workdir: Path,
     assert check.exit_code == 0 and check.stdout == f"{config}: ok\n"
     shown = json.loads(invoke(["config", "show", "--format", "json"]).stdout)["settings"]
     for key, value in REFIT.items():
-        assert shown[f"search.fusion.{key}"] == {"value": value, "source": "file"}
+        assert shown[f"search.fusion.{key}"]["value"] == value
+        assert shown[f"search.fusion.{key}"]["source"] == "file"
 
 
 def test_write_is_refused_for_keep_defaults_unless_forced(tune_kb: TuneKb, workdir: Path,

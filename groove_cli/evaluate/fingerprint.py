@@ -60,9 +60,9 @@ def _json_value(value: object) -> object:
 def search_member(settings: Settings, params: SearchParams) -> tuple[tuple[str, object], ...]:
     """The `search` member's (name, value) pairs: each ranking SearchParams field without a
     member of its own, then each key of SETTINGS_OUTSIDE_PARAMS, when not at its default."""
-    default = SearchParams()
+    default = type(params)()
     found: list[tuple[str, object]] = []
-    for f in dataclasses.fields(SearchParams):
+    for f in dataclasses.fields(params):
         if f.metadata.get("ranks") and f.metadata.get("member") is None:
             value = getattr(params, f.name)
             if value != getattr(default, f.name):

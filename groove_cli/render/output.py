@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from groove_cli import messages
-from groove_cli.config import SCHEMA, Settings
+from groove_cli.config import SCHEMA, SPECS, KeySpec, Settings
 from groove_cli.dburl import mask
 
 if TYPE_CHECKING:
@@ -147,7 +147,8 @@ def print_config(settings: Settings, fmt: str,
     if fmt == "json":
         print_json({
             "config_file": config_path,
-            "settings": {key: {"value": _shown(key, value), "source": source}
+            "settings": {key: {"value": _shown(key, value), "source": source,
+                               **_declared(SPECS[key])}
                          for key, (value, source) in shown.items()},
         })
         return
@@ -155,6 +156,12 @@ def print_config(settings: Settings, fmt: str,
     width = max(len(spec.key) for spec in SCHEMA)
     for key, (value, source) in shown.items():
         print_line(f"{key:<{width}} = {_toml_value(_shown(key, value))}  ({source})")
+
+
+def _declared(spec: KeySpec) -> dict[str, object]:
+    """What the schema declares about a key: its help, its flag, whether it ranks."""
+    flag = {"flag": spec.flag} if spec.flag else {}
+    return {"help": spec.help, **flag, "ranks": bool(spec.ranks)}
 
 
 def status_json(report: StatusReport) -> dict[str, Any]:

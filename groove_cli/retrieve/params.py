@@ -199,48 +199,35 @@ def clamp_limit(limit: int, *, note: str | None = None) -> int:
 
 def build_params(settings: Settings, *, limit: int, rerank: bool, filters: FilterSpec,
                  spans: bool = True) -> SearchParams:
-    """The effective search settings from a resolved Settings (flag > file > preset > default)."""
+    """The effective search settings from a resolved Settings (flag > file > preset > default):
+    every key that declares a `param` fills that field (config_schema.py); the fields composed
+    from several keys or from the call are filled here."""
     s = settings
+    declared: dict[str, Any] = {spec.param: _typed(s, spec) for spec in config.SCHEMA
+                                if spec.param is not None}
     return SearchParams(
+        **declared,
         limit=limit,
-        mode=s.str_("search.retrieval.mode") or "hybrid",
-        preset=s.str_("search.retrieval.preset"),
-        dense_top_k=s.int_("search.retrieval.dense_top_k"),
         dense_top_k_from_preset=s.source("search.retrieval.dense_top_k") == "preset",
-        sparse_top_k=s.int_("search.retrieval.sparse_top_k"),
         sparse_top_k_from_preset=s.source("search.retrieval.sparse_top_k") == "preset",
-        vector_weight=s.float_("search.retrieval.vector_weight"),
-        fts_weight=s.float_("search.retrieval.fts_weight"),
-        cjk_weight=s.float_("search.retrieval.cjk_weight"),
-        min_score=s.float_("search.retrieval.min_score"),
-        rrf_k=s.float_("search.fusion.rrf_k"),
-        fusion=s.str_("search.fusion.method") or config.DEFAULT_FUSION,
-        score_alpha=s.float_("search.fusion.score_alpha"),
-        score_cjk_weight=s.float_("search.fusion.score_cjk_weight"),
-        score_alpha_short=s.float_("search.fusion.score_alpha_short"),
-        score_alpha_mid=s.float_("search.fusion.score_alpha_mid"),
-        score_alpha_long=s.float_("search.fusion.score_alpha_long"),
-        short_query_words=s.int_("search.fusion.short_query_words") or 0,
-        mid_query_words=s.int_("search.fusion.mid_query_words") or 0,
         bm25_weights=(s.float_("search.fusion.bm25_heading_weight"),
                       s.float_("search.fusion.bm25_context_weight"),
                       s.float_("search.fusion.bm25_content_weight")),
         rerank=rerank,
-        mmr=s.bool_("search.mmr.enabled"),
-        mmr_lambda=s.float_("search.mmr.lambda"),
-        mmr_same_doc_penalty=s.float_("search.mmr.same_doc_penalty"),
-        parent_retriever=s.bool_("search.parent_retriever.enabled"),
-        whole_doc_threshold_tokens=s.int_("search.parent_retriever.whole_doc_threshold_tokens") or 0,
-        max_expanded_tokens=(s.int_("search.parent_retriever.max_expanded_tokens")
-                             or config.default_int("search.parent_retriever.max_expanded_tokens")),
-        min_confidence_ratio=s.float_("search.min_confidence_ratio"),
-        min_relevance=s.float_("search.relevance.min_relevance"),
         calibration=configured_calibration(s),
         rerank_calibration=configured_rerank_calibration(s),
-        low_confidence_below=s.float_("search.relevance.low_confidence_below"),
         filters=filters,
         spans=spans,
     )
+
+
+def _typed(settings: Settings, spec: config.KeySpec) -> object:
+    """A key's value as its field takes it (an int written for a float key becomes a float)."""
+    if spec.kind == "float":
+        return settings.float_(spec.key)
+    if spec.kind == "bool":
+        return settings.bool_(spec.key)
+    return settings[spec.key]
 
 
 def search_reranker(settings: Settings) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, get_args
 
 from groove_cli.config import (
     DEFAULT_BM25_WEIGHTS,
@@ -19,14 +19,16 @@ from groove_cli.config import (
     DEFAULT_SCORE_ALPHA_SHORT,
     DEFAULT_SCORE_CJK_WEIGHT,
     MAX_LIMIT,
+    KeySpec,
     default_int,
 )
+from groove_cli.config_schema import TuneSpace, tune_keys, tune_table
 from groove_cli.evaluate.metrics import METRICS
 from groove_cli.retrieve.legs import candidate_pool, vector_k
 
 __all__ = ["candidate_pool", "vector_k"]  # the legs' pool and k, as tune reports them
 
-Space = Literal["fusion", "retrieval", "fusion-method"]
+Space = TuneSpace
 
 # --------------------------------------------------------------------------- constants (§8)
 
@@ -112,12 +114,14 @@ built-in score_cjk_weight (20)."""
 BM25_PROBE_WEIGHT_INDICES: tuple[int, int] = ((3 * 4 + 0) * 4 + 0, (0 * 4 + 0) * 4 + 3)
 """Weight sets behind `bm25_sensitive`: (h=4, ctx=0.5, c=0.5) = 48, (h=0.5, ctx=0.5, c=4) = 3."""
 
-FUSION_KEYS = ("rrf_k", "bm25_heading_weight", "bm25_context_weight", "bm25_content_weight")
-RETRIEVAL_KEYS = ("vector_weight", "fts_weight", "cjk_weight", "min_score")
-METHOD_KEYS = ("method", "score_alpha", "score_alpha_short", "score_alpha_mid",
-               "score_alpha_long", "short_query_words", "mid_query_words", "score_cjk_weight")
-TABLES: dict[Space, str] = {"fusion": "search.fusion", "retrieval": "search.retrieval",
-                            "fusion-method": "search.fusion"}
+SPACE_KEYS: dict[Space, tuple[KeySpec, ...]] = {space: tune_keys(space)
+                                                for space in get_args(TuneSpace)}
+"""The keys each space writes, as the config schema declares them (`KeySpec.tune`); a
+Condition has one field per key name."""
+FUSION_KEYS = tuple(spec.name for spec in SPACE_KEYS["fusion"])
+RETRIEVAL_KEYS = tuple(spec.name for spec in SPACE_KEYS["retrieval"])
+METHOD_KEYS = tuple(spec.name for spec in SPACE_KEYS["fusion-method"])
+TABLES: dict[Space, str] = {space: tune_table(space) for space in get_args(TuneSpace)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,17 +159,16 @@ class Condition:
         return self.index // len(RRF_K_VALUES) if self.space == "fusion" else 0
 
     def values(self) -> dict[str, float | str]:
-        """The config keys this space writes, in spec order (the JSON `condition` object)."""
-        if self.space == "fusion-method":
-            return {"method": self.method, "score_alpha": float(self.score_alpha),
-                    "score_alpha_short": float(self.score_alpha_short),
-                    "score_alpha_mid": float(self.score_alpha_mid),
-                    "score_alpha_long": float(self.score_alpha_long),
-                    "short_query_words": int(self.short_query_words),
-                    "mid_query_words": int(self.mid_query_words),
-                    "score_cjk_weight": float(self.score_cjk_weight)}
-        keys = FUSION_KEYS if self.space == "fusion" else RETRIEVAL_KEYS
-        return {key: float(getattr(self, key)) for key in keys}
+        """The config keys this space writes, in schema order (the JSON `condition` object),
+        each typed as its key is."""
+        return {spec.name: _typed(spec, getattr(self, spec.name))
+                for spec in SPACE_KEYS[self.space]}
+
+
+def _typed(spec: KeySpec, value: Any) -> float | str:
+    if spec.kind in ("enum", "enum_opt", "str"):
+        return str(value)
+    return int(value) if spec.kind == "int" else float(value)
 
 
 def weight_sets() -> list[tuple[float, float, float]]:
