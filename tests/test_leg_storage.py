@@ -8,6 +8,7 @@ leg").
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,6 +112,16 @@ def test_the_postgres_migrations_declare_exactly_the_declared_columns() -> None:
     for table in TABLES:
         if table.substrings:  # pg_trgm's index over the folded columns
             assert ", ".join(f"{c} gin_trgm_ops" for c in table.pg_columns) in sql
+
+
+def test_a_later_table_declares_its_postgres_migration() -> None:
+    later = dataclasses.replace(NEW_TABLE, pg_migration=schema.SCHEMA_VERSION + 1)
+    derived = schema.migrations((*TABLES, later))
+    assert [number for number, _ in derived] == list(range(1, schema.SCHEMA_VERSION + 2))
+    assert derived[-1] == (schema.SCHEMA_VERSION + 1, schema.add_table_sql(later))
+    assert schema.migrations(TABLES) == schema.MIGRATIONS  # today's tables: migration 1 only
+    with pytest.raises(ValueError, match="numbered 1, 2"):  # a gap or a clash is refused
+        schema.migrations((*TABLES, dataclasses.replace(later, pg_migration=1)))
 
 
 def test_a_later_table_gets_its_columns_from_its_declaration() -> None:

@@ -50,6 +50,9 @@ class FtsTable:
     """The Python function behind `sql_function` (Postgres tokenises its result)."""
     version: TokeniserVersion | None = None
     """For a table written through groove's own tokeniser: when to re-tokenise it."""
+    pg_migration: int | None = None
+    """The Postgres schema version that adds its columns (postgres/schema.py derives that
+    migration from this declaration); None: one of the tables migration 1 creates."""
 
     def __post_init__(self) -> None:
         if (self.sql_function is None) != (self.prepare is None):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from groove_cli.dburl import INSTALL_HINT, PgTarget, mask
 from groove_cli.errors import GrooveError
-from groove_cli.store.fts_tables import CJK_TABLE, TRIGRAM_TABLE, WORDS_TABLE, FtsTable
+from groove_cli.store.fts_tables import CJK_TABLE, TABLES, TRIGRAM_TABLE, WORDS_TABLE, FtsTable
 
 if TYPE_CHECKING:
     import psycopg
@@ -61,7 +61,7 @@ def add_table_sql(table: FtsTable) -> str:
 
 # Migration 1's full-text columns are those of the three tables declared first in
 # fts_tables.py (column names are the stored data's: a declaration never renames them).
-MIGRATIONS: tuple[tuple[int, str], ...] = (
+_WRITTEN: tuple[tuple[int, str], ...] = (
     (1, f"""
 CREATE EXTENSION IF NOT EXISTS vector;
 CREATE EXTENSION IF NOT EXISTS pg_trgm;
@@ -173,6 +173,25 @@ CREATE TABLE groove_chunk_pieces (
   FOREIGN KEY (kb, chunk_id) REFERENCES groove_chunks(kb, id) ON DELETE CASCADE);
 """),
 )
+
+
+def declared_migrations(tables: tuple[FtsTable, ...]) -> tuple[tuple[int, str], ...]:
+    """The migrations that add the full-text tables declared after migration 1, each at the
+    schema version its declaration names (`FtsTable.pg_migration`)."""
+    return tuple((table.pg_migration, add_table_sql(table)) for table in tables
+                 if table.pg_migration is not None)
+
+
+def migrations(tables: tuple[FtsTable, ...]) -> tuple[tuple[int, str], ...]:
+    """Every migration in order: the written ones and those the table declarations derive."""
+    found = sorted((*_WRITTEN, *declared_migrations(tables)), key=lambda item: item[0])
+    numbers = [number for number, _ in found]
+    if numbers != list(range(1, len(found) + 1)):
+        raise ValueError(f"Postgres migrations must be numbered 1, 2, …: {numbers}")
+    return tuple(found)
+
+
+MIGRATIONS = migrations(TABLES)
 SCHEMA_VERSION = max(number for number, _ in MIGRATIONS)
 
 
