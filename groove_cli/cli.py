@@ -1,6 +1,5 @@
-"""The `groove` script's entry point: hands `search`, `get` and `status` to a running
-`groove serve` when there is one (serve/relay.py, standard library only), else runs the command
-line in this process (cli_app.py: typer, rich and the commands, loaded only then).
+"""The `groove` script's entry point: the command line (cli_app.py), with the exit that a parked
+model needs (exits.py).
 
 The command-line app and its helpers (`app`, `narrowed`, …) are reachable from here as well,
 loaded on first use.
@@ -8,18 +7,11 @@ loaded on first use.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 
 def main() -> None:
-    """Console-script entry point: a running server's answer, else the command line."""
-    from groove_cli.serve.relay import relay
-
-    args = sys.argv[1:]
-    code = relay(args)
-    if code is not None:
-        raise SystemExit(code)
+    """Console-script entry point."""
     from groove_cli import exits
     from groove_cli.cli_app import main as run_here
 

@@ -48,7 +48,6 @@ from groove_cli.cli_options import (
 from groove_cli.errors import IndexMissing, UsageError
 from groove_cli.failures import ReaderGone
 from groove_cli.render import output
-from groove_cli.serve.relay import invoked_command
 
 if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays light
     from groove_cli.index import IndexReport
@@ -328,9 +327,6 @@ def search_cmd(
         return flags
 
     if all_kbs or len(chosen_collections(ctx)) > 1:  # cli_kb.py: several KBs, one list
-        from groove_cli.serve.relay import refuse
-
-        refuse("several KBs")  # a server runs a command line's search of its own KB only
         cli_kb.search_several(ctx, flags, query, limit=limit, filters=filters, fmt=fmt,
                               explain=explain, all_kbs=all_kbs, kb_path=kb_path,
                               no_color=no_color, full=full)
@@ -382,6 +378,27 @@ app.add_typer(models_app, name="models")
 
 models_app.command("list")(cli_commands.models_list)
 models_app.command("resolve")(cli_commands.models_resolve)
+
+
+GLOBAL_VALUED = ("--config", "--db")
+"""The global options that take a value (main_callback); `invoked_command` skips them."""
+
+
+def invoked_command(args: Sequence[str]) -> str | None:
+    """The top-level command name `args` run, past the global options; None when it cannot
+    tell (no command, --help, --version, an unknown option)."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in GLOBAL_VALUED:
+            i += 2
+        elif arg.startswith(tuple(f"{name}=" for name in GLOBAL_VALUED)):
+            i += 1
+        elif arg.startswith("-"):
+            return None
+        else:
+            return arg
+    return None
 
 
 def narrowed(full: typer.Typer, args: Sequence[str]) -> typer.Typer:

@@ -17,7 +17,6 @@ from groove_cli.cli_options import (
     FormatOpt,
     KbOpt,
     NoColorOpt,
-    NoServerOpt,
     check_format,
     kb_flags,
     resolve_paths,
@@ -39,7 +38,9 @@ def get_cmd(
     collection: CollectionOpt = None,
     format: FormatOpt = "text",
     no_color: NoColorOpt = False,
-    no_server: NoServerOpt = False,
+    no_server: Annotated[bool, typer.Option("--no-server", hidden=True, help=(
+        "Accepted for scripts written for older versions: get always reads the file "
+        "itself."))] = False,
 ) -> None:
     """Print a note, or the lines of a search hit, from the file itself.
 
@@ -59,11 +60,6 @@ def get_cmd(
 
     def run() -> Excerpt:
         settings = settings_for(ctx, kb_flags(kb_path), announce=False)
-        if not no_server:  # run by a server for the command line: only for a KB it serves
-            from groove_cli.serve.relay import claim
-
-            claim(lambda: resolve_paths(ctx, kb_flags(kb_path), kb_required=False,
-                                        announce=False).db)
         kb = config.kb_path(settings, required=False)
         return read_excerpt(location, kb, [str(h) for h in settings.list_("exclude_headings")])
 

@@ -50,7 +50,7 @@ def open_indexes(ctx: typer.Context, kbs: list[str] | None) -> list[Index]:
         if isinstance(location, Path) and not location.exists():
             raise UsageError(f"no index found at {location}",
                              hint=f"run `groove index --kb-path {kb_dir or '<path>'}` first")
-        # absolute: a command the command line relays runs in its own working folder
+        # absolute: the served Index must not depend on the working folder
         if isinstance(location, Path):
             location = location.absolute()
         opened.append(Index(settings, kb_dir.absolute() if kb_dir else None, location, values,

@@ -6,6 +6,7 @@ script, the server and the CLI read one shape. The hits are the pipeline's `Sear
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,12 @@ if TYPE_CHECKING:  # `get` renders through render/terminal, which must not load 
 SCHEMA_VERSION = 2
 """The search JSON's `schema_version` (cli.md §5.1): raised when a key changes meaning or goes
 away; new keys do not raise it."""
+
+
+def dumps_json(document: Any) -> str:
+    """One UTF-8 JSON document as groove prints and serves it: 2-space indent, non-ASCII kept,
+    trailing newline."""
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def absolute(kb_root: str | Path | None, rel: str) -> Path | None:

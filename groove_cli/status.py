@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from groove_cli.chunk import parse_document
 from groove_cli.config import DEFAULT_VECTOR_PIECES, Settings
@@ -72,6 +72,38 @@ class StatusReport:
     """Extra-piece vectors of chunks longer than the model's window (index.md §4)."""
     pieces_switch: str | None = None
     """Set when the settings turn `vector_pieces` on and the index was built with it off."""
+
+    def to_json(self) -> dict[str, Any]:
+        """`status --format json`'s document (cli.md §8), also the server's `/status`."""
+        pending = None
+        if self.pending is not None:
+            pending = {"new": self.pending.new, "changed": self.pending.changed,
+                       "deleted": self.pending.deleted, "renamed": self.pending.renamed,
+                       "skipped": self.pending.skipped}
+        quality = None
+        if self.quality_threshold > 0:
+            quality = {"threshold": self.quality_threshold, "passing": self.quality_passing,
+                       "below": self.quality_below}
+        return {
+            "index": self.index,
+            "kb_path": self.kb_path,
+            "schema_version": self.schema_version,
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "model": {"name": self.model_name, "dim": self.model_dim,
+                      "max_length": self.model_max_length},
+            "context_mode": self.context_mode,
+            "last_indexed": self.last_indexed,
+            "pending": pending,
+            "pending_vectors": self.pending_vectors,
+            "piece_vectors": self.piece_vectors,
+            "pieces_switch": self.pieces_switch,
+            "quality_filter": quality,
+            **({"knowledge_bases": [
+                {"kb": name, "documents": docs, "chunks": chunks, "last_indexed": last}
+                for name, docs, chunks, last in self.knowledge_bases]}
+               if self.knowledge_bases else {}),
+        }
 
 
 def pending_changes(store: Store | PgStore, kb: Path, exclude_dirs: tuple[str, ...],

@@ -51,8 +51,7 @@ def make_kb(golden_index: tuple[Path, Path], root: Path, real_models_dir: Path
     cache = root / "cache"
     (cache / "groove").mkdir(parents=True)
     (cache / "groove" / "models").symlink_to(real_models_dir)
-    # its own data folder: the servers it starts are listed there (serve/relay.py), not in
-    # the user's
+    # its own data and cache folders: nothing the tests start lands in the user's
     env = dict(os.environ, XDG_CACHE_HOME=str(cache), XDG_DATA_HOME=str(root / "data"),
                PYTHONPATH=str(REPO), NO_COLOR="1")
     for name in ("GROOVE_LOG", "GROOVE_OFFLINE", "HF_HUB_OFFLINE", "GROOVE_DB_URL"):

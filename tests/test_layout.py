@@ -47,9 +47,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "groove_cli.get")),
     ("api", ("groove_cli", "groove_cli.api", "groove_cli.results", "groove_cli.multi",
              "groove_cli.engine")),
+    # the server sits on the library: it never imports the command line or its renderers
+    ("serve", ("groove_cli.serve",)),
     ("front", ("groove_cli.cli", "groove_cli.cli_app", "groove_cli.cli_options", "groove_cli.cli_eval",
                "groove_cli.cli_commands", "groove_cli.cli_kb", "groove_cli.cli_serve",
-               "groove_cli.__main__", "groove_cli.render", "groove_cli.serve")),
+               "groove_cli.__main__", "groove_cli.render")),
 )
 PUBLIC_API = {"groove_cli", "groove_cli.engine"}
 """The public doors: the package's exports and the engine's stages for benchmarks (engine.py)."""
@@ -57,8 +59,6 @@ PUBLIC_API = {"groove_cli", "groove_cli.engine"}
 DEFERRED_BACK = {
     # --topics: the golden set is read from TREC files by trec.py, which builds golden's records
     ("groove_cli.evaluate.golden", "groove_cli.evaluate.trec"),
-    # a command the command line relays to the server runs the command line's own app there
-    ("groove_cli.serve.relayed", "groove_cli.cli_app"),
 }
 # (importer prefix, imported prefix, why): finer rules inside a layer.
 FORBIDDEN = (

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from groove_cli import messages
 from groove_cli.config import SCHEMA, SPECS, KeySpec, Settings
 from groove_cli.dburl import mask
+from groove_cli.results import dumps_json
 
 if TYPE_CHECKING:
     from groove_cli.evaluate.report import EvalReport
@@ -22,11 +23,6 @@ if TYPE_CHECKING:
 def use_color(stream: TextIO, no_color: bool = False) -> bool:
     """ANSI colour only on a terminal, without --no-color and without NO_COLOR (cli.md §2)."""
     return not no_color and "NO_COLOR" not in os.environ and stream.isatty()
-
-
-def dumps_json(document: Any) -> str:
-    """One UTF-8 JSON document: 2-space indent, non-ASCII kept, trailing newline."""
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def print_json(document: Any) -> None:
@@ -164,47 +160,11 @@ def _declared(spec: KeySpec) -> dict[str, object]:
     return {"help": spec.help, **flag, "ranks": bool(spec.ranks)}
 
 
-def status_json(report: StatusReport) -> dict[str, Any]:
-    """`status --format json`'s document (cli.md §8)."""
-    pending = None
-    if report.pending is not None:
-        pending = {"new": report.pending.new, "changed": report.pending.changed,
-                   "deleted": report.pending.deleted, "renamed": report.pending.renamed,
-                   "skipped": report.pending.skipped}
-    return {
-        "index": report.index,
-        "kb_path": report.kb_path,
-        "schema_version": report.schema_version,
-        "documents": report.documents,
-        "chunks": report.chunks,
-        "model": {"name": report.model_name, "dim": report.model_dim,
-                  "max_length": report.model_max_length},
-        "context_mode": report.context_mode,
-        "last_indexed": report.last_indexed,
-        "pending": pending,
-        "pending_vectors": report.pending_vectors,
-        "piece_vectors": report.piece_vectors,
-        "pieces_switch": report.pieces_switch,
-        "quality_filter": _quality(report),
-        **({"knowledge_bases": [
-            {"kb": name, "documents": docs, "chunks": chunks, "last_indexed": last}
-            for name, docs, chunks, last in report.knowledge_bases]}
-           if report.knowledge_bases else {}),
-    }
-
-
-def _quality(report: StatusReport) -> dict[str, Any] | None:
-    if report.quality_threshold <= 0:
-        return None
-    return {"threshold": report.quality_threshold, "passing": report.quality_passing,
-            "below": report.quality_below}
-
-
 def print_status(report: StatusReport, fmt: str, server: dict[str, Any] | None = None) -> None:
     """cli.md §8: text lines or the JSON object; `server` the running `groove serve` of the
     index (pid, address), shown when there is one."""
     if fmt == "json":
-        print_json({**status_json(report), **({"server": server} if server else {})})
+        print_json({**report.to_json(), **({"server": server} if server else {})})
         return
     print_line(f"Index: {report.index}")
     print_line(f"KB: {report.kb_path or '-'}")

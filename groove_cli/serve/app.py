@@ -43,7 +43,7 @@ def error_json(exc: BaseException) -> tuple[dict[str, Any], int] | None:
 def json_body(document: Any, status: int = 200, headers: dict[str, str] | None = None
               ) -> Response:
     """The document as the command line prints it (2-space indent, non-ASCII kept)."""
-    from groove_cli.render.output import dumps_json
+    from groove_cli.results import dumps_json
 
     return Response(dumps_json(document), status_code=status, headers=headers,
                     media_type="application/json")
@@ -152,10 +152,8 @@ def add_routes(server: MCPServer[Any], service: Service, state_token: str) -> No
         return await guarded(request, run)
 
     async def status(request: Request) -> Response:
-        from groove_cli.render.output import status_json
-
         return await guarded(request, lambda args: json_body(
-            status_json(service.status(args.get("kb")))))
+            service.status(args.get("kb")).to_json()))
 
     def forwarded(action: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
         async def route(request: Request) -> Response:
@@ -180,12 +178,6 @@ def add_routes(server: MCPServer[Any], service: Service, state_token: str) -> No
     server.custom_route("/status", methods=["GET"])(status)
     server.custom_route("/cli/search", methods=["POST"])(forwarded(service.forwarded_search))
     server.custom_route("/cli/status", methods=["POST"])(forwarded(service.forwarded_status))
-
-    def relayed(args: dict[str, Any]) -> dict[str, Any]:
-        from groove_cli.serve.relayed import run_relayed
-
-        return run_relayed(service, args)
-    server.custom_route("/cli/run", methods=["POST"])(forwarded(relayed))
 
 
 def token_ok(header: str | None, token: str | None) -> bool:

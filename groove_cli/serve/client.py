@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groove_cli import messages
-from groove_cli.serve.relay import connection, serving
+from groove_cli.serve.reach import connection
 from groove_cli.serve.state import (
     ServerState,
     index_id,
@@ -132,9 +132,6 @@ def forward_search(settings: Settings, location: IndexLocation, kb: Path | None,
                            for k, v in dataclasses.asdict(filters).items()},
                "flags": {k: v for k, v in flags.items() if k not in UNCOMPARED},
                "fingerprint": settings_fingerprint(settings)}
-    relayed = serving()
-    if relayed is not None:  # inside the server, running a relayed command (relay.py)
-        return relayed.search(request)
     answer = forward(location, kb, "/cli/search", request)
     if answer is None:
         return None
@@ -146,9 +143,6 @@ def forward_search(settings: Settings, location: IndexLocation, kb: Path | None,
 
 def forward_status(location: IndexLocation, kb: Path | None) -> Any:
     """The StatusReport from a running server, or None."""
-    relayed = serving()
-    if relayed is not None:
-        return relayed.status(index_id(location))
     answer = forward(location, kb, "/cli/status", {"index": index_id(location)})
     if answer is None:
         return None

@@ -26,7 +26,6 @@ from groove_cli.serve.state import (
     read_state,
     remove_state,
     state_path,
-    write_registered,
     write_state,
 )
 
@@ -77,16 +76,9 @@ def refuse_running(service: Service) -> None:
 
 @contextlib.contextmanager
 def state_files(service: Service, address: str, token: str) -> Iterator[list[Path]]:
-    """Write each KB's state file for the running server; remove them when it stops.
-
-    The registry entry comes first and goes last: while a KB's state file names this server
-    (what a client, a test or a benchmark waits for), the light command line finds it too."""
+    """Write each KB's state file for the running server; remove them when it stops."""
     written: list[Path] = []
     try:
-        try:  # the light command line finds servers here (relay.py); without it, it runs
-            written.append(write_registered(ServerState(os.getpid(), address, token, "")))
-        except OSError as exc:  # in-process and forwards through the state files below
-            messages.note(f"cannot list this server for the command line: {exc}")
         for served in service.kbs.values():
             path = state_path(served.index.location, served.kb)
             if path is None:
@@ -128,9 +120,6 @@ def serve_http(service: Service, listen: Listen, *, watch: bool = False) -> None
             raise GrooveError(f"cannot listen on {listen.host}:{listen.port}: {exc.strerror}",
                               hint="pick another --port (0 picks a free one)") from None
         port = sock.getsockname()[1]
-    from groove_cli.serve.relayed import install_routing
-
-    install_routing()  # relayed commands write into their answer, not the server's streams
     app = build_app(service, port=port, token=listen.token, state_token=state_token,
                     origins=listen.origins, check_host=listen.host in LOOPBACK)
     config = uvicorn.Config(app, uds=str(listen.socket) if listen.socket else None,

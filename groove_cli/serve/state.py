@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from groove_cli.dburl import IndexLocation
-from groove_cli.serve.relay import pid_alive
+from groove_cli.serve.reach import pid_alive
 
 __all__ = ["ServerState", "index_id", "pid_alive", "read_state", "remove_state", "state_path",
-           "write_registered", "write_state"]
+           "write_state"]
 
 SUFFIX = ".server.json"
 PG_STATE = ".groove-server.json"
@@ -82,18 +82,6 @@ def read_state(path: Path) -> ServerState | None:
 def write_state(path: Path, state: ServerState) -> None:
     """Write the state file 0600 in one step (a reader never sees half of it)."""
     write_private(path, state.to_json())
-
-
-def write_registered(state: ServerState) -> Path:
-    """List a running server in the user's registry (relay.py): `{pid, address, token}` in
-    `PID.json`, the folder made 0700."""
-    from groove_cli.serve.relay import registry_dir
-
-    folder = registry_dir()
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = folder / f"{state.pid}.json"
-    write_private(path, {"pid": state.pid, "address": state.address, "token": state.token})
-    return path
 
 
 def write_private(path: Path, document: object) -> None:

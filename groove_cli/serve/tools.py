@@ -142,9 +142,7 @@ def build_mcp(service: Service) -> MCPServer[Any]:
         "What each served index holds: documents, chunks, model, last indexed, pending changes."))
     def status() -> CallToolResult:
         def run() -> tuple[dict[str, Any], str]:
-            from groove_cli.render.output import status_json
-
-            reports = {name: status_json(service.status(name)) for name in service.kbs}
+            reports = {name: service.status(name).to_json() for name in service.kbs}
             text = "\n".join(f"{name}: {r['documents']} documents, {r['chunks']} chunks, "
                              f"last indexed {r['last_indexed'] or 'never'}"
                              for name, r in reports.items())
