@@ -349,20 +349,27 @@ class Index:
 
 
 def settings_at(flags: Mapping[str, object], *, config_file: PathLike | None = None,
-                cwd: Path | None = None, db: PathLike | None = None
+                cwd: Path | None = None, db: PathLike | None = None, discover: bool = False
                 ) -> tuple[Settings, Mapping[str, object]]:
-    """Settings as every command resolves them (flags > groove.toml > defaults), with the KB
-    the working folder `cwd` is in when neither a flag nor a project groove.toml names one
-    and no `db` is given (cli.md §1, as git finds `.git`); also the config file's values."""
+    """Settings from the flags, `config_file` and the built-in defaults; also the config
+    file's values. With `discover` (the command line), as every command resolves them
+    (cli.md §1): without `config_file`, the groove.toml of the working folder `cwd`, its git
+    root or the user's, and the KB `cwd` is in when neither a flag nor a project groove.toml
+    names one and no `db` is given (as git finds `.git`). Without it nothing of the process's
+    surroundings is read."""
     from groove_cli import kbs
 
     where = cwd or Path.cwd()
-    found = config.discover_config(Path(config_file) if config_file is not None else None, where)
+    explicit = Path(config_file) if config_file is not None else None
+    if discover:
+        found = config.discover_config(explicit, where)
+    else:
+        found = config.discover_config(explicit, where) if explicit is not None else None
     file_values = config.load_config_file(found.path) if found else {}
     settings = config.resolve(file_values, flags, config=found)
     project = (settings.source("kb_path") == "file" and settings.config is not None
                and settings.config.origin != "user")
-    if settings.source("kb_path") != "flag" and not project and db is None:
+    if discover and settings.source("kb_path") != "flag" and not project and db is None:
         kb = kbs.find_kb(where)
         if kb is not None:
             settings = config.with_found_kb(settings, kb)
@@ -372,23 +379,25 @@ def settings_at(flags: Mapping[str, object], *, config_file: PathLike | None = N
 def resolve(kb: PathLike | None = None, *, db: PathLike | None = None,
             config_file: PathLike | None = None, kb_required: bool = False,
             flags: Mapping[str, object] | None = None, cwd: Path | None = None,
-            writing: bool = False, force: bool = False
+            writing: bool = False, force: bool = False, discover: bool = False
             ) -> tuple[Settings, Path | None, IndexLocation, Mapping[str, object]]:
-    """Settings, KB folder and index location the way every command resolves them (cli.md §1):
-    flags > groove.toml > defaults (`settings_at`), `db` > GROOVE_DB_URL > `[store] url` > the
-    KB's state folder. `writing` (index): the state folder is made and an old-layout index
-    moved into it first (statedir.py; `force`: a damaged one is set aside instead)."""
+    """Settings, KB folder and index location: flags > groove.toml > defaults (`settings_at`),
+    `db` > GROOVE_DB_URL (with `discover`, as every command resolves them, cli.md §1) >
+    `[store] url` > the KB's state folder. `writing` (index): the state folder is made and an
+    old-layout index moved into it first (statedir.py; `force`: a damaged one is set aside
+    instead)."""
     from groove_cli.dbfile import refuse_linked_index
 
     merged = dict(flags or {})
     if kb is not None:
         merged["kb_path"] = str(kb)
     db_text = os.fspath(db) if db is not None else None
-    settings, file_values = settings_at(merged, config_file=config_file, cwd=cwd, db=db_text)
+    settings, file_values = settings_at(merged, config_file=config_file, cwd=cwd, db=db_text,
+                                        discover=discover)
     kb_dir = config.kb_path(settings, required=kb_required and db_text is None)
     if kb_required and kb_dir is None:
         kb_dir = config.kb_path(settings, required=True)
-    location = config.index_location(settings, db_text, kb_dir)
+    location = config.index_location(settings, db_text, kb_dir, environment=discover)
     if isinstance(location, Path):
         from groove_cli.store import check_runtime
 
@@ -403,12 +412,23 @@ def resolve(kb: PathLike | None = None, *, db: PathLike | None = None,
 
 
 def open(kb: PathLike | None = None, *, db: PathLike | None = None,
-         config: PathLike | None = None, **overrides: object) -> Index:
+         config: PathLike | None = None, discover: bool = False, **overrides: object) -> Index:
     """Open a KB's index: `kb` is the notes folder (its index is `<kb>/.groove/index.db` unless
-    groove.toml or `db` says otherwise); `db` a SQLite file or a postgresql:// URL;
-    `config` a groove.toml to use instead of discovering one; `overrides` settings by
-    config key or its last part (`groove_cli.open("notes", rrf_k=40, model="…")`)."""
+    `config` or `db` says otherwise); `db` a SQLite file or a postgresql:// URL; `config` a
+    groove.toml; `overrides` settings by config key or its last part
+    (`groove_cli.open("notes", rrf_k=40, model="…")`).
+
+    Only what is given counts, over the built-in defaults: no groove.toml is looked for and
+    neither the working folder nor GROOVE_DB_URL is read, so a call gives the same results
+    from any folder. `discover=True` resolves as the command line does (cli.md §1: the
+    working folder's, git root's or user's groove.toml, the KB the working folder is in,
+    GROOVE_DB_URL)."""
+    if kb is None and db is None and config is None and not discover:
+        from groove_cli.errors import UsageError
+
+        raise UsageError("groove_cli.open() needs the KB folder, db= or config=",
+                         hint="or discover=True to find them as the command line does")
     settings, kb_dir, location, file_values = resolve(
-        kb, db=db, config_file=config, flags=checked_overrides(overrides))
+        kb, db=db, config_file=config, flags=checked_overrides(overrides), discover=discover)
     return Index(settings, kb_dir, location, file_values,
                  state_folder=db is None and settings.path("db_path") is None)

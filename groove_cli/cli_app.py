@@ -421,5 +421,6 @@ def narrowed(full: typer.Typer, args: Sequence[str]) -> typer.Typer:
 
 
 def main() -> None:
-    """Run the command line in this process: `narrowed(app, argv)`."""
+    """Run the command line in this process: `narrowed(app, argv)`, its messages on stderr."""
+    messages.install_stderr()
     narrowed(app, sys.argv[1:])()

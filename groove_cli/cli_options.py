@@ -67,7 +67,9 @@ class GrooveGroup(TyperGroup):
     code; a bug still shows its traceback."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        """Global options are parsed here, before `invoke`: their usage errors too."""
+        """Global options are parsed here, before `invoke`: their usage errors too. The
+        messages' stderr handler is installed first (the library has none of its own)."""
+        messages.install_stderr()
         with translated():
             return super().parse_args(ctx, args)
 
@@ -135,7 +137,8 @@ def settings_for(ctx: typer.Context, flags: dict[str, object], *, announce: bool
 
     flags, cwd = collection_flags(ctx, flags, collection)
     options = global_options(ctx)
-    settings, _ = settings_at(flags, config_file=options.config, cwd=cwd, db=options.db)
+    settings, _ = settings_at(flags, config_file=options.config, cwd=cwd, db=options.db,
+                              discover=True)
     if announce:
         announce_config(settings)
     return settings
@@ -194,7 +197,7 @@ def resolve_paths(ctx: typer.Context, flags: dict[str, object], *, kb_required: 
     options = global_options(ctx)
     settings, kb, db, _ = resolve(db=options.db, config_file=options.config,
                                   kb_required=kb_required, flags=flags, cwd=cwd,
-                                  writing=writing, force=force)
+                                  writing=writing, force=force, discover=True)
     if announce:
         announce_config(settings)
     return Paths(settings, kb, db)

@@ -46,7 +46,7 @@ def open_indexes(ctx: typer.Context, kbs: list[str] | None) -> list[Index]:
     for kb in kbs or [None]:  # type: ignore[list-item]
         settings, kb_dir, location, values = resolve(
             db=options.db, config_file=options.config, kb_required=options.db is None,
-            flags={"kb_path": kb} if kb else {})
+            flags={"kb_path": kb} if kb else {}, discover=True)
         if isinstance(location, Path) and not location.exists():
             raise UsageError(f"no index found at {location}",
                              hint=f"run `groove index --kb-path {kb_dir or '<path>'}` first")

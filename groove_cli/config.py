@@ -558,18 +558,20 @@ def store_url(settings: Settings, flag: str | None = None) -> tuple[str | None, 
     return (configured.strip() if configured else None), settings.source("store.url")
 
 
-def index_location(settings: Settings, flag: str | None, kb: Path | None) -> IndexLocation:
+def index_location(settings: Settings, flag: str | None, kb: Path | None, *,
+                   environment: bool = True) -> IndexLocation:
     """Where the index is: a Postgres KB when `--db` is a URL, else (without `--db`) when
-    GROOVE_DB_URL or `[store] url` is set; otherwise the SQLite file of `db_path`.
-    Precedence: flag > environment > config > the SQLite default. Every source is read by
-    `dburl.parse_db_url`: a URL groove does not accept is a usage error, never a file path."""
+    GROOVE_DB_URL (read only with `environment`) or `[store] url` is set; otherwise the SQLite
+    file of `db_path`. Precedence: flag > environment > config > the SQLite default. Every
+    source is read by `dburl.parse_db_url`: a URL groove does not accept is a usage error,
+    never a file path."""
     url = None
     if flag is not None:
         url = parse_db_url(flag, source="--db")
         if url is None:
             return db_path(settings, Path(flag), kb)
     else:
-        env = os.environ.get(ENV_URL, "").strip()
+        env = os.environ.get(ENV_URL, "").strip() if environment else ""
         configured = (settings.str_("store.url") or "").strip()
         if env:
             url = parse_db_url(env, source=ENV_URL) or _not_url(ENV_URL, env)

@@ -10,6 +10,7 @@ import apsw
 import pytest
 import sqlite_vec
 
+from groove_cli import messages
 from tests.serve_helpers import Server, make_kb, serving
 
 
@@ -31,6 +32,7 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     for name in ("GROOVE_LOG", "NO_COLOR", "GROOVE_OFFLINE", "HF_HUB_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
+    messages.install_stderr()  # as the command line does: in-process calls write their lines
     yield
 
 
