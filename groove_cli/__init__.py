@@ -41,9 +41,6 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_PUBLIC[name]), name)
     if name != "__version__":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib.metadata import PackageNotFoundError, version
+    from groove_cli._version import version
 
-    try:
-        return version("groove-cli")
-    except PackageNotFoundError:  # pragma: no cover - a source tree without install
-        return "0.0.0"
+    return version()

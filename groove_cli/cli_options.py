@@ -165,9 +165,9 @@ def kb_flags(kb_path: Path | None, **pairs: object) -> dict[str, object]:
 def print_version(value: bool) -> None:
     """`--version`: print the version and exit."""
     if value:
-        from groove_cli import __version__
+        from groove_cli._version import version
 
-        typer.echo(f"groove {__version__}")
+        typer.echo(f"groove {version()}")
         raise typer.Exit(0)
 
 

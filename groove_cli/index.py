@@ -19,7 +19,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from groove_cli import __version__, config, messages
+from groove_cli import config, messages
+from groove_cli._version import version
 from groove_cli.chunk import ChunkDraft, ParsedDocument, chunker_fingerprint, parse_document
 from groove_cli.config import Settings
 from groove_cli.dbfile import damaged, quarantine, remove_snapshot_leftovers
@@ -325,7 +326,7 @@ class Indexer:
                     "embedding_model_sha256": self.runtime.sha256 or "",
                     "kb_path": kb_abs,
                     "context_mode": desired,
-                    "groove_version": __version__,
+                    "groove_version": version(),
                     REBUILD_KEY: utc_now(),
                 })
                 mode = desired
@@ -390,7 +391,7 @@ class Indexer:
                        "tokens and were truncated for embedding")
         if not self.interrupted:
             with store.transaction():
-                store.set_meta({"last_indexed": utc_now(), "groove_version": __version__})
+                store.set_meta({"last_indexed": utc_now(), "groove_version": version()})
         if isinstance(store, Store) and isinstance(opt.db, Path):
             refresh_snapshot(store, opt.db)
         elif not isinstance(store, Store) and not self.interrupted and not self.pending_left:

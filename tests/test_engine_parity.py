@@ -22,7 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from groove_cli import config
-from groove_cli.evaluate.golden import GoldenQuery, load_golden_set
+from groove_cli.evaluate.golden import GoldenQuery
+from groove_cli.evaluate.golden_set import load_golden_set
 from groove_cli.evaluate.runner import EvalRequest, run_eval
 from groove_cli.evaluate.tune.lists import ListFetcher, scored_vector_lists
 from groove_cli.retrieve.filters import FilterSpec

@@ -19,11 +19,11 @@ from groove_cli.models.pack import (
     MIN_COSINE,
     PACK_VARIANT,
     convert,
-    dequantize_q4_0,
     find_pack,
     pack_version,
     read_pack,
 )
+from groove_cli.models.pack_file import dequantize_q4_0
 from groove_cli.models.pack_tokenizer import build_charsmap
 from groove_cli.models.registry import REGISTRY
 

@@ -23,7 +23,8 @@ import numpy as np
 
 from groove_cli import messages
 from groove_cli.errors import UsageError
-from groove_cli.evaluate.golden import judged_queries, load_golden_set
+from groove_cli.evaluate.golden import judged_queries
+from groove_cli.evaluate.golden_set import load_golden_set
 from groove_cli.evaluate.history import is_judged
 from groove_cli.evaluate.metrics import score_query
 from groove_cli.evaluate.paired import (

@@ -26,8 +26,8 @@ from groove_cli.evaluate.golden import (
     GoldenSet,
     golden_index_warnings,
     judged_queries,
-    load_golden_set,
 )
+from groove_cli.evaluate.golden_set import load_golden_set
 from groove_cli.evaluate.metrics import HitRecord, QueryMetrics, score_query
 from groove_cli.evaluate.paired import check_metric, default_metric, run_has_metric
 from groove_cli.evaluate.report import EvalReport, build_run, utc_timestamp
@@ -197,9 +197,9 @@ def run_eval(req: EvalRequest) -> EvalReport:
 
         write_run(req.trec_run, run)
     if req.save_baseline is not None:
-        from groove_cli import __version__
+        from groove_cli._version import version
 
-        save_baseline(req.save_baseline, run, __version__)
+        save_baseline(req.save_baseline, run, version())
         messages.note(f"wrote baseline {req.save_baseline}")
     if not req.no_history:
         where = history.history_path(req.kb, s.str_("store.location"))

@@ -14,7 +14,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from groove_cli.models.pack import PackFile
+    from groove_cli.models.pack_file import PackFile
 
 
 def build_charsmap(mapping: dict[int, str]) -> bytes:

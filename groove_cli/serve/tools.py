@@ -84,9 +84,9 @@ def search_text(document: dict[str, Any]) -> str:
 
 def build_mcp(service: Service) -> MCPServer[Any]:
     """The MCP server whose tools call `service`."""
-    from groove_cli import __version__
+    from groove_cli._version import version
 
-    server: MCPServer[Any] = MCPServer("groove", instructions=INSTRUCTIONS, version=__version__,
+    server: MCPServer[Any] = MCPServer("groove", instructions=INSTRUCTIONS, version=version(),
                                        log_level="WARNING")
     kbs = ", ".join(service.kbs)
 

@@ -196,7 +196,7 @@ def labelled_hits(settings: Settings, db: IndexLocation, kb: Path, golden_path: 
 
     Without a reranker a hit's inputs are its features; with one (the reranker `search` runs)
     they are the base model's logit under `base` and the reranker's score (module doc)."""
-    from groove_cli.evaluate.golden import load_golden_set
+    from groove_cli.evaluate.golden_set import load_golden_set
     from groove_cli.retrieve.filters import FilterSpec
     from groove_cli.retrieve.params import build_params, search_reranker
     from groove_cli.retrieve.query import compile_query

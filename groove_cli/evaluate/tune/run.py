@@ -18,7 +18,8 @@ from pathlib import Path
 from groove_cli import config, messages
 from groove_cli.config import Settings
 from groove_cli.dburl import IndexLocation
-from groove_cli.evaluate.golden import golden_index_warnings, load_golden_set, parse_k_values
+from groove_cli.evaluate.golden import golden_index_warnings, parse_k_values
+from groove_cli.evaluate.golden_set import load_golden_set
 from groove_cli.evaluate.tune.grid import (
     MAX_TUNE_K,
     Space,
