@@ -1,7 +1,7 @@
 """groove: hybrid full-text + vector search over a folder of Markdown notes, that measures itself.
 
 The public API (docs/design/code.md "Python API"): `open` a KB's `Index`, then `search`,
-`get`, `status`, `index` and `evaluate` through it; a search returns `Results` of hits. The
+`get`, `status`, `index` and `evaluate` through it; a search returns `Results` of `Hit`s. The
 names load on first use, so importing the package costs nothing a command does not need.
 """
 
@@ -21,13 +21,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from groove_cli.api import Filters, Index, open
     from groove_cli.errors import GrooveError
-    from groove_cli.results import Results
-    from groove_cli.retrieve.pipeline import SearchHit
+    from groove_cli.results import Hit, Results
 
-__all__ = ["Filters", "GrooveError", "Index", "Results", "SearchHit", "__version__", "open"]
+__all__ = ["Filters", "GrooveError", "Hit", "Index", "Results", "__version__", "open"]
 
 _PUBLIC = {"open": "groove_cli.api", "Index": "groove_cli.api", "Filters": "groove_cli.api",
-           "Results": "groove_cli.results", "SearchHit": "groove_cli.retrieve.pipeline",
+           "Results": "groove_cli.results", "Hit": "groove_cli.results",
            "GrooveError": "groove_cli.errors"}
 
 

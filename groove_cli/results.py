@@ -7,7 +7,7 @@ script, the server and the CLI read one shape. The hits are the pipeline's `Sear
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,39 +37,76 @@ def absolute(kb_root: str | Path | None, rel: str) -> Path | None:
     return Path(kb_root, *rel.split("/"))
 
 
-def hit_json(hit: SearchHit, explain: bool, kb_root: str | Path | None = None) -> dict[str, Any]:
-    """One hit of the JSON document (cli.md §5.1)."""
-    chunk = hit.chunk
-    full = absolute(kb_root, chunk.path)
-    doc: dict[str, Any] = {
-        "score": hit.score,
-        "relevance": hit.relevance,
-        "path": chunk.path,
-        "abs_path": str(full) if full is not None else None,
-        "line_start": chunk.line_start,
-        "line_end": chunk.line_end,
-        "title": chunk.title,
-        "heading": chunk.heading,
-        "topic": chunk.topic,
-        "date": chunk.date,
-        "tags": list(chunk.tags),
-        "content": hit.content,
+def _explain_json(hit: SearchHit) -> dict[str, Any]:
+    e = hit.explain
+    return {
+        **{leg.key: leg.rank for leg in e.leg_ranks}, "vec_rank": e.vec_rank,
+        "fused_rank": e.fused_rank,
+        "fused_raw": e.fused_raw, "fused_score": e.fused_score, "rerank_rank": e.rerank_rank,
+        "rerank_score": e.rerank_score, "mmr_rank": e.mmr_rank, "fusion": e.fusion,
+        "alpha": e.alpha,
+        "leg_scores": dict(e.leg_scores) if e.fusion == "score" else None,
     }
-    if hit.match_spans is not None:
-        doc["match_spans"] = [{"start": s, "end": e} for s, e in hit.match_spans]
-    if hit.expanded_from is not None:
-        doc["expanded_from"] = hit.expanded_from
-    if explain:
-        e = hit.explain
-        doc["explain"] = {
-            **{leg.key: leg.rank for leg in e.leg_ranks}, "vec_rank": e.vec_rank,
-            "fused_rank": e.fused_rank,
-            "fused_raw": e.fused_raw, "fused_score": e.fused_score, "rerank_rank": e.rerank_rank,
-            "rerank_score": e.rerank_score, "mmr_rank": e.mmr_rank, "fusion": e.fusion,
-            "alpha": e.alpha,
-            "leg_scores": dict(e.leg_scores) if e.fusion == "score" else None,
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search hit as the library hands it out: what `search --format json` prints for it
+    (cli.md §5.1), and nothing of the engine's records."""
+
+    path: str
+    """The note, relative to the KB folder ('/'-separated)."""
+    abs_path: str | None
+    """The note's file, when the KB folder is known."""
+    line_start: int | None
+    line_end: int | None
+    title: str | None
+    heading: str | None
+    topic: str | None
+    date: str | None
+    tags: tuple[str, ...]
+    score: float
+    """The fused (or reranked) score the list is ordered by."""
+    relevance: float | None
+    """Estimated probability that the hit is relevant (None when the vector leg did not run)."""
+    content: str
+    """The chunk's text (expanded by the parent retriever when on)."""
+    match_spans: tuple[tuple[int, int], ...] | None = None
+    expanded_from: Mapping[str, object] | None = None
+    explain: Mapping[str, object] | None = None
+    """Per-stage ranks and scores (what `--explain` prints)."""
+
+    @classmethod
+    def of(cls, hit: SearchHit, kb_root: str | Path | None = None) -> Hit:
+        chunk = hit.chunk
+        full = absolute(kb_root, chunk.path)
+        return cls(path=chunk.path, abs_path=str(full) if full is not None else None,
+                   line_start=chunk.line_start, line_end=chunk.line_end, title=chunk.title,
+                   heading=chunk.heading, topic=chunk.topic, date=chunk.date,
+                   tags=tuple(chunk.tags), score=hit.score, relevance=hit.relevance,
+                   content=hit.content, match_spans=hit.match_spans,
+                   expanded_from=hit.expanded_from, explain=_explain_json(hit))
+
+    def to_json(self, *, explain: bool = False) -> dict[str, Any]:
+        """One hit of the JSON document (cli.md §5.1)."""
+        doc: dict[str, Any] = {
+            "score": self.score, "relevance": self.relevance, "path": self.path,
+            "abs_path": self.abs_path, "line_start": self.line_start, "line_end": self.line_end,
+            "title": self.title, "heading": self.heading, "topic": self.topic,
+            "date": self.date, "tags": list(self.tags), "content": self.content,
         }
-    return doc
+        if self.match_spans is not None:
+            doc["match_spans"] = [{"start": s, "end": e} for s, e in self.match_spans]
+        if self.expanded_from is not None:
+            doc["expanded_from"] = self.expanded_from
+        if explain and self.explain is not None:
+            doc["explain"] = dict(self.explain)
+        return doc
+
+
+def hit_json(hit: SearchHit, explain: bool, kb_root: str | Path | None = None) -> dict[str, Any]:
+    """One engine hit as the JSON document shows it (cli.md §5.1)."""
+    return Hit.of(hit, kb_root).to_json(explain=explain)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +125,15 @@ class Results:
     """With `files=True`: why fewer files than asked were found (hits collapse to files)."""
 
     @property
-    def hits(self) -> tuple[SearchHit, ...]:
-        return self.result.hits
+    def hits(self) -> tuple[Hit, ...]:
+        """The hits in rank order, as public records (the engine's are `result.hits`)."""
+        return tuple(Hit.of(hit, self.kb_root) for hit in self.result.hits)
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.result.hits)
 
     @property
     def low_confidence(self) -> bool:
@@ -117,7 +161,7 @@ class Results:
         document: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "query": self.query,
-            "results": [hit_json(hit, explain, self.kb_root) for hit in self.hits],
+            "results": [hit.to_json(explain=explain) for hit in self.hits],
             "low_confidence": self.low_confidence,
             "filter_applied": dict(self.filter_applied),
         }

@@ -59,6 +59,19 @@ def test_results_json_is_what_the_cli_prints(sample_kb: Path) -> None:
     assert json.loads(printed.stdout) == document
 
 
+def test_results_are_public_hit_records_in_rank_order(sample_kb: Path) -> None:
+    with groove_cli.open(sample_kb) as kb:
+        results = kb.search("retry budget", limit=3)
+    hits = list(results)
+    assert len(results) == len(hits) == 3 and hits == list(results.hits)
+    assert all(isinstance(hit, groove_cli.Hit) for hit in hits)
+    assert [hit.to_json() for hit in hits] == results.to_json()["results"]
+    assert hits[0].abs_path == str(sample_kb / hits[0].path)
+    assert hits[0].explain is not None and "fused_rank" in hits[0].explain
+    assert not hasattr(hits[0], "chunk")  # the engine's records stay inside
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
 def test_concurrent_searches_get_the_sequential_hits(sample_kb: Path) -> None:
     """Two threads searching one Index at once get exactly what one thread gets in turn."""
     with groove_cli.open(sample_kb) as kb:

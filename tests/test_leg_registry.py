@@ -84,24 +84,26 @@ def test_a_registered_leg_is_searched_explained_and_fused(kb: Index, leg: Consta
     assert registered()[-1] is leg
     # no note mentions these words: only the constant leg finds anything
     results = kb.search("zqxjv wkvvq", mode="fts", limit=5)
-    assert [h.chunk.chunk_id for h in results.hits] == list(leg.chunks[:5])
-    assert [h.explain.rank("const") for h in results.hits] == list(range(1, len(results.hits) + 1))
+    engine_hits = results.result.hits  # the engine's records carry the chunk ids and ranks
+    assert [h.chunk.chunk_id for h in engine_hits] == list(leg.chunks[:5])
+    assert [h.explain.rank("const") for h in engine_hits] == list(range(1, len(results) + 1))
     assert results.trace.expr("const") == "zqxjv wkvvq"
-    assert hit_json(results.hits[0], explain=True)["explain"]["const_rank"] == 1
-    assert " const=#1 " in explain_line(results.hits[0])
+    assert hit_json(engine_hits[0], explain=True)["explain"]["const_rank"] == 1
+    assert results.hits[0].to_json(explain=True)["explain"]["const_rank"] == 1
+    assert " const=#1 " in explain_line(engine_hits[0])
     explain_stderr(results.result, results.params)
     assert "explain: const MATCH zqxjv wkvvq" in capsys.readouterr().err
     # in hybrid mode its list is fused with the vector leg's like any full-text leg's (here
     # weighted RRF, whose sums are checked; score fusion reads the leg's `scored`)
     hybrid = kb.search("how do retry budgets stop retry storms?", limit=10, fusion="rrf")
-    for hit in hybrid.hits:
+    for hit in hybrid.result.hits:
         e, k = hit.explain, hybrid.params.rrf_k  # weights: vector 1, fts 1 (const's), cjk 6
         weights = {"fts": 1.0, "words": 1.0, "cjk": 6.0, "const": 1.0}
         terms = [w / (k + r) for leg, w in weights.items() if (r := e.rank(leg)) is not None]
         if e.vec_rank is not None:
             terms.insert(0, 1.0 / (k + e.vec_rank))
         assert e.fused_raw == pytest.approx(sum(terms), rel=1e-12)
-    assert any(hit.explain.rank("const") == 1 for hit in hybrid.hits)
+    assert any(hit.explain.rank("const") == 1 for hit in hybrid.result.hits)
 
 
 def test_ablate_switches_the_leg_and_eval_scores_it(kb: Index, declared: ConstantLeg) -> None:
@@ -141,7 +143,7 @@ def test_tune_fetches_and_fuses_the_leg_as_search_ranks(kb: Index, leg: Constant
         legs = legs_to_run(compiled, results.params)
         fused = fuse_lists([], [(1.0, fetcher.fetch(x, results.params.bm25_weights))
                                 for x in legs.text], limit=10)
-        assert [cid for cid, _ in fused] == [h.chunk.chunk_id for h in results.hits]
+        assert [cid for cid, _ in fused] == [h.chunk.chunk_id for h in results.result.hits]
     finally:
         store.close()
 

@@ -20,7 +20,7 @@ QUERY = "how do retry budgets stop retry storms?"
 
 
 def ranked(results: Results) -> list[tuple[str, float]]:
-    return [(hit.chunk.path, round(hit.score, 9)) for hit in results.hits]
+    return [(hit.path, round(hit.score, 9)) for hit in results]
 
 
 def test_open_gives_the_same_hits_from_a_folder_whose_groove_toml_says_fts(

@@ -195,7 +195,6 @@ def test_tune_cli_sweeps_the_method_space_and_writes_the_method(
         golden_copy: tuple[Path, Path], real_models_dir: Path, workdir: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GROOVE_OFFLINE", "1")
-    monkeypatch.setattr("groove_cli.messages._verbose", False)  # --verbose below: restored after
     kb, db = golden_copy
     config = workdir / "groove.toml"
     config.write_text(f"models_dir = {json.dumps(str(real_models_dir))}\n\n"
