@@ -7,10 +7,10 @@
         for hit in results.hits:
             print(hit.path, hit.line_start, hit.relevance)
 
-`open` resolves settings the way every command does (groove.toml discovery, GROOVE_*
-variables, then keyword overrides named by config key or by its last part), and returns an
-`Index`: the index opened for reading once, models loaded on first need, safe to share between
-threads. Each method is one core call; warnings and notes come back on the result
+`open` resolves settings from what it is given (a groove.toml, keyword overrides named by
+config key or by its last part) over the built-in defaults — `discover=True` as every command
+does — and returns an `Index`: the index opened for reading once, models loaded on first need,
+safe to share between threads. Each method is one core call; warnings and notes come back on the result
 (`Results.messages`), never on stderr, so each caller (or server request) gets its own.
 """
 
@@ -31,8 +31,12 @@ from groove_cli.errors import UsageError
 
 if TYPE_CHECKING:
     from groove_cli.evaluate.report import EvalReport
+    from groove_cli.evaluate.tune.calibrate import CalibrationReport
+    from groove_cli.evaluate.tune.grid import Space
+    from groove_cli.evaluate.tune.report import TuneReport
     from groove_cli.get import Excerpt
     from groove_cli.index import IndexReport
+    from groove_cli.models import ModelStatus, ResolvedModel
     from groove_cli.results import Results
     from groove_cli.retrieve.filters import FilterSpec
     from groove_cli.retrieve.searcher import Searcher
@@ -317,35 +321,150 @@ class Index:
         return report
 
     def evaluate(self, golden: PathLike | None = None, *, k: Sequence[int] | str | None = None,
-                 limit: int | None = None, history: bool = True, **options: Any) -> EvalReport:
-        """Score retrieval against the golden file (eval.md); `options` are the fields of
-        `evaluate.runner.EvalRequest` (baseline=, fail_on_regression=, trec_run=, …)."""
+                 limit: int | None = None, history: bool = True, no_diff: bool = False,
+                 fail_on_regression: bool = False, baseline: PathLike | None = None,
+                 save_baseline: PathLike | None = None, max_drop: float = 0.01,
+                 gate_metric: str | None = None, topics: PathLike | None = None,
+                 trec_run: PathLike | None = None) -> EvalReport:
+        """Score retrieval against the golden file (eval.md): `k` the cut-offs (default
+        `[eval].k_values`), `history` read and append the KB's eval history, `baseline` /
+        `save_baseline` a baseline file, `fail_on_regression` with `max_drop` and
+        `gate_metric` the CI gate (its verdict is `regression_error`), `topics` a TREC topics
+        file (the golden file is then qrels), `trec_run` also write the run in TREC format."""
         from groove_cli.evaluate.runner import run_eval
 
+        request = self._eval_request(
+            golden, k=k, limit=limit, history=history, no_diff=no_diff,
+            fail_on_regression=fail_on_regression, baseline=baseline,
+            save_baseline=save_baseline, max_drop=max_drop, gate_metric=gate_metric,
+            topics=topics, trec_run=trec_run)
         with messages.capture() as given:
-            report = run_eval(self.eval_request(golden, k=k, limit=limit, history=history,
-                                                **options))
+            report = run_eval(request)
         return dataclasses.replace(report, messages=tuple(given))
 
-    def eval_request(self, golden: PathLike | None = None, *,
-                     k: Sequence[int] | str | None = None, limit: int | None = None,
-                     history: bool = True, **options: Any) -> Any:
-        """The `EvalRequest` `evaluate` runs (eval --ablate runs the same request)."""
+    def ablate(self, golden: PathLike | None = None, *, k: Sequence[int] | str | None = None,
+               limit: int | None = None, topics: PathLike | None = None) -> dict[str, Any]:
+        """`eval --ablate`: the golden set scored with each leg and stage switched off in
+        turn, inside one read state (eval.md); the JSON-ready report."""
+        from groove_cli.evaluate.ablate import run_ablation
+
+        return run_ablation(self._eval_request(golden, k=k, limit=limit, history=False,
+                                               topics=topics))
+
+    def compare(self, a: str, b: str, *, gate_metric: str | None = None) -> dict[str, Any]:
+        """`eval compare A B`: two runs (a baseline file, or a history run by number or
+        timestamp prefix) compared metric by metric, the gate metric judged by the gate's
+        rule (eval.md); the JSON-ready report."""
+        from groove_cli.evaluate.compare import compare_refs
+        from groove_cli.evaluate.history import history_path
+        from groove_cli.evaluate.paired import check_metric
+
+        gate = None
+        if gate_metric is not None:
+            try:
+                gate = check_metric(gate_metric)
+            except ValueError as exc:
+                raise UsageError(f"--gate-metric: {exc}") from None
+        kb = self._kb_for("eval compare")
+        return compare_refs(a, b, lambda: history_path(kb, self.settings.str_("store.location")),
+                            gate)
+
+    def tune(self, golden: PathLike | None = None, *, space: Space = "fusion",
+             k: str | None = None, limit: int | None = None, write: bool = False,
+             force: bool = False, progress: ProgressSink | None = None,
+             config_flag: PathLike | None = None, new_config_folder: PathLike | None = None
+             ) -> TuneReport:
+        """Sweep `space`'s grid with nested cross-validation (tune.md); `write` applies an
+        adopted recommendation to the loaded groove.toml (or creates one in
+        `new_config_folder`), `force` even a keep-defaults one. `config_flag`: the command
+        line's `--config`, which decides whether the user's own file may be written."""
+        from groove_cli.evaluate.tune.run import TuneRequest, run_tune, tune_k_values
+
+        request = TuneRequest(
+            settings=self.settings, db=self.location, kb=self._kb_for("tune"),
+            golden=Path(golden) if golden is not None else None,
+            k_values=tune_k_values(self.settings, k), limit=limit, space=space, write=write,
+            force=force, config_flag=Path(config_flag) if config_flag is not None else None,
+            new_config_folder=(Path(new_config_folder) if new_config_folder is not None
+                               else None))
+        return run_tune(request, progress=progress)
+
+    def calibrate(self, golden: PathLike | None = None, *, write: bool = False,
+                  force: bool = False, new_config_folder: PathLike | None = None
+                  ) -> CalibrationReport:
+        """`tune --space calibration`: refit the relevance model on the golden set; `write`
+        stores a refit that beats the calibration in use on held-out hits (`force`: any)."""
+        from groove_cli.evaluate.tune.calibrate import calibrate, write_calibration
+        from groove_cli.evaluate.tune.write import write_target
+        from groove_cli.retrieve.params import (
+            configured_calibration,
+            configured_rerank_calibration,
+        )
+        from groove_cli.retrieve.relevance import default_calibration
+
+        s = self.settings
+        current = configured_calibration(s) or default_calibration(s.str_("model"))
+        report = calibrate(s, self.location, self._kb_for("tune"),
+                           Path(golden) if golden is not None else None, current,
+                           configured_rerank_calibration(s))
+        if write and not (report.better or force):
+            messages.warning("--write refused: the refit is not better calibrated on held-out "
+                             "hits than the calibration in use (use --force to write it anyway)")
+        elif write:
+            loaded = s.config.path if s.config else None
+            folder = Path(new_config_folder) if new_config_folder is not None else None
+            target = write_calibration(write_target(loaded, folder), report.fitted, report.key)
+            report = dataclasses.replace(report, written=target)
+        return report
+
+    def _kb_for(self, what: str) -> Path:
+        if self.kb is None:
+            raise UsageError(f"{what} needs the KB folder",
+                             hint="open it with groove_cli.open(KB_FOLDER)")
+        return self.kb
+
+    def _eval_request(self, golden: PathLike | None, *, k: Sequence[int] | str | None,
+                      limit: int | None, history: bool, no_diff: bool = False,
+                      fail_on_regression: bool = False, baseline: PathLike | None = None,
+                      save_baseline: PathLike | None = None, max_drop: float = 0.01,
+                      gate_metric: str | None = None, topics: PathLike | None = None,
+                      trec_run: PathLike | None = None) -> Any:
+        """The `EvalRequest` `evaluate` and `ablate` run."""
         from groove_cli.evaluate.golden import effective_limit, k_values_from
         from groove_cli.evaluate.runner import EvalRequest, gate_metric_from
         from groove_cli.retrieve.params import eval_reranker
 
-        if self.kb is None:
-            raise UsageError("eval needs the KB folder",
-                             hint="open it with groove_cli.open(KB_FOLDER)")
+        def path(value: PathLike | None) -> Path | None:
+            return Path(value) if value is not None else None
+
+        kb = self._kb_for("eval")
         k_text = k if isinstance(k, str) or k is None else ",".join(str(v) for v in k)
         k_values = k_values_from(self.settings, k_text)
-        gate = options.pop("gate_metric", None)
         return EvalRequest(
-            settings=self.settings, db=self.location, kb=self.kb,
-            golden=Path(golden) if golden is not None else None, k_values=k_values,
-            limit=effective_limit(limit, k_values), reranker=eval_reranker(self.settings),
-            no_history=not history, gate_metric=gate_metric_from(gate, k_values), **options)
+            settings=self.settings, db=self.location, kb=kb, golden=path(golden),
+            k_values=k_values, limit=effective_limit(limit, k_values),
+            reranker=eval_reranker(self.settings), no_history=not history, no_diff=no_diff,
+            fail_on_regression=fail_on_regression, baseline=path(baseline),
+            save_baseline=path(save_baseline), max_drop=max_drop,
+            gate_metric=gate_metric_from(gate_metric, k_values), topics=path(topics),
+            trec_run=path(trec_run))
+
+
+def list_models(settings: Settings, *, offline: bool = False) -> list[ModelStatus]:
+    """`models list`: every registry model and whether it is cached, convertible from the
+    offline pack or downloadable (`offline`: never downloadable)."""
+    from groove_cli.models import list_models as listed
+
+    return listed(config.models_dir(settings), offline=offline)
+
+
+def prepare_model(name: str, settings: Settings, *, offline: bool = False) -> ResolvedModel:
+    """`models resolve`: make a registry model (or a model folder) ready — converted from the
+    offline pack or downloaded (never with `offline`) — and return where it is."""
+    from groove_cli.models import registry_names, resolve_model
+
+    kind = "reranker" if name in registry_names("reranker") else "embedder"
+    return resolve_model(name, config.models_dir(settings), kind=kind, offline=offline)
 
 
 def settings_at(flags: Mapping[str, object], *, config_file: PathLike | None = None,

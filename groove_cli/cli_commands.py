@@ -5,13 +5,12 @@ only adapt: resolve settings, make one core call, render.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from groove_cli import config, messages
+from groove_cli import config
 from groove_cli.cli_options import (
     CollectionOpt,
     FormatOpt,
@@ -72,26 +71,12 @@ def calibrate_cmd(ctx: typer.Context, kb_path: Path | None, golden: Path | None,
                   fmt: str, write: bool, force: bool) -> None:
     """`tune --space calibration`: refit the relevance model, print it, --write it (only a
     refit that beats the calibration in use on held-out hits, unless --force)."""
-    from groove_cli.evaluate.tune.calibrate import calibrate, write_calibration
-    from groove_cli.evaluate.tune.write import write_target
-    from groove_cli.retrieve.params import configured_calibration, configured_rerank_calibration
-    from groove_cli.retrieve.relevance import default_calibration
+    from groove_cli.api import Index
 
     def run() -> CalibrationReport:
         paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True)
-        assert paths.kb is not None
-        s = paths.settings
-        current = configured_calibration(s) or default_calibration(s.str_("model"))
-        report = calibrate(s, paths.db, paths.kb, golden, current,
-                           configured_rerank_calibration(s))
-        if write and not (report.better or force):
-            messages.warning("--write refused: the refit is not better calibrated on held-out "
-                             "hits than the calibration in use (use --force to write it anyway)")
-        elif write:
-            loaded = s.config.path if s.config else None
-            target = write_calibration(write_target(loaded, Path.cwd()), report.fitted, report.key)
-            report = dataclasses.replace(report, written=target)
-        return report
+        return Index(paths.settings, paths.kb, paths.db).calibrate(
+            golden, write=write, force=force, new_config_folder=Path.cwd())
 
     report = run_core(run)
     if fmt == "json":
@@ -105,13 +90,13 @@ def models_list(ctx: typer.Context, format: FormatOpt = "text") -> None:
 
     Example: `groove models list`
     """
-    from groove_cli.models import list_models
+    from groove_cli.api import list_models
 
     fmt = check_format(format, ("text", "json"))
 
     def run() -> list[ModelStatus]:
         settings = settings_for(ctx, {}, announce=False)
-        return list_models(config.models_dir(settings), offline=config.offline_mode())
+        return list_models(settings, offline=config.offline_mode())
 
     output.print_models(run_core(run), fmt)
 
@@ -126,14 +111,12 @@ def models_resolve(
 
     Example: `groove models resolve multilingual-e5-small`
     """
-    from groove_cli.models import registry_names, resolve_model
+    from groove_cli.api import prepare_model
 
     fmt = check_format(format, ("text", "json"))
 
     def run() -> ResolvedModel:
         settings = settings_for(ctx, {}, announce=False)
-        kind = "reranker" if name in registry_names("reranker") else "embedder"
-        return resolve_model(name, config.models_dir(settings), kind=kind,
-                             offline=offline or config.offline_mode())
+        return prepare_model(name, settings, offline=offline or config.offline_mode())
 
     output.print_resolved(run_core(run), fmt)

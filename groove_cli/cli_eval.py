@@ -127,15 +127,15 @@ def eval_cmd(
         flags.update(kb_flags(kb_path, model=model, reranker=reranker))
         paths = resolve_paths(ctx, flags, kb_required=True)
         index = Index(paths.settings, paths.kb, paths.db)
-        options = dict(no_diff=no_diff, fail_on_regression=fail_on_regression,
-                       baseline=baseline, save_baseline=save_baseline, max_drop=max_drop,
-                       gate_metric=gate_metric, topics=topics, trec_run=trec_run)
         if ablate:
-            from groove_cli.evaluate.ablate import run_ablation
-
-            return run_ablation(index.eval_request(golden, k=k, limit=limit,
-                                                   history=not no_history, **options))
-        return index.evaluate(golden, k=k, limit=limit, history=not no_history, **options)
+            if baseline or save_baseline or trec_run or fail_on_regression:
+                raise UsageError("--ablate cannot be combined with --baseline, --save-baseline, "
+                                 "--trec-run or --fail-on-regression")
+            return index.ablate(golden, k=k, limit=limit, topics=topics)
+        return index.evaluate(golden, k=k, limit=limit, history=not no_history, no_diff=no_diff,
+                              fail_on_regression=fail_on_regression, baseline=baseline,
+                              save_baseline=save_baseline, max_drop=max_drop,
+                              gate_metric=gate_metric, topics=topics, trec_run=trec_run)
 
     outcome = run_core(run)
     if isinstance(outcome, dict):
@@ -175,27 +175,13 @@ def eval_compare_cmd(
     * `groove eval compare eval-baseline.json 0 --kb-path ~/notes`
     * `groove eval compare 1 0 --kb-path ~/notes --format markdown`
     """
-    from groove_cli.evaluate.compare import compare_refs
-    from groove_cli.evaluate.paired import check_metric
+    from groove_cli.api import Index
 
     fmt = check_format(format, ("text", "json", "markdown"))
 
     def run() -> dict[str, Any]:
-        gate = None
-        if gate_metric is not None:
-            try:
-                gate = check_metric(gate_metric)
-            except ValueError as exc:
-                raise UsageError(f"--gate-metric: {exc}") from None
-
-        def history_file() -> Path:
-            from groove_cli.evaluate.history import history_path
-
-            paths = resolve_paths(ctx, kb_flags(kb_path), kb_required=True, announce=False)
-            assert paths.kb is not None
-            return history_path(paths.kb, paths.settings.str_("store.location"))
-
-        return compare_refs(a, b, history_file, gate)
+        paths = resolve_paths(ctx, kb_flags(kb_path), kb_required=True, announce=False)
+        return Index(paths.settings, paths.kb, paths.db).compare(a, b, gate_metric=gate_metric)
 
     output.print_compare(run_core(run), fmt)
 
@@ -234,7 +220,7 @@ def tune_cmd(
 
     Example: `groove tune --kb-path ~/notes --write`
     """
-    from groove_cli.evaluate.tune.run import TuneRequest, run_tune, tune_k_values
+    from groove_cli.api import Index
     from groove_cli.render.progress import tune_progress
 
     fmt = check_format(format, ("text", "json", "markdown"))
@@ -247,14 +233,11 @@ def tune_cmd(
 
     def run() -> TuneReport:
         paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True)
-        assert paths.kb is not None and grid_space is not None
-        s = paths.settings
-        request = TuneRequest(
-            settings=s, db=paths.db, kb=paths.kb, golden=golden,
-            k_values=tune_k_values(s, k), limit=limit,
-            space=_SPACES[grid_space],
-            write=write, force=force, config_flag=global_options(ctx).config)
+        assert grid_space is not None
+        index = Index(paths.settings, paths.kb, paths.db)
         with tune_progress() as bar:
-            return run_tune(request, progress=bar)
+            return index.tune(golden, space=_SPACES[grid_space], k=k, limit=limit, write=write,
+                              force=force, progress=bar, config_flag=global_options(ctx).config,
+                              new_config_folder=Path.cwd())
 
     output.print_tune(run_core(run), fmt, full=verbose_flag)

@@ -239,6 +239,21 @@ def test_finer_rules_inside_a_layer() -> None:
     assert broken == []
 
 
+COMMAND_LINE = ("groove_cli.cli", "groove_cli.cli_app", "groove_cli.cli_options",
+                "groove_cli.cli_eval", "groove_cli.cli_commands", "groove_cli.cli_kb",
+                "groove_cli.cli_serve")
+CORE_BEHIND_THE_API = ("groove_cli.evaluate", "groove_cli.models")
+
+
+def test_the_command_line_runs_eval_tune_and_models_through_the_api() -> None:
+    """eval, --ablate, eval compare, tune and models are `Index` / api calls: the command
+    line names the core's report types (for annotations) but runs none of it directly."""
+    reaching = [f"{MODULES[m].relative_to(REPO)}:{i.line} imports {i.target}"
+                for m in COMMAND_LINE for i in IMPORTS[m]
+                if i.kind != "type" and i.target.startswith(CORE_BEHIND_THE_API)]
+    assert reaching == []
+
+
 def test_bench_imports_only_the_public_api() -> None:
     private = sorted({f"{MODULES[m].relative_to(REPO)} imports {i.target}"
                       for m, found in IMPORTS.items() if m.startswith("bench")

@@ -17,7 +17,6 @@ import pytest
 
 import groove_cli
 from groove_cli.api import Index
-from groove_cli.evaluate.ablate import run_ablation
 from groove_cli.evaluate.golden import GoldenQuery
 from groove_cli.evaluate.tune.lists import ListFetcher, query_lists
 from groove_cli.evaluate.tune.sweep import QueryLists, score_matrix
@@ -112,7 +111,7 @@ def test_ablate_switches_the_leg_and_eval_scores_it(kb: Index, declared: Constan
     without = kb.evaluate(k=[10], history=False).to_json()["aggregate"]["ndcg_at_k"]["10"]
     with extra_leg(declared):
         with_leg = kb.evaluate(k=[10], history=False).to_json()["aggregate"]["ndcg_at_k"]["10"]
-        report = run_ablation(kb.eval_request(k=[10], history=False))
+        report = kb.ablate(k=[10])
     names = [row["name"] for row in report["configurations"]]
     assert names[:5] == ["default", "no trigram leg", "no word leg", "no CJK leg",
                          "no constant leg"]

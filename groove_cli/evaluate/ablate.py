@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from groove_cli import messages
-from groove_cli.errors import UsageError
 from groove_cli.evaluate.golden import judged_queries
 from groove_cli.evaluate.golden_set import load_golden_set
 from groove_cli.evaluate.history import is_judged
@@ -95,9 +94,6 @@ def _percentile(values: Sequence[float], q: float) -> float:
 def run_ablation(req: EvalRequest) -> dict[str, Any]:
     """Score every variant on the golden set inside one consistent read state; JSON-ready
     report. Reads and writes no history, baseline or run file."""
-    if req.baseline or req.save_baseline or req.trec_run or req.fail_on_regression:
-        raise UsageError("--ablate cannot be combined with --baseline, --save-baseline, "
-                         "--trec-run or --fail-on-regression")
     s = req.settings
     golden = load_golden_set(s, req.kb, req.golden, req.topics)
     if judged_queries(golden) == 1:

@@ -80,6 +80,9 @@ class TuneRequest:
     write: bool = False
     force: bool = False
     config_flag: Path | None = None
+    new_config_folder: Path | None = None
+    """Where `write` creates groove.toml when none was loaded (the command line: the working
+    folder); None: writing needs a loaded config file."""
 
 
 def tune_k_values(settings: Settings, flag: str | None) -> tuple[int, ...]:
@@ -117,7 +120,8 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
     `progress` hears of each query swept (the CLI draws one bar on a terminal)."""
     s = req.settings
     if req.write:  # a read-only config is refused before the sweep, not after it
-        check_writable(write_target(s.config.path if s.config else None, Path.cwd()))
+        check_writable(write_target(s.config.path if s.config else None,
+                                    req.new_config_folder))
     _scope_notes(s, req.space)
     golden = load_golden_set(s, req.kb, req.golden)
     limit = tune_limit(req.limit, req.k_values)
@@ -200,7 +204,7 @@ def _maybe_write(req: TuneRequest, decision: Verdict) -> WrittenKeys | None:
     if refusal:
         messages.warning(refusal)
         return None
-    target = write_target(loaded, Path.cwd())
+    target = write_target(loaded, req.new_config_folder)
     if loaded is None:
         messages.note(creating_config_note(target))
     written = write_recommendation(target, req.space, decision.refit,

@@ -73,9 +73,18 @@ def _same_file(a: Path, b: Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def write_target(loaded: Path | None, cwd: Path) -> Path:
-    """The loaded config file, else `./groove.toml` (created by the write)."""
-    return loaded if loaded is not None else cwd / "groove.toml"
+def write_target(loaded: Path | None, folder: Path | None) -> Path:
+    """The loaded config file, else `folder/groove.toml` (created by the write; the command
+    line's folder is the working one). No folder and no loaded file: a usage error (a library
+    caller names the config file it writes: `groove_cli.open(kb, config=PATH)`)."""
+    if loaded is not None:
+        return loaded
+    if folder is None:
+        from groove_cli.errors import UsageError
+
+        raise UsageError("writing needs a config file: none was loaded",
+                         hint="open the KB with groove_cli.open(KB, config=PATH)")
+    return folder / "groove.toml"
 
 
 def creating_config_note(path: Path) -> str:
