@@ -253,9 +253,9 @@ class Index:
                     messages.note(switched)
                 short = None
                 if files:
-                    result, short = fill_files(searcher, compiled, params)
+                    result, short = fill_files(searcher, compiled, params, legs)
                 else:
-                    result = searcher.search(compiled, params)
+                    result = searcher.search(compiled, params, legs)
                 kb_root = searcher.meta.get("kb_path") or (str(self.kb.resolve()) if self.kb
                                                            else None)
             finally:

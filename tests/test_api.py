@@ -9,6 +9,7 @@ import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -123,3 +124,26 @@ def test_evaluate_returns_the_report_with_its_messages(sample_kb: Path) -> None:
     aggregate = report.to_json()["aggregate"]
     assert 0.0 < aggregate["ndcg_at_k"]["5"] <= 1.0 and aggregate["query_count"] == 66
     assert not (sample_kb / ".groove-eval-history.json").exists()
+
+
+def test_a_search_decides_its_legs_once(sample_kb: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Searcher decides which legs a query runs once and hands that down the pipeline
+    (the door, the Searcher and the pipeline used to decide it each)."""
+    from groove_cli.retrieve import legs as legs_module
+    from groove_cli.retrieve import pipeline, searcher
+
+    calls: list[str] = []
+    real = legs_module.legs_to_run
+
+    def counted(query: Any, params: Any) -> Any:
+        calls.append(query.positive_text)
+        return real(query, params)
+
+    for module in (legs_module, pipeline, searcher):
+        monkeypatch.setattr(module, "legs_to_run", counted)
+    with groove_cli.open(sample_kb) as kb:
+        kb.search("retry budget")
+        assert calls == ["retry budget"]
+        calls.clear()
+        kb.search("retry budget", files=True, limit=3)  # several rounds, one decision
+        assert calls == ["retry budget"]

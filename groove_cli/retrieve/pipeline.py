@@ -195,16 +195,17 @@ def _ms(start: float) -> float:
 def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
            vector: npt.NDArray[np.float32] | None, knn: Knn | None, reranker: Reranker | None = None,
            dim: int | None = None, embed_ms: float | None = None,
-           vectors: VectorRows | None = None) -> SearchResult:
+           vectors: VectorRows | None = None, legs: Legs | None = None) -> SearchResult:
     """Run the pipeline for one compiled query (search.md §1–§12). `vectors` serves the hits'
-    stored vectors from memory (the KNN snapshot); without it they are read from the store."""
+    stored vectors from memory (the KNN snapshot); without it they are read from the store.
+    `legs`: which legs run, when the caller (the Searcher) has decided it already."""
     total_start = time.perf_counter()
     timings: dict[str, float | None] = {k: None for k in (
         "embed", "vec", "fts", "fuse", "rerank", "mmr", "parent", "spans", "total")}
     timings["embed"] = embed_ms
     row_filter = compile_filters(_effective_filters(store, params.filters))
     pools = pool_sizes(params)
-    legs = legs_to_run(query, params)
+    legs = legs if legs is not None else legs_to_run(query, params)
 
     excluded = leg_exclusions(store, query, legs)
     scored = params.fusion == "score"  # only score fusion reads the legs' scores

@@ -29,6 +29,7 @@ from groove_cli.dburl import IndexLocation
 from groove_cli.errors import ModelError
 from groove_cli.retrieve.legs import (
     Knn,
+    Legs,
     VectorRows,
     has_exclusions,
     legs_to_run,
@@ -332,11 +333,13 @@ class Searcher:
 
         return dataclasses.replace(params, calibration=default_calibration(self.runtime.name))
 
-    def search(self, query: CompiledQuery, params: SearchParams) -> SearchResult:
+    def search(self, query: CompiledQuery, params: SearchParams, legs: Legs | None = None
+               ) -> SearchResult:
         """One query through the pipeline on a pooled connection: its vector (cache first) only
-        when the vector leg runs, the KNN source, the reranker when `params.rerank`."""
+        when the vector leg runs, the KNN source, the reranker when `params.rerank`. `legs`:
+        which legs run, when the caller has decided it (decided once per query)."""
         params = self.calibrated(params)
-        legs = legs_to_run(query, params)
+        legs = legs if legs is not None else legs_to_run(query, params)
         reranker = self.reranker if params.rerank else None
         with self.reader() as store:
             vector, knn, embed_ms = None, None, None
@@ -346,21 +349,23 @@ class Searcher:
                 embed_ms = (time.perf_counter() - start) * 1000
                 knn = self.knn(store=store)
             return search(store, query, params, vector=vector, knn=knn, reranker=reranker,
-                          dim=self.dim, embed_ms=embed_ms, vectors=self.vector_rows(store))
+                          dim=self.dim, embed_ms=embed_ms, vectors=self.vector_rows(store),
+                          legs=legs)
 
     def prepare(self, queries: Sequence[CompiledQuery], params: SearchParams) -> Batch:
         """A batch's query vectors (cache first, one embedding batch for the misses), the
         reranker, and every query's neighbours from one batched KNN (eval.md §2: before the
         searches' consistent read state begins)."""
         params = self.calibrated(params)
-        need = [i for i, q in enumerate(queries) if legs_to_run(q, params).vector]
+        legs = tuple(legs_to_run(q, params) for q in queries)
+        need = [i for i, q in enumerate(legs) if q.vector]
         vectors = dict(zip(need, self.query_vectors([queries[i].positive_text for i in need]),
                            strict=True))
         reranker = self.reranker if params.rerank else None
         found = self.batch_neighbours([queries[i] for i in need], list(vectors.values()),
                                       pool_sizes(params).vec)
         return Batch(tuple(queries), params, vectors, dict(zip(need, found, strict=True)),
-                     reranker)
+                     reranker, legs)
 
     @contextmanager
     def pinned(self, extra_readers: int = 0) -> Iterator[tuple[Store | PgStore, ...]]:
@@ -385,7 +390,8 @@ class Searcher:
         reader = store or self.store
         knn = self.knn(batch=True, store=reader) if vector is not None else None
         return search(reader, batch.queries[index], batch.params, vector=vector, knn=knn,
-                      reranker=batch.reranker, dim=self.dim, vectors=self.vector_rows(reader))
+                      reranker=batch.reranker, dim=self.dim, vectors=self.vector_rows(reader),
+                      legs=batch.legs[index] if batch.legs else None)
 
     def search_many(self, queries: Sequence[CompiledQuery], params: SearchParams
                     ) -> list[SearchResult]:
@@ -431,6 +437,8 @@ class Batch:
     vectors: dict[int, npt.NDArray[np.float32]]
     neighbours: dict[int, list[tuple[int, float]]]
     reranker: Reranker | None
+    legs: tuple[Legs, ...] = ()
+    """Which legs each query runs (decided once, in `prepare`); empty: decided per search."""
 
 
 def extra_readers(queries: int, rerank: bool) -> int:
@@ -458,7 +466,8 @@ def search_all(stores: Sequence[Store | PgStore], batch: Batch, dim: int,
                     return
                 knn: Knn = listed_knn(batch.neighbours.get(i, []))
                 results[i] = search(store, queries[i], batch.params, vector=batch.vectors.get(i),
-                                    knn=knn, reranker=batch.reranker, dim=dim, vectors=vectors)
+                                    knn=knn, reranker=batch.reranker, dim=dim, vectors=vectors,
+                                    legs=batch.legs[i] if batch.legs else None)
         except BaseException as exc:  # Ctrl-C included: the other threads stop, then re-raised
             errors.append(exc)
 
@@ -478,15 +487,15 @@ def search_all(stores: Sequence[Store | PgStore], batch: Batch, dim: int,
     return [r for r in results if r is not None]
 
 
-def fill_files(searcher: Searcher, query: CompiledQuery, params: SearchParams
-               ) -> tuple[SearchResult, str | None]:
+def fill_files(searcher: Searcher, query: CompiledQuery, params: SearchParams,
+               legs: Legs | None = None) -> tuple[SearchResult, str | None]:
     """`--format files`: hits collapse to files, so fetch more hits (×4 each round, up to the
     1000-hit cap) until `params.limit` files are found or the search has no more; keep the
     hits of the first `params.limit` files. The second value says why there are fewer files
     than asked, else None."""
     wanted, fetch = params.limit, params.limit
     while True:
-        result = searcher.search(query, dataclasses.replace(params, limit=fetch))
+        result = searcher.search(query, dataclasses.replace(params, limit=fetch), legs)
         files = list(dict.fromkeys(hit.chunk.path for hit in result.hits))
         if len(files) >= wanted or len(result.hits) < fetch or fetch >= MAX_LIMIT:
             break
