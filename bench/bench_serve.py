@@ -55,8 +55,7 @@ COLD_RUNS = 15
 
 
 def env() -> dict[str, str]:
-    # a data folder of its own: the server lists itself there for the command line
-    # (serve/relay.py), away from any other server of this user
+    # data and cache folders of its own, away from this user's
     found = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1",
                  XDG_DATA_HOME=str(bench_work() / "serve-data"))
     for name in ("GROOVE_LOG", "GROOVE_DB_URL"):
@@ -283,31 +282,7 @@ def forwarded(kb: Path, db: Path, config: Path, gen: Queries, pid: int) -> dict[
     local_cpu = CPU[-5:]
     return {"runs": FORWARD_RUNS, "median_s": median(walls), "p95_s": percentile(walls, 95),
             "median_cpu_s": median(cpus), "in_process_median_s": median(local),
-            "in_process_median_cpu_s": median(local_cpu), "identical_outputs": f"{same}/3",
-            "get": relayed_get(kb, db, config, pid)}
-
-
-def relayed_get(kb: Path, db: Path, config: Path, pid: int) -> dict[str, Any]:
-    """`groove get PATH:LINE` run by the server against the same command in-process,
-    alternating, on the first note of the KB."""
-    note = min(kb.rglob("*.md")).relative_to(kb)
-    base = ["--config", str(config), "--db", str(db), "get", f"{note}:1", "--kb-path", str(kb)]
-    relayed: list[float] = []
-    local: list[float] = []
-    cpus: list[float] = []
-    same = 0
-    for _ in range(FORWARD_RUNS):
-        server_cpu = cpu_s(pid)
-        wall, out = timed_cli(base)
-        cpus.append(CPU[-1] + cpu_s(pid) - server_cpu)
-        relayed.append(wall)
-        wall, here = timed_cli([*base, "--no-server"])
-        local.append(wall)
-        same += out == here
-    return {"runs": FORWARD_RUNS, "median_s": median(relayed), "median_cpu_s": median(cpus),
-            "in_process_median_s": median(local),
-            "in_process_median_cpu_s": median(CPU[-2 * FORWARD_RUNS + 1::2]),
-            "identical_outputs": f"{same}/{FORWARD_RUNS}"}
+            "in_process_median_cpu_s": median(local_cpu), "identical_outputs": f"{same}/3"}
 
 
 def cold_fts(kb: Path, db: Path, config: Path, gen: Queries) -> dict[str, Any]:
@@ -362,7 +337,6 @@ def main() -> None:
 def markdown(d: dict[str, Any]) -> str:
     seq, conc, soak, cli, fwd = (d["sequential"], d["concurrent"], d["soak"], d["cli"],
                                  d["forwarded"])
-    get = fwd["get"]
     ratio = conc["per_s"] / cli["per_s"]
     rss = soak["rss_kb"]
     marks = sorted(rss, key=int)
@@ -393,12 +367,6 @@ def markdown(d: dict[str, Any]) -> str:
         ("(CPU of a forwarded search: client + server)",
          f"{fwd['median_cpu_s']:.3f} s (in-process {fwd['in_process_median_cpu_s']:.3f} s)",
          "-", True),
-        ("relayed `groove get PATH:LINE`, median wall",
-         f"{get['median_s']:.3f} s (CPU {get['median_cpu_s']:.3f} s with the server's; "
-         f"in-process {get['in_process_median_s']:.3f} s, CPU "
-         f"{get['in_process_median_cpu_s']:.3f} s; identical output "
-         f"{get['identical_outputs']})", "no slower than in-process",
-         get["median_s"] <= get["in_process_median_s"]),
         ("cold `groove search --mode fts --no-server`, no server, median wall",
          f"{d['cold_fts']['median_s']:.3f} s (CPU {d['cold_fts']['median_cpu_s']:.3f} s)",
          f"≤ {t['cold_fts_s']} s",
@@ -417,8 +385,9 @@ def markdown(d: dict[str, Any]) -> str:
              "real FTS rows); queries embedded by the real default model, each text used once "
              "(never answered by the query cache). Server on 127.0.0.1, HTTP keep-alive. "
              "Wall times depend on the machine's load (see the load averages); the CPU rows "
-             "show the work itself. A forwarded command is relayed whole (serve.md §5): the "
-             "client loads only the standard library, the server runs the command line.", "",
+             "show the work itself. A forwarded search sends its core call (serve.md §5) and "
+             "renders the answer itself; bench/bench_forwarding.py measures forwarded searches "
+             "side by side (bench/results/serve_forwarding.md).", "",
              "| measure | result | target | verdict |", "|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {verdict(ok) if c != '-' else '-'} |"
               for a, b, c, ok in rows]
