@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from groove_cli import messages
 from groove_cli.render.output import print_json
 from groove_cli.render.snippet import ELLIPSIS, note_title, snippet
 from groove_cli.render.terminal import Painter, location, shown_path
-from groove_cli.results import Results, absolute
-from groove_cli.retrieve.legs import registered
-from groove_cli.retrieve.params import SearchParams
-from groove_cli.retrieve.pipeline import SearchHit, SearchResult
+from groove_cli.results import absolute
 from groove_cli.text import printable
+
+if TYPE_CHECKING:  # a forwarded search renders the answer without loading the engine
+    from groove_cli.results import Results
+    from groove_cli.retrieve.params import SearchParams
+    from groove_cli.retrieve.pipeline import SearchHit, SearchResult
 
 HIT_LINES = 12
 """A text-format hit prints at most this many lines unless `--full`."""
@@ -38,6 +41,8 @@ def explain_line(hit: SearchHit) -> str:
 
 def explain_stderr(result: SearchResult, params: SearchParams) -> None:
     """The run-level `explain:` lines on stderr (always written)."""
+    from groove_cli.retrieve.legs import registered
+
     legs = {leg.name: leg for leg in registered()}
     if params.fusion == "score":
         fusion = (f"fusion=score score_alpha={params.score_alpha} "
