@@ -200,12 +200,10 @@ def searcher_of(index: Index) -> Searcher:
 def compiling_with(compiler: Callable[[str], CompiledQuery]) -> Iterator[None]:
     """Within the block, `Index.evaluate` compiles the golden queries with `compiler` instead of
     `compile_query` (research on the query compiler: an older version against today's)."""
-    from groove_cli.evaluate import runner
+    from groove_cli.evaluate.runner import QUERY_COMPILER
 
-    names = vars(runner)  # the runner compiles the golden queries through its module global
-    original = names["compile_query"]
-    names["compile_query"] = compiler
+    token = QUERY_COMPILER.set(compiler)
     try:
         yield
     finally:
-        names["compile_query"] = original
+        QUERY_COMPILER.reset(token)

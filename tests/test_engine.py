@@ -56,16 +56,25 @@ def test_searcher_of_an_index_ranks_and_scores_a_full_text_leg(
         searcher.close()
 
 
-def test_compiling_with_swaps_eval_s_compiler_for_the_block_only() -> None:
+def test_compiling_with_sets_eval_s_compiler_for_the_block_only() -> None:
+    import threading
+
     from groove_cli.evaluate import runner
 
     def v0(text: str) -> object:
         return text
 
+    seen_elsewhere: list[object] = []
     with pytest.raises(RuntimeError), engine.compiling_with(v0):  # type: ignore[arg-type]
-        assert runner.compile_query is v0
+        assert runner.QUERY_COMPILER.get() is v0
+        other = threading.Thread(target=lambda: seen_elsewhere.append(
+            runner.QUERY_COMPILER.get()))
+        other.start()
+        other.join()
         raise RuntimeError
-    assert runner.compile_query is compile_query
+    assert seen_elsewhere == [compile_query]  # another thread keeps the real compiler
+    assert runner.QUERY_COMPILER.get() is compile_query
+    assert runner.compile_query is compile_query  # no module global is swapped
 
 
 def test_the_engine_exports_what_bench_uses_and_no_more() -> None:

@@ -8,8 +8,9 @@ the same committed state (`Store.pinned_readers`), each searching part of the qu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +60,12 @@ def gate_metric_from(value: str | None, k_values: Sequence[int]) -> str | None:
                          f"{','.join(str(k) for k in k_values)}")
     return name
 
+
+QUERY_COMPILER: ContextVar[Callable[[str], CompiledQuery]] = ContextVar(
+    "groove_query_compiler", default=compile_query)
+"""How eval compiles the golden queries: `compile_query`, unless research on the compiler sets
+another for a block (`engine.compiling_with`); a context variable, so no global is swapped and
+other threads keep the real one."""
 
 @dataclass(frozen=True, slots=True)
 class EvalRequest:
@@ -126,7 +133,8 @@ def eval_params(req: EvalRequest) -> SearchParams:
 
 def compile_golden(golden: GoldenSet) -> list[CompiledQuery]:
     """Every golden query compiled, with the once-per-run query warnings."""
-    compiled = [compile_query(q.query) for q in golden.queries]
+    compile_golden = QUERY_COMPILER.get()
+    compiled = [compile_golden(q.query) for q in golden.queries]
     query_warnings(compiled)
     return compiled
 
