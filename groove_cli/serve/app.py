@@ -123,10 +123,19 @@ def add_routes(server: MCPServer[Any], service: Service, state_token: str) -> No
         return await call(lambda: action(args))  # type: ignore[no-any-return]
 
     async def health(request: Request) -> Response:
+        """`{"ok": true}` to anyone; with `Groove-Challenge: NONCE`, also the proof that this
+        server holds the state file's token (a client checks it before it sends anything);
+        with the token, also the pid, the KBs and the index paths."""
         import os
 
-        return JSONResponse({"ok": True, "pid": os.getpid(), "kbs": list(service.kbs),
-                             "indexes": service.indexes()})
+        body: dict[str, Any] = {"ok": True}
+        challenge = request.headers.get("groove-challenge")
+        if challenge is not None and 0 < len(challenge) <= MAX_CHALLENGE:
+            body["proof"] = proof(state_token, challenge)
+        if "authorization" in request.headers and token_ok(
+                request.headers.get("authorization"), state_token):
+            body.update(pid=os.getpid(), kbs=list(service.kbs), indexes=service.indexes())
+        return JSONResponse(body)
 
     async def search(request: Request) -> Response:
         def run(args: dict[str, Any]) -> Response:
@@ -178,6 +187,15 @@ def add_routes(server: MCPServer[Any], service: Service, state_token: str) -> No
     server.custom_route("/status", methods=["GET"])(status)
     server.custom_route("/cli/search", methods=["POST"])(forwarded(service.forwarded_search))
     server.custom_route("/cli/status", methods=["POST"])(forwarded(service.forwarded_status))
+
+
+MAX_CHALLENGE = 128
+"""The longest `Groove-Challenge` a server answers."""
+
+
+def proof(token: str, challenge: str) -> str:
+    """HMAC-SHA256 of a client's challenge under the state file's token (serve.md §5)."""
+    return hmac.new(token.encode(), challenge.encode(), "sha256").hexdigest()
 
 
 def token_ok(header: str | None, token: str | None) -> bool:

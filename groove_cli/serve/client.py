@@ -2,17 +2,23 @@
 command's request, hand back its answer; standard library only (http.client, socket, json), so
 a forwarded `groove search` loads no model, numpy or server code.
 
-A state file whose process is gone, that names another index, or whose server does not answer
-the health check in time is removed, with one `groove: note:` on stderr, and the command runs
-in-process. A server that resolved other settings than this command (another groove.toml,
-other GROOVE_* variables) is skipped silently: the command runs in-process.
+A state file whose process is gone, that names another index, that is not this user's 0600
+file or names an address off this machine's loopback, or where nothing listens, is removed
+with one `groove: note:` on stderr, and the command runs in-process. Before the token or the
+request leave, whatever answers at the address proves it holds the token (an HMAC of a fresh
+challenge); one that cannot, or does not answer within 1 s, is skipped (its file is kept: a
+busy server stays listed). A server that resolved other settings than this command (another
+groove.toml, other GROOVE_* variables) is skipped silently: the command runs in-process.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import http.client
 import json
+import os
+import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +38,11 @@ if TYPE_CHECKING:
     from groove_cli.dburl import IndexLocation
 
 HEALTH_TIMEOUT_S = 1.0
-"""How long a server may take to answer the health check before it counts as dead."""
-REQUEST_TIMEOUT_S = 300.0
+"""How long a server may take to connect and answer the health check before it is skipped."""
+REQUEST_TIMEOUT_S = 60.0
+"""How long a server that proved itself may take to answer the request (a cold one loads its
+model first); past it the command runs in-process."""
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 UNCOMPARED = frozenset({"kb_path", "db_path"})
 """Settings a server and a client may spell differently for the same index (the index itself
 is compared by its absolute path)."""
@@ -59,10 +68,30 @@ def running_server(location: IndexLocation, kb: Path | None) -> ServerState | No
     return state
 
 
-def _ignore(path: Path, state: ServerState | None, reason: str) -> None:
+def _ignore(path: Path, state: ServerState | None, reason: str, *, remove: bool = True) -> None:
     who = f" (pid {state.pid}, {state.address})" if state else ""
     messages.note(f"ignoring the groove server of {path}{who}: {reason}; running without it")
-    remove_state(path, state.pid if state else None)
+    if remove:
+        remove_state(path, state.pid if state else None)
+
+
+def untrusted(path: Path, state: ServerState) -> str | None:
+    """Why a state file may not be followed, or None: it must be this user's own 0600 file
+    (the server writes it so), and name an address on this machine (loopback or a unix
+    socket): a file planted in the KB folder must not send a search anywhere else."""
+    try:
+        st = path.lstat()
+    except OSError as exc:
+        return f"the state file cannot be read ({exc.strerror})"
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return "the state file is not this user's private (0600) file"
+    address = state.address
+    if address.startswith("unix:"):
+        return None if os.path.isabs(address[len("unix:"):]) else "its socket path is relative"
+    host, _, port = address.removeprefix("http://").rpartition(":")
+    if not address.startswith("http://") or host not in LOOPBACK_HOSTS or not port.isdigit():
+        return "its address is not on this machine's loopback"
+    return None
 
 
 def forward(location: IndexLocation, kb: Path | None, route: str,
@@ -82,16 +111,34 @@ def forward(location: IndexLocation, kb: Path | None, route: str,
     if state.index != index_id(location):
         _ignore(path, state, f"it serves another index ({state.index})")
         return None
+    distrust = untrusted(path, state)
+    if distrust is not None:
+        _ignore(path, state, distrust)
+        return None
+    challenge = secrets.token_hex(16)
+    try:  # the server proves it holds the token before the token or the request leave here
+        conn = connection(state.address, HEALTH_TIMEOUT_S)
+        conn.request("GET", "/health", headers={"Host": "localhost",
+                                                "Groove-Challenge": challenge})
+        health = json.loads(conn.getresponse().read() or b"{}")
+    except (ConnectionRefusedError, FileNotFoundError):  # nothing listens: the pid was reused
+        _ignore(path, state, "nothing listens at its address")
+        return None
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        # a live server that does not answer in time keeps its file: it may be busy
+        _ignore(path, state, f"no answer within {HEALTH_TIMEOUT_S:g} s "
+                             f"({exc.__class__.__name__})", remove=False)
+        return None
+    expected = hmac.new(state.token.encode(), challenge.encode(), "sha256").hexdigest()
+    if not isinstance(health, dict) or not hmac.compare_digest(
+            str(health.get("proof", "")), expected):
+        conn.close()
+        _ignore(path, state, "what answers there cannot prove it is the server that wrote "
+                             "the state file", remove=False)
+        return None
     headers = {"Authorization": f"Bearer {state.token}", "Host": "localhost",
                "Content-Type": "application/json"}
     try:
-        conn = connection(state.address, HEALTH_TIMEOUT_S)
-        conn.request("GET", "/health", headers=headers)
-        health = json.loads(conn.getresponse().read() or b"{}")
-        if index_id(location) not in health.get("indexes", []):
-            conn.close()
-            _ignore(path, state, "it does not serve this index")
-            return None
         if conn.sock is not None:
             conn.sock.settimeout(REQUEST_TIMEOUT_S)
         conn.request("POST", route, body=json.dumps(request).encode("utf-8"), headers=headers)
@@ -99,7 +146,7 @@ def forward(location: IndexLocation, kb: Path | None, route: str,
         answer = json.loads(response.read() or b"{}")
         conn.close()
     except (OSError, ValueError, http.client.HTTPException) as exc:
-        _ignore(path, state, f"no answer ({exc.__class__.__name__}: {exc})")
+        _ignore(path, state, f"no answer ({exc.__class__.__name__}: {exc})", remove=False)
         return None
     if not isinstance(answer, dict) or answer.get("foreign"):
         _ignore(path, state, "it does not serve this index")
@@ -117,7 +164,9 @@ def raise_error(answer: dict[str, Any]) -> None:
     error = answer.get("error")
     if isinstance(error, dict):
         exc = GrooveError(str(error.get("message")), error.get("hint"))
-        exc.exit_code = int(error.get("exit_code", 1))
+        code = error.get("exit_code", 1)
+        exc.exit_code = (code if isinstance(code, int) and not isinstance(code, bool)
+                         and 1 <= code <= 125 else 1)
         raise exc
 
 
