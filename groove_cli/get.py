@@ -37,16 +37,24 @@ class Excerpt:
     line_start: int
     line_end: int
 
-    def lines(self) -> Iterator[str]:
-        """The lines, read from the file one at a time (memory bounded by the longest)."""
+    def lines(self, max_bytes: int | None = None) -> Iterator[str]:
+        """The lines, read from the file one at a time; with `max_bytes`, reading stops with a
+        GrooveError once the lines (with their newlines) would pass it, however long a line is."""
+        left = max_bytes
         try:
             with open(self.path, "rb") as handle:
                 if not _skip_lines(handle, self.line_start - 1):
                     return
                 for _ in range(self.line_end - self.line_start + 1):
-                    raw = handle.readline()
+                    raw = handle.readline(-1 if left is None else left + 2)
                     if not raw:
                         return
+                    if left is not None:
+                        left -= len(raw.rstrip(b"\r\n")) + 1
+                        if left < -1:
+                            raise GrooveError(
+                                f"{self.path.name}:{self.line_start} gives more than "
+                                f"{max_bytes} bytes", "ask for fewer lines: PATH:LINE:COUNT")
                     yield _decoded(raw)
         except OSError as exc:
             raise GrooveError(f"cannot read {self.path}: {exc.strerror or exc}") from None
@@ -95,6 +103,12 @@ def read_excerpt(argument: str, kb: Path | None, exclude_headings: Sequence[str]
     if path is None:
         where = "the working directory" + (f" or {kb}" if kb is not None else "")
         raise GrooveError(f"no such file: {location.path} (looked in {where})")
+    return excerpt_at(path, location, exclude_headings)
+
+
+def excerpt_at(path: Path, location: Location, exclude_headings: Sequence[str] = ()) -> Excerpt:
+    """The lines of exactly `path` that `location`'s line and count name (its path is not
+    looked at again: a caller that checked `path` reads what it checked)."""
     try:
         if location.line is None:
             return Excerpt(path, 1, _count_lines(path))

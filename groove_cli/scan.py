@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from groove_cli.errors import GrooveError
+from groove_cli.errors import GrooveError, UsageError
 
 try:  # pathspec >= 1.0 names the gitwildmatch pattern class GitIgnoreSpecPattern
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern as _GitPattern
@@ -229,6 +229,89 @@ def _extension(name: str) -> str:
     return name[dot + 1 :].lower() if dot > 0 else ""
 
 
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The rules that pick a KB's notes, shared by the walk and by a server checking one path:
+    a folder is entered unless always excluded, hidden (without `hidden_dirs`), named in
+    `exclude_dirs` or ignored; a file is taken when its extension is enabled and it is not
+    ignored. Links are never followed and only single-link regular files are notes."""
+
+    kb: Path
+    extensions: frozenset[str]
+    excluded_names: frozenset[str]
+    hidden_dirs: bool
+    rules: _IgnoreRules | None
+    ignore_patterns: int | None
+    warnings: tuple[str, ...]
+
+    @classmethod
+    def of(cls, kb: Path, *, exclude_dirs: Sequence[str], extensions: Sequence[str],
+           hidden_dirs: bool = False) -> Selection:
+        """The selection for `kb` (reads `<kb>/.grooveignore` once)."""
+        rules, pattern_count, warnings = _read_ignore_file(kb)
+        return cls(kb, frozenset(ext.lower().lstrip(".") for ext in extensions),
+                   frozenset(name.casefold() for name in exclude_dirs), hidden_dirs, rules,
+                   pattern_count if rules is not None else None, tuple(warnings))
+
+    def enters(self, name: str, rel: str) -> bool:
+        """Whether the walk enters folder `name` at KB-relative `rel` (no trailing '/')."""
+        return not (
+            _ascii_lower(name) in ALWAYS_EXCLUDED
+            or (name.startswith(".") and not self.hidden_dirs)
+            or name.casefold() in self.excluded_names
+            or self._ignored(rel + "/")
+        )
+
+    def takes(self, name: str, rel: str) -> bool:
+        """Whether file `name` at KB-relative `rel` is a note by name (its type and ignore rules)."""
+        return _extension(name) in self.extensions and not self._ignored(rel)
+
+    def _ignored(self, rel: str) -> bool:
+        return self.rules is not None and self.rules.excludes(rel)
+
+    def note(self, rel: str) -> Path:
+        """The note file at KB-relative `rel`, exactly as the walk would select it; GrooveError
+        naming why not (outside the KB, excluded, a link, not a note type, missing)."""
+        parts = rel.split("/")
+        if not rel or rel.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\x00" in rel:
+            raise UsageError(f"{_shown(rel)}: not a path inside the KB",
+                              "use the KB-relative path a search hit shows")
+        path = self.kb
+        for i, part in enumerate(parts):
+            path = path / part
+            here = "/".join(parts[: i + 1])
+            last = i == len(parts) - 1
+            if not (self.takes(part, here) if last else self.enters(part, here)):
+                raise GrooveError(f"{_shown(rel)}: not a note of this KB",
+                                  "excluded folders, ignored files and other file types are not served")
+            try:
+                info = os.lstat(path)
+            except OSError:
+                raise GrooveError(f"no such note: {_shown(rel)}") from None
+            if stat.S_ISLNK(info.st_mode):
+                raise GrooveError(f"{_shown(rel)}: {REFUSED_SYMLINK}")
+            if not last and not stat.S_ISDIR(info.st_mode):
+                raise GrooveError(f"no such note: {_shown(rel)}")
+        if not stat.S_ISREG(info.st_mode):
+            raise GrooveError(f"{_shown(rel)}: {NOT_REGULAR}")
+        if info.st_nlink > 1:
+            raise GrooveError(f"{_shown(rel)}: {REFUSED_HARD_LINK}")
+        return path
+
+
+SHOWN_CHARS = 120
+"""How much of a path an error message repeats."""
+
+
+def _shown(rel: str) -> str:
+    """`rel` for a message: control characters escaped, long paths cut in the middle."""
+    text = rel.encode("unicode_escape").decode("ascii") if not rel.isprintable() else rel
+    if len(text) <= SHOWN_CHARS:
+        return text
+    half = SHOWN_CHARS // 2
+    return f"{text[:half]}…{text[-half:]}"
+
+
 def collect_files(
     kb: Path, *, exclude_dirs: Sequence[str], extensions: Sequence[str], hidden_dirs: bool = False
 ) -> ScanResult:
@@ -250,13 +333,9 @@ def collect_files(
     Raises:
         GrooveError: when the KB root itself cannot be listed.
     """
-    enabled = {ext.lower().lstrip(".") for ext in extensions}
-    excluded_names = {name.casefold() for name in exclude_dirs}
-    rules, pattern_count, warnings = _read_ignore_file(kb)
-
-    def ignored(rel: str) -> bool:
-        return rules is not None and rules.excludes(rel)
-
+    selection = Selection.of(kb, exclude_dirs=exclude_dirs, extensions=extensions,
+                             hidden_dirs=hidden_dirs)
+    warnings = list(selection.warnings)
     files: list[SourceFile] = []
     refused: list[tuple[str, str]] = []
     pending: list[tuple[Path, str]] = [(kb, "")]
@@ -280,17 +359,10 @@ def collect_files(
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    name = entry.name
-                    if (
-                        _ascii_lower(name) in ALWAYS_EXCLUDED
-                        or (name.startswith(".") and not hidden_dirs)
-                        or name.casefold() in excluded_names
-                        or ignored(rel + "/")
-                    ):
-                        continue
-                    pending.append((Path(entry.path), rel + "/"))
+                    if selection.enters(entry.name, rel):
+                        pending.append((Path(entry.path), rel + "/"))
                     continue
-                if _extension(entry.name) not in enabled or ignored(rel):
+                if not selection.takes(entry.name, rel):
                     continue
                 info = os.lstat(entry.path)
             except OSError as exc:
@@ -309,7 +381,7 @@ def collect_files(
     return ScanResult(
         files=tuple(files),
         refused=tuple(refused),
-        ignore_patterns=pattern_count if rules is not None else None,
+        ignore_patterns=selection.ignore_patterns,
         warnings=tuple(warnings),
     )
 

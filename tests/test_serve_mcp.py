@@ -145,8 +145,9 @@ def test_bad_arguments_are_tool_errors(connect: Connect, kb_env: tuple[Path, dic
         if name != "type":  # argument validation by the SDK, before groove runs
             assert text.startswith("groove: error: "), (name, text)
         assert "secret" not in text and "root:" not in text
-    assert "leaves the KB" in got["symlink"].content[0].text
-    assert "only paths inside the KB" in got["dotdot"].content[0].text
+    assert "refused symbolic link" in got["symlink"].content[0].text
+    assert "not a path inside the KB" in got["dotdot"].content[0].text
+    assert "not a path inside the KB" in got["absolute"].content[0].text
     assert "unknown kb 'nope'" in got["kb"].content[0].text
     assert "no such note: team/nothing-here.md" in got["missing"].content[0].text
 

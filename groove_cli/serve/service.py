@@ -2,10 +2,11 @@
 every transport (MCP tools, the JSON routes, forwarded commands) makes through them.
 
 Every call goes through the public API (`groove_cli.api.Index`): no second search path. Callers
-are untrusted: `get`, `multi_get` and `fetch` read only notes inside a served KB (relative
-paths, no `..`, no symbolic link out of the KB, only the note types the KB indexes), with byte
-caps. A watched re-index builds a fresh `Index`, warms it, and swaps it in; searches already
-running finish on the old one, which is closed when the last of them leaves.
+are untrusted: `get`, `multi_get` and `fetch` read only a note `index` would select in a
+served KB (scan.Selection: KB-relative, no link anywhere on the path, excluded folders and
+ignored files refused), exactly the file that was checked, with byte caps. A watched
+re-index builds a fresh `Index`, warms it, and swaps it in; searches already running finish
+on the old one, which is closed when the last of them leaves.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from groove_cli.serve.state import index_id
 
 if TYPE_CHECKING:
     from groove_cli.api import Index
+    from groove_cli.get import Location
     from groove_cli.results import Results
+    from groove_cli.scan import Selection
     from groove_cli.status import StatusReport
 
 GET_MAX_BYTES = 1_000_000
@@ -183,62 +186,55 @@ class Service:
 
     # ------------------------------------------------------------------ notes
 
-    def note_path(self, served: Served, rel: str) -> Path:
-        """The note `rel` names inside the KB, refusing anything else (see the module doc)."""
+    def selection(self, served: Served) -> Selection:
+        """The rules that pick this KB's notes, as `index` applies them (scan.Selection)."""
+        from groove_cli.scan import Selection
+
         kb = served.kb
         if kb is None:
             raise GrooveError("this KB has no folder to read notes from",
                               hint="serve it with its KB folder")
-        if not isinstance(rel, str) or not rel.strip() or "\x00" in rel:
-            raise UsageError("the path is empty; pass a note path relative to the KB")
-        rel = rel.strip()
-        parts = Path(rel).parts
-        if Path(rel).is_absolute() or rel.startswith("~") or ".." in parts:
-            raise UsageError(f"{rel}: only paths inside the KB, relative to it, are served",
-                             hint="use the path a search hit shows")
-        root = kb.resolve()
-        full = (root / rel).resolve()
-        if not full.is_relative_to(root) or full == root:
-            raise UsageError(f"{rel}: the path leaves the KB", hint="use the path a search hit shows")
-        note_types = {f".{p}" for p in served.index.settings.list_("parsers.enabled")}
-        if full.suffix.lower() not in note_types or any(
-                p.startswith(".") for p in full.relative_to(root).parts):
-            raise UsageError(f"{rel}: not a note of this KB ({', '.join(sorted(note_types))} files)")
-        if not full.is_file():
-            raise GrooveError(f"no such note: {rel} (in {served.name})")
-        return full
+        settings = served.index.settings
+        return Selection.of(kb, exclude_dirs=[str(d) for d in settings.list_("exclude_dirs")],
+                            extensions=[str(p) for p in settings.list_("parsers.enabled")],
+                            hidden_dirs=settings.bool_("index_hidden_dirs"))
+
+    def locate(self, served: Served, location: str) -> tuple[Path, Location]:
+        """The note file `location` names and the lines it asks for. The whole text is tried
+        as a note first, then `PATH:LINE[:COUNT]`; the path is checked against the KB's
+        selection (scan.Selection.note) and exactly the checked file is read afterwards."""
+        from groove_cli.get import Location, parse_location
+
+        if not isinstance(location, str) or not location.strip():
+            raise UsageError("the location is empty; pass PATH, PATH:LINE or PATH:LINE:COUNT "
+                             "relative to the KB")
+        selection = self.selection(served)
+        try:
+            return selection.note(location.strip()), Location(location.strip())
+        except GrooveError as whole:
+            where = parse_location(location)
+            if where.line is None:
+                raise whole from None
+        return selection.note(where.path), where
 
     def get(self, location: str, kb: str | None = None,
             max_bytes: int = GET_MAX_BYTES) -> dict[str, Any]:
         """`get PATH[:LINE[:COUNT]]` inside a served KB: the document `get --format json`
         prints, plus the KB-relative path."""
-        from groove_cli.get import parse_location
+        from groove_cli.get import excerpt_at
 
         served = self.served(kb)
-        if not isinstance(location, str):
-            raise UsageError("the location must be text: PATH, PATH:LINE or PATH:LINE:COUNT")
-        where = parse_location(location)
-        full = self.note_path(served, where.path)
+        full, where = self.locate(served, location)
         if where.line is None and full.stat().st_size > max_bytes:
             raise GrooveError(f"{where.path} is larger than {max_bytes} bytes",
                               hint="ask for a line range: PATH:LINE:COUNT")
-        tail = "" if where.line is None else f":{where.line}" + (
-            "" if where.count is None else f":{where.count}")
-        with served.lease() as index:
-            excerpt = index.get(f"{full}{tail}")
-        lines: list[str] = []
-        size = -1  # no newline after the last line
-        for line in excerpt.lines():  # streamed: the cap stops the read, not just the answer
-            size += len(line.encode("utf-8")) + 1
-            if size > max_bytes:
-                raise GrooveError(f"{where.path}:{where.line} gives more than {max_bytes} bytes",
-                                  hint="ask for fewer lines: PATH:LINE:COUNT")
-            lines.append(line)
-        content = "\n".join(lines)
-        return {"path": str(excerpt.path.resolve()), "line_start": excerpt.line_start,
-                "line_end": excerpt.line_start + len(lines) - 1, "content": content,
-                "kb": served.name, "rel_path": full.relative_to(served.kb.resolve()).as_posix()
-                if served.kb else where.path}
+        headings = [str(h) for h in served.index.settings.list_("exclude_headings")]
+        excerpt = excerpt_at(full, where, headings)
+        lines = list(excerpt.lines(max_bytes))  # streamed: the cap stops the read itself
+        assert served.kb is not None  # locate refused a KB without a folder
+        return {"path": str(full), "line_start": excerpt.line_start,
+                "line_end": excerpt.line_start + len(lines) - 1, "content": "\n".join(lines),
+                "kb": served.name, "rel_path": full.relative_to(served.kb).as_posix()}
 
     def multi_get(self, paths: str | Sequence[str], kb: str | None = None,
                   max_bytes: int = MULTI_GET_MAX_BYTES) -> dict[str, Any]:
@@ -262,7 +258,7 @@ class Service:
         spent = 0
         for rel in wanted:
             try:
-                size = self.note_path(served, rel).stat().st_size
+                size = self.locate(served, rel)[0].stat().st_size
                 if spent + size > max_bytes:
                     skipped.append({"path": rel, "reason": f"over the {max_bytes}-byte budget"})
                     continue
@@ -275,21 +271,17 @@ class Service:
         return {"kb": served.name, "notes": notes, "skipped": skipped, "bytes": spent}
 
     def _glob(self, served: Served, pattern: str) -> list[str]:
-        if served.kb is None:
-            raise GrooveError("this KB has no folder to read notes from")
+        """The KB's notes (as `index` selects them) whose relative path matches `pattern`."""
+        from groove_cli.scan import collect_files
+
+        selection = self.selection(served)
         if not pattern.strip() or pattern.startswith("/") or ".." in Path(pattern).parts:
             raise UsageError(f"{pattern!r}: give a glob relative to the KB, e.g. ops/*.md")
-        root = served.kb.resolve()
-        note_types = {f".{p}" for p in served.index.settings.list_("parsers.enabled")}
-        found = []
-        for path in sorted(root.rglob("*")):
-            rel = path.relative_to(root)
-            if (path.suffix.lower() in note_types and not any(p.startswith(".") for p in rel.parts)
-                    and fnmatch.fnmatchcase(rel.as_posix(), pattern) and path.is_file()):
-                found.append(rel.as_posix())
-            if len(found) > MULTI_GET_MAX_FILES:
-                break
-        return found
+        scan = collect_files(selection.kb, exclude_dirs=sorted(selection.excluded_names),
+                             extensions=sorted(selection.extensions),
+                             hidden_dirs=selection.hidden_dirs)
+        found = [f.rel for f in scan.files if fnmatch.fnmatchcase(f.rel, pattern)]
+        return found[:MULTI_GET_MAX_FILES + 1]
 
     def fetch(self, id: str) -> dict[str, Any]:
         """A connector's `fetch`: one note by the id `search` gave (`KB:PATH` or `PATH`,
