@@ -97,7 +97,7 @@ def several_names(ctx: typer.Context, *, all_kbs: bool, kb_path: Path | None) ->
     if all_kbs and names:
         raise UsageError("--all already searches every collection; drop the -c names")
     if all_kbs:
-        names = [c.name for c in kbs.load_collections()]
+        names = [c.name for c in kbs.distinct_folders(kbs.load_collections())]
         if not names:
             raise UsageError("--all: there are no collections yet",
                              hint="groove kb add PATH --name NAME adds one")

@@ -27,7 +27,10 @@ def companions(db: Path) -> list[Path]:
 
 
 class DamagedIndex(GrooveError):
-    """The index file cannot be read as a groove index: SQLite reports it damaged."""
+    """The index file cannot be read as a groove index: SQLite reports it damaged (`reason`:
+    SQLite's words, for a message that says "damaged" once)."""
+
+    reason: str = ""
 
 
 def refuse_linked_index(db: Path, *, explicit: bool) -> None:
@@ -46,11 +49,13 @@ def refuse_linked_index(db: Path, *, explicit: bool) -> None:
 
 
 def damaged(reason: str) -> DamagedIndex:
-    return DamagedIndex(
+    error = DamagedIndex(
         f"the index file is damaged ({reason})",
         hint="`groove doctor` shows the damage; `groove index --force` moves the damaged file "
              "aside and rebuilds the index",
     )
+    error.reason = reason
+    return error
 
 
 def damage_error(exc: BaseException) -> DamagedIndex | None:

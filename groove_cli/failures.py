@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from groove_cli import messages
-from groove_cli.dbfile import damage_error, damaged
+from groove_cli.dbfile import damage_error
 from groove_cli.errors import GrooveError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -224,9 +224,10 @@ def guarded_stdout() -> Iterator[None]:
 
 def check_index_file(path: Path, *, kb_hint: str = "<path>", allow_empty: bool = False,
                      damaged_ok: bool = False) -> None:
-    """Refuse an index path that cannot be an index: a folder, a non-database (unless
-    `damaged_ok`: `index --force` sets such a file aside), and (unless `allow_empty`, as when
-    `index` is about to create it) an empty file.
+    """Refuse an index path that cannot be an index: a folder, a file that is not an SQLite
+    database (never set aside, even by `index --force`: it may be the user's own file), and
+    (unless `allow_empty`, as when `index` is about to create it) an empty file. `damaged_ok`
+    lets a damaged SQLite file through for `index --force` to set aside.
 
     Raises:
         GrooveError: naming the path and what to do.
@@ -246,6 +247,8 @@ def check_index_file(path: Path, *, kb_hint: str = "<path>", allow_empty: bool =
             return
         raise GrooveError(f"the index at {path} is an empty file (0 bytes), not an index",
                           hint=f"delete it and run `groove index --kb-path {kb_hint}`")
-    if head != SQLITE_HEADER and not damaged_ok:  # a destroyed header, or another file
-        raise damaged(f"{path} is not an SQLite database; if it is not a groove index, pass "
-                      "--db a groove index instead")
+    if head != SQLITE_HEADER:
+        raise GrooveError(f"{path} is not an SQLite database, so not a groove index; groove "
+                          "leaves it as it is",
+                          hint="pass --db a new file name or a groove index (if it was this KB's "
+                               "index, delete it and run `groove index`)")

@@ -143,7 +143,7 @@ def damage_of(db: Path, *, thorough: bool = True) -> str | None:
         finally:
             store.close()
     except DamagedIndex as exc:
-        return exc.message
+        return exc.reason or exc.message
     except GrooveError:
         return None
     except Exception as exc:

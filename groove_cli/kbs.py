@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +55,9 @@ def load_collections() -> list[Collection]:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid collections file: {exc}",
                           hint="fix it, or remove it and add the collections again") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid collections file: tables are nested too deeply",
+                          hint="it holds only [collections.NAME] tables with a path") from None
     table = data.get("collections", {})
     if not isinstance(table, dict) or set(data) - {"collections"}:
         raise ConfigError(f"{path}: invalid collections file: expected only [collections.NAME] "
@@ -76,18 +81,52 @@ def collection(name: str) -> Collection:
                 raise UsageError(f"collection {name!r}: {item.path} is not an existing directory",
                                  hint=f"groove kb remove {name}, then add it again")
             return item
-    names = ", ".join(c.name for c in known) or "none yet"
-    raise UsageError(f"no collection named {name!r} (known: {names})",
+    names = ", ".join(c.name for c in known[:8]) or "none yet"
+    if len(known) > 8:
+        names += f" and {len(known) - 8} more"
+    raise UsageError(f"no collection named {name[:64]!r} (known: {names})",
                      hint="groove kb add PATH --name NAME adds one; groove kb list shows them")
 
 
-def _write(document: TOMLDocument) -> None:
-    import tomlkit
+def distinct_folders(collections: list[Collection]) -> list[Collection]:
+    """The first collection of each folder (a hand-edited file may name one folder twice;
+    `--all` searches it once)."""
+    seen: set[Path] = set()
+    kept = []
+    for item in collections:
+        folder = item.path.expanduser().resolve()
+        if folder not in seen:
+            seen.add(folder)
+            kept.append(item)
+    return kept
+
+
+@contextmanager
+def _editing() -> Iterator[None]:
+    """Hold `collections.toml.lock` while a change reads, checks and rewrites the file, so
+    concurrent `kb add`/`kb remove` never lose each other's entries."""
+    import fcntl
 
     path = collections_path()
     path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _write(document: TOMLDocument) -> None:
+    """Replace the file atomically (a new file renamed over it, flushed first)."""
+    import tomlkit
+
+    path = collections_path()
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-    tmp.write_text(tomlkit.dumps(document), encoding="utf-8")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(tomlkit.dumps(document))
+        handle.flush()
+        os.fsync(handle.fileno())
     os.replace(tmp, path)
 
 
@@ -114,26 +153,28 @@ def add_collection(folder: Path, name: str | None) -> Collection:
     if not NAME_RE.fullmatch(chosen):
         raise UsageError(f"--name {chosen!r} is not a valid collection name",
                          hint="use letters, digits, '.', '_' or '-' (at most 64), e.g. --name notes")
-    for item in load_collections():
-        if item.name == chosen:
-            raise UsageError(f"a collection named {chosen!r} already exists ({item.path})",
-                             hint=f"pick another --name, or groove kb remove {chosen} first")
-        if item.path.expanduser().resolve() == kb:
-            raise UsageError(f"{kb} is already the collection {item.name!r}")
-    document, table = _document()
-    entry = tomlkit.table()
-    entry["path"] = str(kb)
-    table[chosen] = entry
-    _write(document)
+    with _editing():
+        for item in load_collections():
+            if item.name == chosen:
+                raise UsageError(f"a collection named {chosen!r} already exists ({item.path})",
+                                 hint=f"pick another --name, or groove kb remove {chosen} first")
+            if item.path.expanduser().resolve() == kb:
+                raise UsageError(f"{kb} is already the collection {item.name!r}")
+        document, table = _document()
+        entry = tomlkit.table()
+        entry["path"] = str(kb)
+        table[chosen] = entry
+        _write(document)
     return Collection(chosen, kb)
 
 
 def remove_collection(name: str) -> Collection:
     """Forget the collection `name` (its folder and index are left as they are)."""
-    removed = collection_entry(name)
-    document, table = _document()
-    del table[name]
-    _write(document)
+    with _editing():
+        removed = collection_entry(name)
+        document, table = _document()
+        del table[name]
+        _write(document)
     return removed
 
 

@@ -118,11 +118,9 @@ def damage(db: Path, kind: str) -> None:
         con = apsw.Connection(str(db))
         con.execute("UPDATE fts_words_data SET block = zeroblob(length(block)) WHERE id > 10")
         con.close()
-    elif kind == "not-a-database":
-        db.write_bytes(b"this is not an SQLite file at all" * 200)
 
 
-KINDS = ("truncated", "zeroed-page", "fts", "not-a-database")
+KINDS = ("truncated", "zeroed-page", "fts")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -430,3 +428,26 @@ def test_no_room_for_the_vector_snapshot_is_a_clear_error(
     assert "No space left on device" in result.stderr
     monkeypatch.undo()
     assert top_files(groove, "the dog sat on the mat", "--mode", "vector")[0] == "a2.md"
+
+
+@pytest.mark.parametrize("content", [b"my own notes, not an index\n", "sqlite-of-another-app"])
+def test_force_never_touches_a_file_that_is_not_a_groove_index(groove: Groove, tmp_path: Path,
+                                                               content: bytes | str) -> None:
+    """Issue 40 item 9: `--db notes.txt index` used to hint `--force`, which then renamed the
+    user's file to `.corrupt-<time>` and wrote an index under its name."""
+    target = tmp_path / "notes.txt"
+    if isinstance(content, bytes):
+        target.write_bytes(content)
+    else:
+        con = apsw.Connection(str(target))
+        con.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+        con.close()
+    before = target.read_bytes()
+    write(groove.kb, "a.md", "# A\n\nsome text\n")
+    for args in (("index",), ("index", "--force"), ("search", "text"), ("status",), ("doctor",)):
+        result = groove.run("--db", str(target), *args, "--kb-path", str(groove.kb))
+        assert result.exit_code == 1, (args, result.stdout, result.stderr)
+        assert f"{target} is " in result.stderr and "not a groove index" in result.stderr
+        assert "--force" not in result.stderr
+    assert target.read_bytes() == before
+    assert not list(tmp_path.glob("notes.txt.corrupt-*"))

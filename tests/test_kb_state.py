@@ -323,14 +323,15 @@ def test_old_layout_is_read_in_place_then_moved_by_index(groove: Groove,
 
 def test_a_damaged_old_layout_index_is_set_aside_by_force(groove: Groove) -> None:
     legacy = old_layout(groove)
-    legacy.write_bytes(b"this is not an SQLite file at all" * 200)
+    damaged = b"SQLite format 3\x00" + b"the rest of the header is gone" * 200
+    legacy.write_bytes(damaged)  # an SQLite file (its magic stays) that SQLite cannot read
     refused = run("index", "--kb-path", str(groove.kb))
     assert refused.exit_code == 1
     assert "groove: error: the index file is damaged (" in refused.stderr
     assert "`groove index --force` moves the damaged file aside" in refused.stderr
     result = ok("index", "--kb-path", str(groove.kb), "--force")
     (aside,) = groove.kb.glob(".groove.db.corrupt-*")
-    assert aside.read_bytes() == b"this is not an SQLite file at all" * 200
+    assert aside.read_bytes() == damaged
     assert f"moved it aside to {aside}" in result.stderr.replace("\n", " ")
     assert [p.name for p in groove.kb.glob(".groove.db*")] == [aside.name]
     assert rows(groove.kb / ".groove" / "index.db", "SELECT count(*) FROM documents") == [

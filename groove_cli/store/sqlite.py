@@ -98,6 +98,13 @@ def _start_read(con: apsw.Connection) -> None:
     con.execute("SELECT count(*) FROM index_meta").fetchall()
 
 
+def foreign_database(path: Path) -> GrooveError:
+    """The error for an SQLite file that holds another application's tables."""
+    return GrooveError(f"{path} is an SQLite database but not a groove index; groove will not "
+                       "add its tables to it or set it aside", hint="pass another --db, or move "
+                       "that file away")
+
+
 class Store(VectorWrites, SearchReads):
     """An open index file."""
 
@@ -137,9 +144,7 @@ class Store(VectorWrites, SearchReads):
             )
         if version == 0 and scalar_int(con, "SELECT count(*) FROM sqlite_master") > 0:
             con.close()
-            raise GrooveError(f"{path} is an SQLite database but not a groove index; groove "
-                              "will not add its tables to it",
-                              hint="pass another --db, or move that file away")
+            raise foreign_database(path)
         con.execute("PRAGMA journal_mode=WAL")
         # In WAL mode, NORMAL syncs at checkpoints rather than at every commit: the indexer
         # commits once per file, and a sync each made the full-text phase wait on the disk
@@ -160,6 +165,9 @@ class Store(VectorWrites, SearchReads):
                 f"no index found at {path}. Run `groove index --kb-path {kb_hint}` first."
             )
         con, version = cls._connect(path, lambda: _read_only_connection(path), "read")
+        if version == 0 and scalar_int(con, "SELECT count(*) FROM sqlite_master") > 0:
+            con.close()
+            raise foreign_database(path)
         if version < SCHEMA_VERSION:
             raise GrooveError(
                 f"the index at {path} uses schema version {version}; run "
