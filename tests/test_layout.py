@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "groove_cli.npyfiles", "groove_cli.arrays", "groove_cli.signals",
               "groove_cli.dbfile", "groove_cli.failures", "groove_cli.scan", "groove_cli.chunk",
               "groove_cli.outfile", "groove_cli.statedir", "groove_cli.kbs",
-              "groove_cli.exits", "groove_cli._version")),
+              "groove_cli.exits", "groove_cli._version", "groove_cli.jsondoc")),
     ("store", ("groove_cli.store", "groove_cli.vectors")),
     ("models", ("groove_cli.models", "groove_cli.runtime_model")),
     ("retrieve", ("groove_cli.retrieve",)),

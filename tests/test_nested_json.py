@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from groove_cli.cli import app
-from groove_cli.evaluate.golden import MAX_JSON_DEPTH, loads_bounded
 from groove_cli.evaluate.history import LEGACY_HISTORY
+from groove_cli.jsondoc import MAX_JSON_DEPTH, loads_bounded
 
 runner = CliRunner()
 

@@ -8,7 +8,6 @@ and every error names its location; a typo such as `relevance:` must not silentl
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +20,7 @@ import yaml
 from groove_cli import messages
 from groove_cli.config import MAX_LIMIT
 from groove_cli.errors import GoldenError, UsageError
+from groove_cli.jsondoc import loads_bounded
 from groove_cli.text import not_utf8
 
 if TYPE_CHECKING:
@@ -174,35 +174,6 @@ def load_golden(path: Path, *, check_query: Callable[[str], None]) -> GoldenSet:
     queries, has_defaults = validator.document(document)
     checked = check_queries(path, queries, check_query)
     return GoldenSet(path=path, queries=checked, golden_hash=golden_hash, has_defaults=has_defaults)
-
-
-MAX_JSON_DEPTH = 64
-"""Deepest nesting of arrays and objects accepted in a JSON golden file, baseline or history
-(theirs is under 10): deeper input is refused as damaged, never a RecursionError."""
-
-
-def loads_bounded(text: str, **options: Any) -> object:
-    """`json.loads` with nesting bounded by MAX_JSON_DEPTH.
-
-    Raises:
-        ValueError: invalid JSON (json.JSONDecodeError) or nesting deeper than MAX_JSON_DEPTH.
-    """
-    too_deep = ValueError(f"arrays or objects are nested more than {MAX_JSON_DEPTH} deep")
-    try:
-        document = json.loads(text, **options)
-    except RecursionError:
-        raise too_deep from None
-    level: list[tuple[object, int]] = [(document, 1)]
-    while level:  # breadth-first, without recursion
-        value, depth = level.pop()
-        children = (value.values() if isinstance(value, dict)
-                    else value if isinstance(value, list) else ())
-        for child in children:
-            if isinstance(child, dict | list):
-                if depth >= MAX_JSON_DEPTH:
-                    raise too_deep
-                level.append((child, depth + 1))
-    return document
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

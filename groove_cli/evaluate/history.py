@@ -21,8 +21,9 @@ from typing import Any
 from groove_cli import messages
 from groove_cli.dbfile import corrupt_copy_path
 from groove_cli.errors import GrooveError
-from groove_cli.evaluate.golden import RefusedFile, loads_bounded, read_regular_file, size_text
+from groove_cli.evaluate.golden import RefusedFile, read_regular_file, size_text
 from groove_cli.evaluate.metrics import BY_NAME, METRICS, MISS_METRIC
+from groove_cli.jsondoc import loads_bounded
 from groove_cli.statedir import HISTORY_NAME, LEGACY_HISTORY, ensure, history_file
 
 ALL_METRICS = " / ".join(f"{m.label}@k" if m.at_k else m.label for m in METRICS)
@@ -109,7 +110,7 @@ def history_problem(path: Path, *, max_bytes: int = MAX_HISTORY_BYTES) -> str | 
 
 
 def parse_json(raw: bytes) -> object:
-    """Decode UTF-8 JSON, nesting bounded (golden.MAX_JSON_DEPTH); ValueError with a short
+    """Decode UTF-8 JSON, nesting bounded (jsondoc.MAX_JSON_DEPTH); ValueError with a short
     reason (shared with the baseline file)."""
     try:
         return loads_bounded(raw.decode("utf-8"))
