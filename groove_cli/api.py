@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from groove_cli import config, exits, messages
 from groove_cli.config import SCHEMA, Settings
 from groove_cli.dburl import IndexLocation
-from groove_cli.errors import UsageError
+from groove_cli.errors import GrooveError, UsageError
 
 if TYPE_CHECKING:
     from groove_cli.evaluate.report import EvalReport
@@ -297,6 +297,9 @@ class Index:
         if self.kb is None:
             raise UsageError("indexing needs the KB folder",
                              hint="open it with groove_cli.open(KB_FOLDER)")
+        if not self.kb.is_dir():  # never recreate a deleted or moved KB with an empty index
+            raise GrooveError(f"the KB folder {self.kb} does not exist (deleted or moved?)",
+                              hint="index it where it is now: groove index --kb-path NEW_PLACE")
         if self._state_folder and isinstance(self.location, Path):
             from groove_cli import state_migration
 

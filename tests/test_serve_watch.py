@@ -125,3 +125,19 @@ def test_a_failed_reindex_is_tried_again_without_another_event(
                        what="the watcher's re-index failing on the held lock")
             assert paths_for(server, "snarfwobble") == []
         found(server, "snarfwobble", ["reliability/retry-budgets.md"], "the retried re-index")
+
+
+def test_a_deleted_kb_stops_the_watcher_and_is_never_rebuilt_empty(
+        golden_index: tuple[Path, Path], real_models_dir: Path, tmp_path: Path) -> None:
+    """Issue 40 item 7: the watcher used to recreate a deleted (or moved) KB with an empty
+    index and serve 0 hits with no warning."""
+    kb, env = make_kb(golden_index, tmp_path, real_models_dir)
+    with serving(kb, env, "--watch") as server:
+        assert json.loads(server.get("/health")[1]) == {"ok": True}
+        kb.rename(tmp_path / "moved")
+        (tmp_path / "moved" / "team" / "new.md").write_text("# New\n\nA note after the move.\n")
+        wait_until(lambda: server.logged("was deleted or moved; watching stopped"),
+                   what="the watcher noticing its KB is gone")
+        assert json.loads(server.get("/health")[1]) == {"ok": False}
+        assert not kb.exists()  # nothing recreated it
+        assert not server.logged("Traceback")

@@ -20,12 +20,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from groove_cli.errors import GrooveError, UsageError
+from groove_cli.jsondoc import loads_bounded
+from groove_cli.serve.limits import MAX_BODY, BodyCap
 from groove_cli.serve.service import Service
 from groove_cli.serve.tools import build_mcp
 
 log = logging.getLogger("groove.serve")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-MAX_BODY = 1_000_000
+MAX_SESSIONS = 64
+"""MCP sessions open at once (an editor or agent holds one); a new one past it is refused."""
+SESSION_IDLE_S = 600.0
+"""An MCP session with no request for this long is closed."""
 
 
 def error_json(exc: BaseException) -> tuple[dict[str, Any], int] | None:
@@ -63,33 +68,62 @@ async def call(action: Callable[[], Any]) -> Any:
 
 
 async def arguments(request: Request) -> dict[str, Any]:
-    """A request's arguments: the JSON object of a POST, else the query string (repeated
-    keys become lists)."""
+    """A request's arguments: the JSON object of a POST (its size bounded by limits.BodyCap,
+    its nesting by jsondoc), else the query string (repeated keys become lists; text that is
+    not UTF-8 is refused, as the command line refuses it)."""
     if request.method == "POST":
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            raise UsageError("the request body is too large")
+        from starlette.requests import ClientDisconnect
+
         try:
-            data = json.loads(body or b"{}")
-        except ValueError:
-            raise UsageError("the request body is not JSON") from None
+            body = await request.body()
+        except ClientDisconnect:
+            raise UsageError("the request body did not arrive") from None
+        try:
+            data = loads_bounded(body.decode("utf-8") if body else "{}")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise UsageError(f"the request body is not a JSON object ({exc})") from None
         if not isinstance(data, dict):
             raise UsageError("the request body must be a JSON object")
         return data
+    from urllib.parse import parse_qsl
+
     found: dict[str, Any] = {}
-    for key in request.query_params:
-        values = request.query_params.getlist(key)
-        found[key] = values if len(values) > 1 or key in ("path_glob", "tag_any", "tag_all") \
-            else values[0]
+    try:
+        pairs = parse_qsl(request.scope.get("query_string", b"").decode("ascii"),
+                          keep_blank_values=True, encoding="utf-8", errors="strict")
+    except (UnicodeDecodeError, ValueError):
+        raise UsageError("the query string is not UTF-8 text",
+                         hint="percent-encode the UTF-8 bytes of each value") from None
+    for key, value in pairs:
+        if key in found:
+            found[key] = [*found[key], value] if isinstance(found[key], list) else [found[key], value]
+        else:
+            found[key] = [value] if key in ("path_glob", "tag_any", "tag_all") else value
     return found
 
 
+def text_arg(args: dict[str, Any], key: str, *, required: str | None = None,
+             alias: str | None = None) -> str | None:
+    """A text argument (None when absent); a list, number or object is refused by name."""
+    value = args.get(key, args.get(alias) if alias else None)
+    if value is None:
+        if required is not None:
+            raise UsageError(required)
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{key} must be text, not {type(value).__name__}")
+    return value
+
+
 def int_arg(args: dict[str, Any], key: str, default: int) -> int:
+    """A whole-number argument: a JSON integer, or digits in a query string (never a bool,
+    a fraction or a list)."""
     value = args.get(key, default)
-    try:
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         return int(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"{key} {value!r} must be a whole number") from None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise UsageError(f"{key} {str(value)[:40]!r} must be a whole number")
 
 
 FILTER_KEYS = ("path_glob", "tag_any", "tag_all", "category", "topic", "date_from", "date_to",
@@ -106,9 +140,12 @@ def search_filters(args: dict[str, Any]) -> dict[str, Any] | None:
         try:
             found["min_quality"] = float(found["min_quality"])
         except ValueError:
-            raise UsageError(f"min_quality {found['min_quality']!r} must be a number") from None
+            raise UsageError(f"min_quality {found['min_quality'][:40]!r} must be a number") from None
     if isinstance(found.get("include_low_quality"), str):
-        found["include_low_quality"] = found["include_low_quality"].lower() in ("1", "true", "yes")
+        flag = found["include_low_quality"].lower()
+        if flag not in ("1", "true", "yes", "0", "false", "no"):
+            raise UsageError(f"include_low_quality {flag[:40]!r} must be true or false")
+        found["include_low_quality"] = flag in ("1", "true", "yes")
     return found or None
 
 
@@ -123,28 +160,32 @@ def add_routes(server: MCPServer[Any], service: Service, state_token: str) -> No
         return await call(lambda: action(args))  # type: ignore[no-any-return]
 
     async def health(request: Request) -> Response:
-        """`{"ok": true}` to anyone; with `Groove-Challenge: NONCE`, also the proof that this
-        server holds the state file's token (a client checks it before it sends anything);
-        with the token, also the pid, the KBs and the index paths."""
+        """`{"ok": true}` to anyone (false once a KB's watcher stopped); with
+        `Groove-Challenge: NONCE`, also the proof that this server holds the state file's token
+        (a client checks it before it sends anything); with the token, also the pid, the KBs,
+        the index paths and any KB's problem."""
         import os
 
-        body: dict[str, Any] = {"ok": True}
+        problems = service.problems()
+        body: dict[str, Any] = {"ok": not problems}
         challenge = request.headers.get("groove-challenge")
         if challenge is not None and 0 < len(challenge) <= MAX_CHALLENGE:
             body["proof"] = proof(state_token, challenge)
         if "authorization" in request.headers and token_ok(
                 request.headers.get("authorization"), state_token):
             body.update(pid=os.getpid(), kbs=list(service.kbs), indexes=service.indexes())
+            if problems:
+                body["problems"] = problems
         return JSONResponse(body)
 
     async def search(request: Request) -> Response:
         def run(args: dict[str, Any]) -> Response:
-            query = args.get("query", args.get("q"))
-            if not isinstance(query, str):
-                raise UsageError("/search needs a query: ?q=… or {\"query\": …}")
+            query = text_arg(args, "query", alias="q",
+                             required="/search needs a query: ?q=… or {\"query\": …}")
+            assert query is not None
             results = service.search(query, limit=int_arg(args, "limit", 5),
-                                     mode=args.get("mode"), filters=search_filters(args),
-                                     kb=args.get("kb"))
+                                     mode=text_arg(args, "mode"), filters=search_filters(args),
+                                     kb=text_arg(args, "kb"))
             messages = [{"kind": m.kind, "text": m.text} for m in results.messages]
             return json_body(results.to_json(), headers={
                 "Groove-Messages": json.dumps(messages, ensure_ascii=True)})
@@ -152,17 +193,17 @@ def add_routes(server: MCPServer[Any], service: Service, state_token: str) -> No
 
     async def get(request: Request) -> Response:
         def run(args: dict[str, Any]) -> Response:
-            location = args.get("location", args.get("path"))
-            if not isinstance(location, str):
-                raise UsageError("/get needs a location: ?path=PATH[:LINE[:COUNT]]")
-            note = service.get(location, args.get("kb"))
+            location = text_arg(args, "location", alias="path",
+                                required="/get needs a location: ?path=PATH[:LINE[:COUNT]]")
+            assert location is not None
+            note = service.get(location, text_arg(args, "kb"))
             return json_body({key: note[key] for key in ("path", "line_start", "line_end",
                                                          "content")})
         return await guarded(request, run)
 
     async def status(request: Request) -> Response:
         return await guarded(request, lambda args: json_body(
-            service.status(args.get("kb")).to_json()))
+            service.status(text_arg(args, "kb")).to_json()))
 
     def forwarded(action: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
         async def route(request: Request) -> Response:
@@ -255,5 +296,7 @@ def build_app(service: Service, *, port: int | None, token: str | None, state_to
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=hosts is not None,
         allowed_hosts=list(hosts or ()), allowed_origins=list(allowed_origins))
-    app = mcp.streamable_http_app(streamable_http_path="/mcp", transport_security=security)
-    return Guard(app, hosts=hosts, origins=allowed_origins, token=token)
+    app = mcp.streamable_http_app(streamable_http_path="/mcp", transport_security=security,
+                                  max_request_body_size=MAX_BODY, max_sessions=MAX_SESSIONS,
+                                  session_idle_timeout=SESSION_IDLE_S)
+    return Guard(BodyCap(app), hosts=hosts, origins=allowed_origins, token=token)

@@ -56,6 +56,70 @@ class Listen:
                                   "Authorization: Bearer TOKEN")
         if not 0 <= self.port <= 65535:
             raise UsageError(f"--port {self.port} must be from 0 to 65535")
+        if self.token is not None and not (
+                self.token and self.token.isascii() and self.token.isprintable()
+                and " " not in self.token):
+            raise UsageError("--token must be printable ASCII characters without spaces",
+                             hint="a client sends it as `Authorization: Bearer TOKEN`, which cannot "
+                                  "carry spaces or control characters")
+
+
+def claim_socket(path: Path) -> Path:
+    """The absolute socket path, with a stale groove socket there removed: only a socket of
+    this user that no server answers is removed; anything else at the path is refused."""
+    import socket
+    import stat
+
+    path = path.absolute()
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise GrooveError(f"cannot use --socket {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.getuid():
+        what = "a socket of another user" if stat.S_ISSOCK(info.st_mode) else "not a socket"
+        raise GrooveError(f"--socket {path} exists and is {what}; groove leaves it alone",
+                          hint="pick another --socket path")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        path.unlink(missing_ok=True)  # nobody listens: a stale socket of ours
+        return path
+    finally:
+        probe.close()
+    raise GrooveError(f"--socket {path} is in use by a running server",
+                      hint="stop that server first, or pick another --socket path")
+
+
+def bind_socket(path: Path) -> tuple[Any, tuple[int, int]]:
+    """A listening unix socket at `path`, readable and writable by this user only (0600, set
+    before any client can connect), and its (device, inode) for removing exactly it later."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    previous = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    except OSError as exc:
+        sock.close()
+        raise GrooveError(f"cannot listen on --socket {path}: {exc.strerror or exc}") from None
+    finally:
+        os.umask(previous)
+    info = path.stat()
+    return sock, (info.st_dev, info.st_ino)
+
+
+def remove_own_socket(path: Path, identity: tuple[int, int]) -> None:
+    """Remove the socket this server bound, never a file that replaced it since."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return
+    if (info.st_dev, info.st_ino) == identity:
+        path.unlink(missing_ok=True)
 
 
 def refuse_running(service: Service) -> None:
@@ -97,15 +161,20 @@ def serve_http(service: Service, listen: Listen, *, watch: bool = False) -> None
     import uvicorn
 
     from groove_cli.serve.app import LOOPBACK, build_app
+    from groove_cli.serve.limits import MAX_CONNECTIONS, BoundedH11, raise_open_file_limit
 
     listen.check()
     refuse_running(service)
+    raise_open_file_limit()
     state_token = listen.token or new_token()
-    if listen.socket is not None:
-        listen.socket.unlink(missing_ok=True)
-    sock = None
+    sock: Any
     port: int | None = None
-    if listen.socket is None:
+    socket_path = socket_identity = None
+    if listen.socket is not None:
+        socket_path = claim_socket(listen.socket)
+        sock, socket_identity = bind_socket(socket_path)
+        address = f"unix:{socket_path}"
+    else:
         import socket
 
         family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
@@ -120,17 +189,14 @@ def serve_http(service: Service, listen: Listen, *, watch: bool = False) -> None
             raise GrooveError(f"cannot listen on {listen.host}:{listen.port}: {exc.strerror}",
                               hint="pick another --port (0 picks a free one)") from None
         port = sock.getsockname()[1]
-    app = build_app(service, port=port, token=listen.token, state_token=state_token,
-                    origins=listen.origins, check_host=listen.host in LOOPBACK)
-    config = uvicorn.Config(app, uds=str(listen.socket) if listen.socket else None,
-                            log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=GRACE_S, access_log=False)
-    server = uvicorn.Server(config)
-    if listen.socket is not None:
-        address = f"unix:{listen.socket}"
-    else:
         shown = f"[{listen.host}]" if ":" in listen.host else listen.host
         address = f"http://{shown}:{port}"
+    app = build_app(service, port=port, token=listen.token, state_token=state_token,
+                    origins=listen.origins, check_host=listen.host in LOOPBACK)
+    config = uvicorn.Config(app, http=BoundedH11, log_level="warning", lifespan="on",
+                            timeout_graceful_shutdown=GRACE_S, access_log=False,
+                            backlog=MAX_CONNECTIONS)
+    server = uvicorn.Server(config)
     watcher = None
     if watch:
         from groove_cli.serve.watch import Watcher
@@ -138,7 +204,7 @@ def serve_http(service: Service, listen: Listen, *, watch: bool = False) -> None
         watcher = Watcher(list(service.kbs.values()))
 
     async def main() -> None:
-        task = asyncio.create_task(server.serve(sockets=[sock] if sock else None))
+        task = asyncio.create_task(server.serve(sockets=[sock]))
         while not server.started and not task.done():
             await asyncio.sleep(0.01)
         if task.done():
@@ -156,8 +222,8 @@ def serve_http(service: Service, listen: Listen, *, watch: bool = False) -> None
         with _until_stopped(service, watcher, lambda *_: None):  # uvicorn re-raises SIGTERM
             asyncio.run(main())
     finally:
-        if listen.socket is not None:
-            listen.socket.unlink(missing_ok=True)
+        if socket_path is not None and socket_identity is not None:
+            remove_own_socket(socket_path, socket_identity)
 
 
 @contextlib.contextmanager

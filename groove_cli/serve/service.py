@@ -50,6 +50,8 @@ class Served:
     leases: dict[int, int] = field(default_factory=dict)
     retired: dict[int, Index] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    problem: str | None = None
+    """Why this KB is no longer kept up to date (its watcher stopped), shown on /health."""
 
     @property
     def kb(self) -> Path | None:
@@ -121,9 +123,11 @@ class Service:
         """The KB a call names (the first served one when it names none)."""
         if kb is None or kb == "":
             return next(iter(self.kbs.values()))
+        if not isinstance(kb, str):
+            raise UsageError(f"kb must be the name of a served KB, not {type(kb).__name__}")
         if kb in self.kbs:
             return self.kbs[kb]
-        raise UsageError(f"unknown kb {kb!r}", hint=f"served: {', '.join(self.kbs)}")
+        raise UsageError(f"unknown kb {kb[:64]!r}", hint=f"served: {listed(self.kbs)}")
 
     def by_index(self, index: str) -> Served | None:
         """The served KB whose index `index_id` is `index`."""
@@ -134,6 +138,10 @@ class Service:
 
     def indexes(self) -> list[str]:
         return [index_id(s.index.location) for s in self.kbs.values()]
+
+    def problems(self) -> dict[str, str]:
+        """What is wrong with each KB that has a problem (a stopped watcher), by name."""
+        return {name: s.problem for name, s in self.kbs.items() if s.problem}
 
     # ------------------------------------------------------------------ search
 
@@ -294,6 +302,13 @@ class Service:
         return {"id": id, "title": path.stem, "text": note["content"], "url": path.as_uri(),
                 "metadata": {"kb": note["kb"], "path": note["rel_path"],
                              "line_start": note["line_start"], "line_end": note["line_end"]}}
+
+
+def listed(names: Sequence[str] | Mapping[str, Any], most: int = 8) -> str:
+    """Names for a hint, the first `most` of them and how many more."""
+    shown = list(names)[:most]
+    more = len(names) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "")
 
 
 def make_filters(data: Any) -> Any:

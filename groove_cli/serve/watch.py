@@ -60,6 +60,15 @@ def note_filter(served: Served) -> object:
     return NoteFilter()
 
 
+def identity(folder: Path) -> tuple[int, int] | None:
+    """The folder's (device, inode), or None when nothing is there."""
+    try:
+        info = folder.stat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
 def reindex(served: Served, writer: Index) -> None:
     """Bring the index up to date through `writer` (which keeps the embedding model loaded)
     and serve a fresh Index on the new state."""
@@ -110,6 +119,7 @@ class Watcher:
         assert served.kb is not None
         current = served.index
         writer = Index(current.settings, current.kb, current.location)
+        folder = identity(served.kb)
         caught_up = False
         retry_at: float | None = None
         for changes in watch(served.kb, watch_filter=note_filter(served),  # type: ignore[arg-type]
@@ -117,17 +127,28 @@ class Watcher:
                              rust_timeout=200, yield_on_timeout=True, raise_interrupt=False):
             if self._stop.is_set():
                 break
+            if identity(served.kb) != folder:  # deleted or moved: never rebuild it empty
+                served.problem = (f"the KB folder {served.kb} was deleted or moved; watching "
+                                  "stopped (searches answer from the last index)")
+                log.error("%s: %s", served.name, served.problem)
+                self._caught_up(caught_up)
+                break
             due = retry_at is not None and time.monotonic() >= retry_at
             if changes or not caught_up or due:  # the first pass: what changed while unwatched
                 ok = self._update(served, writer)
                 retry_at = None if ok else time.monotonic() + RETRY_S
-                if not caught_up:
-                    caught_up = True
-                    with self._count:
-                        self._pending -= 1
-                        if self._pending == 0:
-                            self.ready.set()
+                self._caught_up(caught_up)
+                caught_up = True
         writer.close()
+
+    def _caught_up(self, already: bool) -> None:
+        """Count one KB as caught up (once), so `ready` is set when every KB is."""
+        if already:
+            return
+        with self._count:
+            self._pending -= 1
+            if self._pending == 0:
+                self.ready.set()
 
     def _update(self, served: Served, writer: Index) -> bool:
         """Re-index one KB; False when it failed (the served state stays as it was and the
