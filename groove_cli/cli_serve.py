@@ -105,7 +105,8 @@ def mcp_cmd(ctx: typer.Context, kbs: KbsArg = None, watch: WatchOpt = False) -> 
     Example (an MCP client's config): `{"command": "groove", "args": ["mcp", "/home/me/notes"]}`
     """
     one_blas_thread()
-    from groove_cli.serve.runner import serve_stdio
+    from groove_cli.serve.runner import leave, serve_stdio
     from groove_cli.serve.service import Service
 
     run_core(lambda: serve_stdio(Service(open_indexes(ctx, kbs)), watch=watch))
+    leave()  # the indexes are closed: skip the interpreter's slow teardown

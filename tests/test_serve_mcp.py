@@ -1,10 +1,15 @@
 """The MCP server driven by the SDK's own client, over stdio (`groove mcp`) and streamable HTTP
 (`groove serve` at /mcp), on the real index with the real model: every tool, bad arguments,
-and a KB that disappears mid-session."""
+the typed schemas and the instructions, short ids and line caps, a KB that disappears
+mid-session, and `groove mcp`'s early `initialize` answer against the SDK's own."""
 
 from __future__ import annotations
 
+import io
+import json
+import re
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +21,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 import groove_cli
-from tests.serve_helpers import Server, make_kb
+from tests.serve_helpers import Server, make_kb, maps_library
+from tests.waiting import HANG_GUARD_S, wait_until
 
 TOOLS = {"search", "get", "multi_get", "status", "fetch"}
 Connect = Callable[[], Any]
@@ -188,3 +194,157 @@ def test_the_stdio_server_exits_when_its_client_goes_away(
     assert proc.stdin is not None
     proc.stdin.close()  # the client is gone
     assert proc.wait(timeout=60) == 0
+
+
+def test_typed_schemas_instructions_short_ids_and_line_caps(
+        connect: Connect, kb_env: tuple[Path, dict[str, str]]) -> None:
+    from groove_cli.api import Filters
+    from groove_cli.config_schema import MODES
+
+    kb, _ = kb_env
+
+    async def body(client: Any) -> dict[str, Any]:
+        got: dict[str, Any] = {"instructions": client.instructions}
+        got["tools"] = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+        got["search"] = await client.call_tool("search", {"query": "retry budget", "limit": 3})
+        hit = got["search"].structured_content["results"][0]
+        got["by_id"] = await client.call_tool("get", {"location": hit["id"]})
+        got["capped"] = await client.call_tool("get", {"location": "#" + hit["id"],
+                                                       "max_lines": 2, "line_numbers": True})
+        got["fetch"] = await client.call_tool("fetch", {"id": hit["id"]})
+        got["wrong"] = await client.call_tool("search", {"q": "retry"})
+        got["missing"] = await client.call_tool("get", {"max_lines": 3})
+        got["typed"] = await client.call_tool("get", {"location": "x.md", "max_lines": "many"})
+        return got
+
+    got = run(connect, body)
+    tools = got["tools"]
+    search = tools["search"]
+    assert search["required"] == ["query"] and search["additionalProperties"] is False
+    props = search["properties"]
+    assert props["mode"]["enum"] == list(MODES)
+    assert (props["limit"]["type"], props["limit"]["minimum"], props["limit"]["maximum"]) == (
+        "integer", 1, 100)
+    assert props["kb"]["enum"] == ["kb"]
+    filters = props["filters"]
+    assert filters["type"] == "object" and filters["additionalProperties"] is False
+    assert set(filters["properties"]) == set(Filters.__dataclass_fields__)
+    assert filters["properties"]["date_from"] == {**filters["properties"]["date_from"],
+                                                  "type": "string", "format": "date"}
+    assert filters["properties"]["tag_any"]["items"] == {"type": "string"}
+    assert filters["properties"]["min_quality"]["type"] == "number"
+    assert filters["properties"]["include_low_quality"]["type"] == "boolean"
+    for name in ("get", "multi_get"):
+        lines = tools[name]["properties"]
+        assert (lines["max_lines"]["type"], lines["max_lines"]["minimum"]) == ("integer", 1)
+        assert lines["line_numbers"]["type"] == "boolean"
+    assert tools["multi_get"]["properties"]["max_bytes"]["maximum"] == 2_000_000
+
+    instructions = got["instructions"]
+    assert re.search(r"^- kb: 27 notes, \d+ chunks; English", instructions, re.M), instructions
+    assert 'search {"query": ' in instructions and 'get {"location": ' in instructions
+
+    hit = got["search"].structured_content["results"][0]
+    assert re.fullmatch(r"[0-9a-f]{8}", hit["id"])
+    assert got["search"].content[0].text.startswith(f"{hit['id']}  {hit['path']}:")
+    lines = (kb / hit["path"]).read_text().split("\n")
+    note = got["by_id"].structured_content
+    assert not got["by_id"].is_error and "truncated" not in note
+    assert (note["rel_path"], note["line_start"], note["line_end"]) == (
+        hit["path"], hit["line_start"], hit["line_end"])
+    assert note["content"] == "\n".join(lines[hit["line_start"] - 1:hit["line_end"]])
+    capped = got["capped"].structured_content
+    start = hit["line_start"]
+    assert capped["content"] == f"{start}: {lines[start - 1]}\n{start + 1}: {lines[start]}"
+    assert hit["line_end"] - start + 1 > 2  # the hit is longer than the cap
+    assert capped["truncated"] is True and capped["next"] == (
+        f"{hit['path']}:{start + 2}:{hit['line_end'] - start - 1}")
+    assert capped["next"] in got["capped"].content[0].text
+    assert got["fetch"].structured_content["text"] == note["content"]
+
+    wrong = got["wrong"].content[0].text
+    assert got["wrong"].is_error and "\n" not in wrong
+    assert wrong == ("groove: error: search has no argument 'q'; search takes query (required), "
+                     "limit, mode, filters, kb")
+    assert got["missing"].content[0].text.startswith("groove: error: get needs location; ")
+    assert got["typed"].content[0].text.startswith(
+        "groove: error: max_lines must be a whole number")
+
+
+class Collected:
+    """Lines an MCP server writes (runner.Answers' interface)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    async def write(self, text: str) -> None:
+        self.lines.append(text)
+
+    async def flush(self) -> None:
+        pass
+
+
+def test_the_early_initialize_answer_is_the_sdks(kb_env: tuple[Path, dict[str, str]]) -> None:
+    """What `groove mcp` answers before the SDK loads equals the SDK's own answer, for every
+    version the SDK negotiates through `initialize` and for one it does not know."""
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from groove_cli.serve import runner
+    from groove_cli.serve.service import Service
+    from groove_cli.serve.tools import build_mcp
+
+    assert runner.HANDSHAKE_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
+    kb, _ = kb_env
+    service = Service([groove_cli.open(kb, db=kb / ".groove.db")])
+    mcp = build_mcp(service)
+    try:
+        for version in (*HANDSHAKE_PROTOCOL_VERSIONS, "1999-01-01"):
+            request = {"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
+                "protocolVersion": version, "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}}
+            sent = io.BytesIO()
+            opening = runner.read_opening(io.BytesIO(json.dumps(request).encode() + b"\n"), sent,
+                                          service)
+            ours = json.loads(sent.getvalue())
+            theirs = Collected()
+            anyio.run(mcp.serve_stdio, runner.Replayed(opening.lines, io.BytesIO()), theirs)
+            assert [json.loads(line) for line in theirs.lines] == [ours], version
+            assert opening.answered == (7, ours["result"])
+    finally:
+        service.close()
+
+
+def test_groove_mcp_answers_initialize_warms_up_and_leaves(
+        kb_env: tuple[Path, dict[str, str]]) -> None:
+    """Raw JSON-RPC over the pipes: the early answer, then the SDK (its duplicate answer
+    dropped and found equal), the model loaded before any search, and exit 0 on EOF."""
+    kb, env = kb_env
+    proc = subprocess.Popen([sys.executable, "-m", "groove_cli", "mcp", str(kb)], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    def send(message: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "0"}}})
+        answer = json.loads(proc.stdout.readline())
+        assert answer["id"] == 1 and "- kb: 27 notes" in answer["result"]["instructions"]
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        listed = json.loads(proc.stdout.readline())  # the SDK's first line: no second answer
+        assert listed["id"] == 2 and len(listed["result"]["tools"]) == 5
+        wait_until(lambda: maps_library(proc.pid, "onnxruntime"), proc=proc,  # type: ignore[arg-type]
+                   what="the warm-up loading the model")
+        proc.stdin.close()
+        assert proc.wait(timeout=HANG_GUARD_S) == 0
+        assert "the SDK answers" not in proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -163,7 +163,7 @@ def add_routes(server: MCPServer[Any], service: Service, state_token: str) -> No
         """`{"ok": true}` to anyone (false once a KB's watcher stopped); with
         `Groove-Challenge: NONCE`, also the proof that this server holds the state file's token
         (a client checks it before it sends anything); with the token, also the pid, the KBs,
-        the index paths and any KB's problem."""
+        the index paths, whether the warm-up is done and any KB's problem."""
         import os
 
         problems = service.problems()
@@ -173,7 +173,8 @@ def add_routes(server: MCPServer[Any], service: Service, state_token: str) -> No
             body["proof"] = proof(state_token, challenge)
         if "authorization" in request.headers and token_ok(
                 request.headers.get("authorization"), state_token):
-            body.update(pid=os.getpid(), kbs=list(service.kbs), indexes=service.indexes())
+            body.update(pid=os.getpid(), kbs=list(service.kbs), indexes=service.indexes(),
+                        warm=service.warm.is_set())
             if problems:
                 body["problems"] = problems
         return JSONResponse(body)

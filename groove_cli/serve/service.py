@@ -7,13 +7,21 @@ served KB (scan.Selection: KB-relative, no link anywhere on the path, excluded f
 ignored files refused), exactly the file that was checked, with byte caps. A watched
 re-index builds a fresh `Index`, warms it, and swaps it in; searches already running finish
 on the old one, which is closed when the last of them leaves.
+
+Each search hit gets a short id (`hit_id`: 8 hex digits of a hash of its path and first line),
+remembered here so `get` and `fetch` take it as a location. What the MCP instructions say
+about the served KBs (`about`: notes, chunks, languages) is read once from each index's counts
+and a sample of its chunks, without loading the SDK, a model or numpy.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from groove_cli.errors import GrooveError, UsageError
 from groove_cli.serve import codec
-from groove_cli.serve.client import settings_fingerprint
 from groove_cli.serve.state import index_id
 
 if TYPE_CHECKING:
@@ -39,6 +46,13 @@ MULTI_GET_HARD_MAX = 2_000_000
 MULTI_GET_MAX_FILES = 200
 MAX_QUERY_CHARS = 4_000
 MAX_LIMIT = 100
+MCP_NAME = "groove"
+"""The MCP server's name (its `initialize` answer)."""
+MAX_LINES = 100_000
+"""The largest `max_lines` a `get` or `multi_get` takes (the byte caps bound the answer)."""
+HIT_IDS_KEPT = 10_000
+"""How many search hits' short ids the server remembers (the oldest are forgotten first)."""
+_HIT_ID = re.compile(r"#?([0-9a-f]{8})")
 
 
 @dataclass
@@ -106,6 +120,40 @@ def kb_names(indexes: Sequence[Index]) -> list[str]:
     return names
 
 
+def hit_id(path: str, line_start: int) -> str:
+    """A search hit's short id: 8 hex digits of a hash of its KB-relative path and first
+    line, so the same hit has the same id in every search and every server run."""
+    return hashlib.sha256(f"{path}:{line_start}".encode()).hexdigest()[:8]
+
+
+@dataclass(frozen=True, slots=True)
+class HitPlace:
+    """Where a short id points: a KB's note and the hit's lines."""
+
+    kb: str
+    path: str
+    line_start: int
+    line_end: int
+
+    @property
+    def location(self) -> str:
+        return f"{self.path}:{self.line_start}:{self.line_end - self.line_start + 1}"
+
+
+@dataclass(frozen=True, slots=True)
+class About:
+    """What a served KB holds, for the MCP instructions."""
+
+    name: str
+    notes: int
+    chunks: int
+    languages: tuple[str, ...]
+
+    def line(self) -> str:
+        languages = ", ".join(self.languages) or "languages unknown"
+        return f"- {self.name}: {self.notes} notes, {self.chunks} chunks; {languages}"
+
+
 class Service:
     """The served KBs and the calls on them (see the module doc)."""
 
@@ -114,6 +162,11 @@ class Service:
             raise UsageError("nothing to serve", hint="pass one or more KB folders")
         self.kbs = {name: Served(name, index)
                     for name, index in zip(kb_names(indexes), indexes, strict=True)}
+        self.warm = threading.Event()
+        """Set once every KB's warm-up search has run (runner.warm_up); /health shows it."""
+        self._hits: OrderedDict[str, set[HitPlace]] = OrderedDict()
+        self._hits_lock = threading.Lock()
+        self._about: list[About] | None = None
 
     def close(self) -> None:
         for served in self.kbs.values():
@@ -143,6 +196,69 @@ class Service:
         """What is wrong with each KB that has a problem (a stopped watcher), by name."""
         return {name: s.problem for name, s in self.kbs.items() if s.problem}
 
+    # ------------------------------------------------------------------ short ids
+
+    def remember_hit(self, kb: str, path: str, line_start: int, line_end: int) -> str:
+        """A hit's short id (`hit_id`), remembered so `get` and `fetch` take it."""
+        key = hit_id(path, line_start)
+        place = HitPlace(kb, path, line_start, line_end)
+        with self._hits_lock:
+            places = {p for p in self._hits.pop(key, set())
+                      if (p.kb, p.path, p.line_start) != (kb, path, line_start)}
+            places.add(place)
+            self._hits[key] = places
+            while len(self._hits) > HIT_IDS_KEPT:
+                self._hits.popitem(last=False)
+        return key
+
+    def hit_place(self, text: str, kb: str | None = None) -> HitPlace | None:
+        """The hit a short id names; None when `text` is not a short id (notes always have
+        an extension, so no note path looks like one)."""
+        match = _HIT_ID.fullmatch(text.strip())
+        if match is None:
+            return None
+        key = match[1]
+        with self._hits_lock:
+            places = set(self._hits.get(key, ()))
+        if kb:
+            name = self.served(kb).name
+            places = {p for p in places if p.kb == name}
+        if not places:
+            raise GrooveError(f"unknown id {key}: not a hit of this server's recent searches",
+                              hint="search again and use a hit's id, or pass PATH:LINE")
+        if len(places) > 1:
+            shown = ", ".join(sorted(f"{p.kb}:{p.path}:{p.line_start}" for p in places))
+            raise GrooveError(f"id {key} names {len(places)} hits: {shown}",
+                              hint="pass kb, or the hit's PATH:LINE")
+        return places.pop()
+
+    # ------------------------------------------------------------------ instructions
+
+    def about(self) -> list[About]:
+        """Each served KB's notes, chunks and languages (read once)."""
+        if self._about is None:
+            self._about = [about_kb(served) for served in self.kbs.values()]
+        return self._about
+
+    def instructions(self) -> str:
+        """The MCP server's instructions: what is served and how to call the tools."""
+        kbs = self.about()
+        first = kbs[0].name
+        pick = (f" Pass `kb` to pick one (default {first})." if len(kbs) > 1 else "")
+        return "\n".join([
+            "groove searches the user's Markdown notes: hybrid full-text + vector search. "
+            "Full-text matching works best with words in the notes' language.",
+            "Served knowledge bases:" + pick,
+            *(about.line() for about in kbs),
+            "Use `search` first; each hit has an `id` (8 characters): pass it to `get` as "
+            "`location` to read that hit's lines (`max_lines` caps them, `line_numbers` "
+            "numbers them). `multi_get` reads several notes (a glob or a list), `status` "
+            "tells what each index holds.",
+            "Examples:",
+            '  search {"query": "retry budget for the payments API", "limit": 5}',
+            '  get {"location": "<id of a hit>", "max_lines": 40, "line_numbers": true}',
+        ])
+
     # ------------------------------------------------------------------ search
 
     def search(self, query: str, *, limit: int = 5, mode: str | None = None,
@@ -159,6 +275,8 @@ class Service:
         """A `groove search` of the command line (client.forward_search's request): its exact
         flags on this KB's Index; else why not (`foreign`: not an index served here,
         `mismatch`: the command line resolved other settings than these flags give here)."""
+        from groove_cli.serve.client import settings_fingerprint
+
         served = self.by_index(str(request.get("index")))
         if served is None:
             return "foreign"
@@ -225,32 +343,53 @@ class Service:
                 raise whole from None
         return selection.note(where.path), where
 
-    def get(self, location: str, kb: str | None = None,
-            max_bytes: int = GET_MAX_BYTES) -> dict[str, Any]:
-        """`get PATH[:LINE[:COUNT]]` inside a served KB: the document `get --format json`
-        prints, plus the KB-relative path."""
-        from groove_cli.get import excerpt_at
+    def get(self, location: str, kb: str | None = None, max_bytes: int = GET_MAX_BYTES, *,
+            max_lines: int | None = None, line_numbers: bool = False) -> dict[str, Any]:
+        """`get PATH[:LINE[:COUNT]]` (or a hit's short id) inside a served KB: the document
+        `get --format json` prints, plus the KB-relative path. `max_lines` keeps the first
+        lines (`truncated` and `next`, the location of the rest, say so); `line_numbers`
+        starts each line with its number."""
+        from groove_cli.get import Excerpt, excerpt_at
 
+        check_lines(max_lines, line_numbers)
+        place = self.hit_place(location, kb) if isinstance(location, str) else None
+        if place is not None:
+            location, kb = place.location, place.kb
         served = self.served(kb)
         full, where = self.locate(served, location)
-        if where.line is None and full.stat().st_size > max_bytes:
+        if where.line is None and max_lines is None and full.stat().st_size > max_bytes:
             raise GrooveError(f"{where.path} is larger than {max_bytes} bytes",
-                              hint="ask for a line range: PATH:LINE:COUNT")
+                              hint="ask for a line range (PATH:LINE:COUNT) or pass max_lines")
         headings = [str(h) for h in served.index.settings.list_("exclude_headings")]
         excerpt = excerpt_at(full, where, headings)
+        end = excerpt.line_end
+        cut = max_lines is not None and end - excerpt.line_start + 1 > max_lines
+        if cut:
+            assert max_lines is not None
+            excerpt = Excerpt(full, excerpt.line_start, excerpt.line_start + max_lines - 1)
         lines = list(excerpt.lines(max_bytes))  # streamed: the cap stops the read itself
         assert served.kb is not None  # locate refused a KB without a folder
-        return {"path": str(full), "line_start": excerpt.line_start,
-                "line_end": excerpt.line_start + len(lines) - 1, "content": "\n".join(lines),
-                "kb": served.name, "rel_path": full.relative_to(served.kb).as_posix()}
+        rel = full.relative_to(served.kb).as_posix()
+        last = excerpt.line_start + len(lines) - 1
+        if line_numbers:
+            lines = [f"{n}: {line}" for n, line in enumerate(lines, excerpt.line_start)]
+        note: dict[str, Any] = {"path": str(full), "line_start": excerpt.line_start,
+                                "line_end": last, "content": "\n".join(lines),
+                                "kb": served.name, "rel_path": rel}
+        if cut and last < end:
+            note.update(truncated=True, next=f"{rel}:{last + 1}:{end - last}")
+        return note
 
     def multi_get(self, paths: str | Sequence[str], kb: str | None = None,
-                  max_bytes: int = MULTI_GET_MAX_BYTES) -> dict[str, Any]:
-        """Several notes: a glob over the KB's notes or a list of paths, whole notes until
-        `max_bytes` is spent; the rest are listed as skipped with the reason."""
+                  max_bytes: int = MULTI_GET_MAX_BYTES, *, max_lines: int | None = None,
+                  line_numbers: bool = False) -> dict[str, Any]:
+        """Several notes: a glob over the KB's notes or a list of paths, whole notes (their
+        first `max_lines` lines with `max_lines`) until `max_bytes` is spent; the rest are
+        listed as skipped with the reason."""
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or not (
                 1 <= max_bytes <= MULTI_GET_HARD_MAX):
             raise UsageError(f"max_bytes {max_bytes!r} must be from 1 to {MULTI_GET_HARD_MAX}")
+        check_lines(max_lines, line_numbers)
         served = self.served(kb)
         if isinstance(paths, str):
             wanted = self._glob(served, paths)
@@ -267,10 +406,11 @@ class Service:
         for rel in wanted:
             try:
                 size = self.locate(served, rel)[0].stat().st_size
-                if spent + size > max_bytes:
+                if max_lines is None and spent + size > max_bytes:
                     skipped.append({"path": rel, "reason": f"over the {max_bytes}-byte budget"})
                     continue
-                note = self.get(rel, served.name, max_bytes=max_bytes - spent)
+                note = self.get(rel, served.name, max_bytes=max_bytes - spent,
+                                max_lines=max_lines, line_numbers=line_numbers)
             except GrooveError as exc:
                 skipped.append({"path": rel, "reason": exc.message})
                 continue
@@ -292,8 +432,8 @@ class Service:
         return found[:MULTI_GET_MAX_FILES + 1]
 
     def fetch(self, id: str) -> dict[str, Any]:
-        """A connector's `fetch`: one note by the id `search` gave (`KB:PATH` or `PATH`,
-        optionally `:LINE`), as {id, title, text, url, metadata}."""
+        """A connector's `fetch`: one note's lines by the id `search` gave (a hit's short id,
+        or `KB:PATH` or `PATH`, optionally `:LINE`), as {id, title, text, url, metadata}."""
         if not isinstance(id, str) or not id.strip():
             raise UsageError("fetch needs the id of a search result")
         kb, _, rest = id.partition(":") if id.split(":", 1)[0] in self.kbs else ("", "", id)
@@ -302,6 +442,103 @@ class Service:
         return {"id": id, "title": path.stem, "text": note["content"], "url": path.as_uri(),
                 "metadata": {"kb": note["kb"], "path": note["rel_path"],
                              "line_start": note["line_start"], "line_end": note["line_end"]}}
+
+
+def check_lines(max_lines: Any, line_numbers: Any) -> None:
+    """`max_lines` and `line_numbers` as `get` and `multi_get` take them."""
+    if max_lines is not None and (isinstance(max_lines, bool) or not isinstance(max_lines, int)
+                                  or not 1 <= max_lines <= MAX_LINES):
+        raise UsageError(f"max_lines {str(max_lines)[:40]!r} must be a whole number from 1 to "
+                         f"{MAX_LINES}")
+    if not isinstance(line_numbers, bool):
+        raise UsageError("line_numbers must be true or false")
+
+
+LANGUAGE_SAMPLE = 200
+"""How many chunks `about_kb` reads to tell a KB's languages."""
+
+
+def about_kb(served: Served) -> About:
+    """A KB's notes, chunks and languages, from its index's counts and a sample of chunks
+    spread over it (no search: the store's reader, opened and closed here)."""
+    from groove_cli.store import open_reader
+
+    try:
+        store = open_reader(served.index.location, served.name)
+        try:
+            notes, chunks = store.document_count(), store.chunk_count()
+            step = max(1, chunks // LANGUAGE_SAMPLE)
+            texts = [c.content for c in store.chunks_by_id(range(1, chunks + 1, step)).values()]
+            if len(texts) < min(chunks, LANGUAGE_SAMPLE) // 4:  # ids far from 1..chunks
+                texts = []
+                for row in store.corpus_rows():
+                    texts.append(row[3])
+                    if len(texts) >= LANGUAGE_SAMPLE:
+                        break
+        finally:
+            store.close()
+    except Exception as exc:  # the first search reports it; the server still starts
+        import logging
+
+        logging.getLogger("groove.serve").warning("cannot read %s: %s", served.name, exc)
+        return About(served.name, 0, 0, ("index unreadable",))
+    return About(served.name, notes, chunks, languages(texts))
+
+
+SCRIPTS = (
+    ("Japanese", re.compile(r"[\u3040-\u30ff]")),
+    ("Korean", re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")),
+    ("Chinese", re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]")),
+    ("Cyrillic", re.compile(r"[\u0400-\u04ff]")),
+    ("Greek", re.compile(r"[\u0370-\u03ff]")),
+    ("Arabic", re.compile(r"[\u0600-\u06ff]")),
+    ("Hebrew", re.compile(r"[\u0590-\u05ff]")),
+    ("Devanagari", re.compile(r"[\u0900-\u097f]")),
+    ("Thai", re.compile(r"[\u0e00-\u0e7f]")),
+    ("Latin", re.compile(r"[A-Za-z\u00c0-\u024f]")),
+)
+"""Scripts a chunk may be written in; Japanese (kana) is tried before Chinese (Han), since
+Japanese text mixes both."""
+STOPWORDS = {
+    "English": "the and of to is that it for with this are be you which",
+    "German": "der die und das ist nicht ein eine mit den auf für sich auch wird",
+    "French": "le les et des est une pour dans du pas sur avec ce qui",
+    "Spanish": "el los las y del por para es al su lo como más pero",
+    "Italian": "il di che è per della sono gli non anche nel alla questo",
+    "Portuguese": "os não em uma com da dos ao pelo são também seu",
+    "Dutch": "het een van niet op voor zijn ook dat te wordt bij aan",
+}
+"""Frequent words that tell Latin-script languages apart (no word in two lists)."""
+_WORDS = re.compile(r"[^\W\d_]+")
+_STOPWORD_LANGUAGE = {word: name for name, words in STOPWORDS.items() for word in words.split()}
+
+
+def languages(texts: Iterable[str]) -> tuple[str, ...]:
+    """The languages of a sample of chunks, most frequent first: each chunk counts for its
+    main script (Japanese when it has kana), and a Latin-script chunk for the language whose
+    frequent words it uses most; a language of under a tenth of the sample is left out."""
+    counts: dict[str, int] = {}
+    total = 0
+    for text in texts:
+        text = text[:2000]
+        script, letters = max(((name, len(pattern.findall(text))) for name, pattern in SCRIPTS),
+                              key=lambda pair: pair[1])
+        if letters == 0:
+            continue
+        if script == "Chinese" and SCRIPTS[0][1].search(text):
+            script = "Japanese"
+        if script == "Latin":
+            votes: dict[str, int] = {}
+            for word in _WORDS.findall(text.lower()):
+                name = _STOPWORD_LANGUAGE.get(word)
+                if name is not None:
+                    votes[name] = votes.get(name, 0) + 1
+            best = max(votes.items(), key=lambda pair: pair[1], default=("", 0))
+            script = best[0] if best[1] >= 3 else "Latin script"
+        counts[script] = counts.get(script, 0) + 1
+        total += 1
+    ranked = sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))
+    return tuple(name for name, count in ranked if count * 10 >= total)
 
 
 def listed(names: Sequence[str] | Mapping[str, Any], most: int = 8) -> str:
