@@ -103,7 +103,7 @@ from eval_datasets import MODES, summarise, write_golden
 from search_index import build_index
 
 DIFFERS = 1e-9
-UPDATED_RE = re.compile(r"Done in \d+ms: \d+ docs \((\d+) updated")
+UPDATED_RE = re.compile(r"Done in [^:]+: \d+ docs \((\d+) updated")
 
 
 # --------------------------------------------------------------------------- 1. quality

@@ -66,7 +66,11 @@ if TYPE_CHECKING:
     )
     from groove_cli.models.registry import REGISTRY
     from groove_cli.models.resolve import model_record
-    from groove_cli.models.runtime import length_batches, pad_batch
+    from groove_cli.models.runtime import (
+        BATCH_BUDGET,
+        length_batches,
+        pad_batch,
+    )
     from groove_cli.retrieve.filters import FilterSpec, compile_filters
     from groove_cli.retrieve.legs import (
         NO_FILTER,
@@ -107,7 +111,7 @@ _GROUPS: dict[str, tuple[str, ...]] = {
                                "read_pack", "write_converted"),
     "groove_cli.models.registry": ("REGISTRY",),
     "groove_cli.models.resolve": ("model_record",),
-    "groove_cli.models.runtime": ("length_batches", "pad_batch"),
+    "groove_cli.models.runtime": ("BATCH_BUDGET", "length_batches", "pad_batch"),
     # store: the index's rows written without the indexer, its readers, the Postgres target
     "groove_cli.store": ("FTS_TABLES", "SCHEMA_VERSION", "Store", "open_writer", "utc_now"),
     "groove_cli.store.postgres.reads": ("knn_sql",),
@@ -150,12 +154,12 @@ _RENAMED = {"TUNE_PHASES": "PHASES"}
 _HOME = {name: module for module, names in _GROUPS.items() for name in names}
 
 __all__ = [
-    "DEFAULT_BM25_WEIGHTS", "DEFAULT_CJK_WEIGHT", "DEFAULT_EF_SEARCH", "DEFAULT_LEG_WEIGHT",
-    "DEFAULT_RRF_K", "ENGLISH_STOPWORDS", "FEATURES", "FTS_QUERY_VERSION", "FTS_TABLES",
-    "HNSW_EF_CONSTRUCTION", "NO_FILTER", "PACK_VARIANT", "PROBES", "REGISTRY", "SCHEMA_VERSION",
-    "TUNE_PHASES", "Calibration", "ChunkRow", "CompiledQuery", "DocumentRow", "Embedder",
-    "Expected", "FilterSpec", "HitRecord", "LabelledHit", "ListFetcher", "PgTarget",
-    "ResolvedModel", "SearchParams", "Searcher", "Store", "TuneRequest", "aggregate",
+    "BATCH_BUDGET", "DEFAULT_BM25_WEIGHTS", "DEFAULT_CJK_WEIGHT", "DEFAULT_EF_SEARCH",
+    "DEFAULT_LEG_WEIGHT", "DEFAULT_RRF_K", "ENGLISH_STOPWORDS", "FEATURES", "FTS_QUERY_VERSION",
+    "FTS_TABLES", "HNSW_EF_CONSTRUCTION", "NO_FILTER", "PACK_VARIANT", "PROBES", "REGISTRY",
+    "SCHEMA_VERSION", "TUNE_PHASES", "Calibration", "ChunkRow", "CompiledQuery",
+    "DocumentRow", "Embedder", "Expected", "FilterSpec", "HitRecord", "LabelledHit", "ListFetcher",
+    "PgTarget", "ResolvedModel", "SearchParams", "Searcher", "Store", "TuneRequest", "aggregate",
     "bootstrap_ci", "build_params", "candidate_pool", "chunker_fingerprint", "cjk",
     "compile_filters", "compile_query", "compiling_with", "convert", "cross_fitted",
     "default_calibration", "default_models_dir", "default_settings", "embedding_input",

@@ -41,6 +41,7 @@ from groove_cli.scan import (
 )
 from groove_cli.store import REBUILD_KEY, Store, open_writer, utc_now
 from groove_cli.text import printable
+from groove_cli.text.durations import human_duration
 from groove_cli.types import (
     ChunkRow,
     DocumentRow,
@@ -373,8 +374,8 @@ class Indexer:
         self.text_ready_ms = int((time.monotonic() - self.started) * 1000)
         pending = store.pending_vectors()
         if not self.interrupted and pending:
-            self._line(f"Full text ready in {self.text_ready_ms}ms: searches with --mode fts "
-                       "see every note")
+            self._line(f"Full text ready in {human_duration(self.text_ready_ms / 1000)}: "
+                       "searches with --mode fts see every note")
         if not self.interrupted and pending and not opt.text_only:
             self._embed_pending(store, pending, static)
         self.pending_left = len(store.pending_vectors()) if pending else 0
@@ -567,11 +568,12 @@ class Indexer:
                        static: bool) -> None:
         """Phase 2: embed every chunk that lacks vectors, narrowest first, one model batch (cut
         as the model's own batching cuts: `batches`; a long chunk's pieces together) per
-        transaction, so an interrupt or a kill keeps every batch already written."""
+        transaction, so an interrupt or a kill keeps every batch already written. Progress
+        counts the model's tokens (`PendingCounts.model_tokens`), once they are counted."""
         embedder = self.load_embedder()
         self.to_embed = len(pending)
         self._line(f"Embedding {len(pending):,} chunks...")
-        self.progress.start(len(pending), "Embedding", "chunks")
+        self.progress.start(None, "Counting tokens", "")
         try:
             pending_counts = count_pending(store, embedder, pending, static, self.should_stop)
             if pending_counts is None:
@@ -582,6 +584,8 @@ class Indexer:
             size = max(1, embedder.settings.batch_size)
             window = embedder.max_length if self.opt.vector_pieces else 1 << 62
             estimate = {cid: piece_estimate(n, window) for cid, n in counts.items()}
+            work = pending_counts.model_tokens(estimate, embedder.max_length)
+            self.progress.start(sum(work.values()), "Embedding", "tokens")
             finished = 0
             with CancellableRuns(embedder, self.should_stop) as runs:
                 for ids in batches(order, estimate, widths, size):
@@ -597,7 +601,7 @@ class Indexer:
                             self.interrupted = True
                             return
                         self._count(write_vectors(store, vectors))
-                    finished += len(ids)
+                    finished += sum(work[cid] for cid in ids)
                     self.progress.advance(finished, len(batch))
         finally:
             self.progress.finish()

@@ -123,7 +123,9 @@ class FilterMeta:
 
 class ProgressSink(Protocol):
     """Where a long run reports progress (the CLI draws a bar or plain lines). The indexer
-    starts one step per phase: files read, the model load (`total` None), chunks embedded."""
+    starts one step per phase: files read (unit `files`), the model load and the token count
+    (`total` None), the model's tokens embedded (unit `tokens`; `chunks` then says how many
+    chunks each batch completed)."""
 
     def start(self, total: int | None, label: str | None = None, unit: str | None = None) -> None: ...
 

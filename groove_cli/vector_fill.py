@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from groove_cli.models.runtime import MAX_BATCH_TOKENS, cut_sorted
+from groove_cli.models.runtime import BATCH_BUDGET, BatchBudget, cut_sorted
 from groove_cli.store.pieces import PIECES_KEY
 from groove_cli.types import ChunkVectors, EmbeddingRow
 
@@ -107,6 +107,16 @@ class PendingCounts:
     widths: dict[int, int]
     """Each chunk's model input length, capped at the window: what `length_batches` sorts
     and pads by, so `batches` can cut where the bare embedder's runs are cut."""
+    embedded: frozenset[int] = frozenset()
+    """The chunks that already have their first piece's vector (`EmbeddingRow.has_vector`)."""
+
+    def model_tokens(self, pieces: dict[int, int], max_length: int) -> dict[int, int]:
+        """About how many tokens the model runs for each chunk: its first piece's width
+        (unless it has that vector) and a window per extra piece (`pieces`, as
+        `piece_estimate` gives them). Phase 2's progress and ETA count these, since the
+        model's time follows its tokens, not the chunks (index.md §6.1 step 11)."""
+        return {cid: (0 if cid in self.embedded else width) + (pieces[cid] - 1) * max_length
+                for cid, width in self.widths.items()}
 
 
 def count_pending(store: Store | PgStore, embedder: Embedder, ids: list[int], static: bool,
@@ -121,6 +131,7 @@ def count_pending(store: Store | PgStore, embedder: Embedder, ids: list[int], st
     base = embedder.input_lengths(["x"], "passage")[0] - embedder.count_tokens(["x"])[0]
     tokens: dict[int, int] = {}
     widths: dict[int, int] = {}
+    embedded: set[int] = set()
     for first in range(0, len(ids), COUNT_PAGE):
         if should_stop():
             return None
@@ -133,7 +144,9 @@ def count_pending(store: Store | PgStore, embedder: Embedder, ids: list[int], st
         for row, n, width in zip(rows, found, lengths, strict=True):
             tokens[row.chunk_id] = n
             widths[row.chunk_id] = min(width, embedder.max_length)
-    return PendingCounts(tokens, widths)
+            if row.has_vector:
+                embedded.add(row.chunk_id)
+    return PendingCounts(tokens, widths, frozenset(embedded))
 
 
 def lead_text(row: EmbeddingRow, prefix: str, static: bool) -> str:
@@ -145,14 +158,14 @@ def lead_text(row: EmbeddingRow, prefix: str, static: bool) -> str:
 
 
 def batches(order: list[int], pieces: dict[int, int], widths: dict[int, int], size: int,
-            max_tokens: int = MAX_BATCH_TOKENS) -> list[list[int]]:
+            budget: BatchBudget = BATCH_BUDGET) -> list[list[int]]:
     """`order` (ascending input width) cut as `length_batches` cuts a sorted list: at most
     `size` vectors (a chunk's pieces counted, so a batch of long chunks commits as soon as one
-    of short ones) and at most `max_tokens` padded tokens of first pieces per batch. Each
+    of short ones) and first pieces within the model's `budget` per batch. Each
     batch of chunks without extra pieces is then one model run, the same run the bare
     embedder makes over the same inputs (bench/results/code-notes.md#phase-2-batches); a
     chunk is never split."""
-    return cut_sorted(order, widths.__getitem__, pieces.__getitem__, size, max_tokens)
+    return cut_sorted(order, widths.__getitem__, pieces.__getitem__, size, budget)
 
 
 def piece_estimate(tokens: int, max_length: int) -> int:

@@ -281,9 +281,9 @@ class StopAfterChunks:
         self.unit = unit
 
     def advance(self, done: int, chunks: int) -> None:
-        if self.unit == "chunks":
-            self.embedded = done
-            self.shown.append(done)
+        if self.unit == "tokens":  # phase 2 counts the model's tokens, and the chunks written
+            self.embedded += chunks
+            self.shown.append(self.embedded)
 
     def finish(self) -> None:
         self.unit = None

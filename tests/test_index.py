@@ -194,7 +194,9 @@ class Counts(NamedTuple):
     chunks: int
 
 
-DONE = re.compile(r"Done in \d+ms: (\d+) docs \((\d+) updated, (\d+) renamed, (\d+) deleted, "
+DURATION = r"(?:\d+ ms|\d\.\d s|\d+ s|\d+ min(?: \d+ s)?|\d+ h(?: \d+ min)?)"
+"""A duration as the index lines write it (tests/test_durations.py)."""
+DONE = re.compile(rf"Done in {DURATION}: (\d+) docs \((\d+) updated, (\d+) renamed, (\d+) deleted, "
                   r"(\d+) skipped\), (\d+) chunks")
 
 
@@ -307,7 +309,7 @@ def test_first_run_lines_rows_and_meta(groove: Groove) -> None:
         f"{LOADING}{groove.model} ({DIM} dim)...",
         "Embedding 4 chunks...",
     ]
-    shown = [re.sub(r"ready in \d+ms", "ready in <ms>ms", line) for line in lines[:-1]]
+    shown = [re.sub(rf"ready in {DURATION}:", "ready in <ms>ms:", line) for line in lines[:-1]]
     assert shown == spec_order
     assert done(result) == Counts(docs=3, updated=3, renamed=0, deleted=0, skipped=0, chunks=4)
 

@@ -2,11 +2,12 @@
 
 Uses the tiny model of `test_index.py`: `--text-only` stops after phase 1, `status` counts the
 chunks phase 2 has not embedded, `eval` and `tune` refuse a half-embedded index, and the
-progress lines off a terminal keep coming while one slow model batch runs.
+progress lines off a terminal come while one slow model batch runs, each only when it changed.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Sequence
@@ -21,7 +22,17 @@ from groove_cli.index import index_kb
 from groove_cli.models import Embedder
 from groove_cli.render.progress import LineProgress
 from groove_cli.status import index_status
-from tests.test_index import CATS, Counts, Groove, done, groove, rows, tiny_model, write
+from tests.test_index import (
+    CATS,
+    DURATION,
+    Counts,
+    Groove,
+    done,
+    groove,
+    rows,
+    tiny_model,
+    write,
+)
 from tests.waiting import wait_until
 
 __all__ = ["groove", "tiny_model"]  # the fixtures of test_index.py, shared
@@ -98,34 +109,56 @@ def test_status_reports_pending_vectors_while_phase_2_runs(groove: Groove) -> No
     assert seen == [(14, 14), (14, 14), (14, 10), (14, 6), (14, 2)]
 
 
-def test_progress_lines_keep_coming_during_a_slow_model_batch(
+def test_progress_lines_come_during_a_slow_model_batch_only_when_they_change(
         groove: Groove, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ticker looks every 0.1 s and writes a line only when its text changed. In the first
+    batch nothing is done yet, so however many times it looks, one line comes; in a later
+    batch the rate falls while the batch runs, so the ETA moves and new lines come. The
+    batches wait for the ticker, never for a clock (a hang guard, no deadline)."""
     for i in range(8):
         write(groove.kb, f"more/n{i}.md", f"note {i}: {CATS}\n")
     real = Embedder.embed_passages
     lines: list[str] = []
+    looks: list[int] = []
     during: list[int] = []
 
+    def embedded_lines() -> int:
+        return sum(line.startswith("embedded ") for line in lines)
+
     def slow(self: Embedder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """A model batch that lasts until two progress lines came while it ran: they can only
-        come from the progress ticker, not from a batch's end (a hang guard, no deadline)."""
-        before = sum(line.startswith("embedded ") for line in lines)
-        wait_until(lambda: sum(line.startswith("embedded ") for line in lines) >= before + 2,
-                   what="progress lines during a model batch")
-        during.append(sum(line.startswith("embedded ") for line in lines) - before)
+        before, looked = embedded_lines(), len(looks)
+        if not during:  # the first batch: the ticker looks thrice, one line comes
+            wait_until(lambda: len(looks) >= looked + 3 and embedded_lines() >= 1,
+                       what="the ticker's looks during the first batch")
+        else:  # a later one: the ETA grows while it runs, so a new line comes
+            wait_until(lambda: embedded_lines() > before, what="a line during a later batch")
+        during.append(embedded_lines() - before)
         return real(self, texts)
 
     monkeypatch.setattr(Embedder, "embed_passages", slow)
     messages.set_sink(lines.append)
     try:
         with LineProgress(interval=0.1) as progress:
+            fresh = progress.fresh_line
+
+            def counted() -> str | None:
+                looks.append(1)
+                return fresh()
+
+            monkeypatch.setattr(progress, "fresh_line", counted)
             report = index_kb(groove.options(quiet=False), progress)
     finally:
         messages.set_sink(None)
     assert report.embedded == 12
     embedded = [line for line in lines if line.startswith("embedded ")]
-    pattern = re.compile(r"embedded (\d+)/12 chunks(, [\d.,]+/s, ~[\d,]+ s left)?")
+    pattern = re.compile(rf"embedded (\d+) chunks, (\d+)/(\d+) tokens"
+                         rf"(, [\d.,]+ tokens/s, ~{DURATION} left)?")
     assert all(pattern.fullmatch(line) for line in embedded), embedded
-    assert len(during) == 3 and min(during) >= 2  # three batches, each outlived by the ticker
-    counts = [int(m.group(1)) for line in embedded if (m := pattern.fullmatch(line))]
-    assert counts == sorted(counts) and counts[-1] >= 8
+    assert len(during) == 3 and during[0] == 1 and min(during[1:]) >= 1
+    assert all(a != b for a, b in itertools.pairwise(lines))  # never a repeat
+    found = [m for line in embedded if (m := pattern.fullmatch(line))]
+    chunks, tokens = [int(m.group(1)) for m in found], [int(m.group(2)) for m in found]
+    assert chunks == sorted(chunks) and tokens == sorted(tokens) and chunks[-1] >= 8
+    # the total counts the model's tokens: each chunk's words and its [CLS] and [SEP]
+    assert {int(m.group(3)) for m in found} == {
+        rows(groove.db, "SELECT sum(token_count + 2) FROM chunks")[0][0]}

@@ -166,12 +166,14 @@ def test_optimised_graph_is_saved_once_and_reused(tmp_path: Path) -> None:
 
 
 def test_length_batches_sort_cap_inputs_and_padded_tokens() -> None:
-    from groove_cli.models.runtime import length_batches
+    from groove_cli.models.runtime import BatchBudget, length_batches
 
     lengths = [5, 1, 4, 2, 3]
     assert length_batches(lengths, 2) == [[1, 3], [4, 2], [0]]
     # 3 inputs of width 4 = 12 padded tokens > 10, so the budget splits before the third.
-    assert length_batches([4, 4, 4, 20], 8, max_tokens=10) == [[0, 1], [2], [3]]
+    assert length_batches([4, 4, 4, 20], 8, BatchBudget(10, 10**9)) == [[0, 1], [2], [3]]
+    # attention: 3 x 4² = 48 cells > 40 splits the same way, whatever the token cap
+    assert length_batches([4, 4, 4, 20], 8, BatchBudget(10**9, 40)) == [[0, 1], [2], [3]]
 
 
 def test_output_of_the_wrong_rank_is_refused_at_load(tmp_path: Path) -> None:

@@ -262,35 +262,51 @@ def pad_batch(
     return ids, mask
 
 
-# Padded tokens per inference call. Attention memory grows with batch × seq²; at 512 tokens
-# this caps a call at 32 inputs (about 0.4 GB of attention scores for a 12-head model) while
-# short inputs still fill whole `batch_size` batches.
-MAX_BATCH_TOKENS = 16_384
+@dataclass(frozen=True, slots=True)
+class BatchBudget:
+    """What one model run may hold, for n inputs padded to the longest, `width` tokens: at
+    most `tokens` padded tokens (n × width: the hidden states and feed-forward activations
+    of a layer grow with them) and at most `attention` attention cells per head (n × width²:
+    the score matrices). Onnxruntime on a CPU takes about the same time per token whatever
+    the batch, so a smaller batch costs memory nothing in speed
+    (bench/results/index_memory.md)."""
+
+    tokens: int
+    attention: int
+
+    def fits(self, n: int, width: int) -> bool:
+        """Whether n inputs padded to `width` tokens stay within both caps."""
+        return n * width <= self.tokens and n * width * width <= self.attention
+
+
+BATCH_BUDGET = BatchBudget(tokens=2_048, attention=4 * 512 * 512)
+"""The one budget of every model run (embedder and reranker, the index's phase 2 included).
+Why these caps: bench/results/index_memory.md (peak memory and speed by batch shape)."""
 
 
 def length_batches(
-    lengths: Sequence[int], batch_size: int, max_tokens: int = MAX_BATCH_TOKENS
+    lengths: Sequence[int], batch_size: int, budget: BatchBudget = BATCH_BUDGET
 ) -> list[list[int]]:
     """Input indices grouped by similar length (sorted, stable) so padding is small.
 
-    A batch holds at most `batch_size` inputs and at most `max_tokens` padded tokens (one
-    input always fits, however long).
+    A batch holds at most `batch_size` inputs and stays within `budget` (one input always
+    fits, however long).
     """
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
-    return cut_sorted(order, lengths.__getitem__, lambda _: 1, batch_size, max_tokens)
+    return cut_sorted(order, lengths.__getitem__, lambda _: 1, batch_size, budget)
 
 
 def cut_sorted(order: Sequence[int], width: Callable[[int], int], weight: Callable[[int], int],
-               size: int, max_tokens: int) -> list[list[int]]:
-    """`order` (ascending `width`) cut into batches of at most `size` total `weight` and at
-    most `max_tokens` padded tokens; an item is never split, and one always fits. Shared by
-    `length_batches` and the indexer's phase 2 (vector_fill.batches), so both cut alike."""
+               size: int, budget: BatchBudget) -> list[list[int]]:
+    """`order` (ascending `width`) cut into batches of at most `size` total `weight` within
+    `budget`; an item is never split, and one always fits. Shared by `length_batches` and
+    the indexer's phase 2 (vector_fill.batches), so both cut alike."""
     batches: list[list[int]] = []
     current: list[int] = []
     held = 0
     for i in order:
         # Sorted ascending, so the newest item sets the batch's padded width.
-        if current and (held + weight(i) > size or (len(current) + 1) * width(i) > max_tokens):
+        if current and (held + weight(i) > size or not budget.fits(len(current) + 1, width(i))):
             batches.append(current)
             current, held = [], 0
         current.append(i)

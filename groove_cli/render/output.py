@@ -11,6 +11,7 @@ from groove_cli import messages
 from groove_cli.config import SCHEMA, SPECS, KeySpec, Settings
 from groove_cli.dburl import mask
 from groove_cli.results import dumps_json
+from groove_cli.text.durations import human_duration
 
 if TYPE_CHECKING:
     from groove_cli.evaluate.report import EvalReport
@@ -111,9 +112,9 @@ def print_index_done(report: IndexReport) -> None:
                           "index is valid and the next run continues from here.")
         return
     messages.progress(
-        f"Done in {report.elapsed_ms}ms: {report.documents} docs ({report.updated} updated, "
-        f"{report.renamed} renamed, {report.deleted} deleted, {report.skipped} skipped), "
-        f"{report.chunks} chunks")
+        f"Done in {human_duration(report.elapsed_ms / 1000)}: {report.documents} docs "
+        f"({report.updated} updated, {report.renamed} renamed, {report.deleted} deleted, "
+        f"{report.skipped} skipped), {report.chunks} chunks")
 
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 
 from rich.console import Console
@@ -16,12 +17,11 @@ from rich.progress import (
     Task,
     TaskID,
     TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 from rich.text import Text
 
 from groove_cli import messages
+from groove_cli.text.durations import human_duration
 from groove_cli.types import NullProgress
 
 
@@ -32,6 +32,24 @@ class TransferSpeedColumnFiles(ProgressColumn):
         speed = task.finished_speed or task.speed
         unit = task.fields.get("unit", "")
         return Text(f"{speed:.1f} {unit}/s" if speed and unit else "", style="progress.data.speed")
+
+
+class HumanElapsedColumn(ProgressColumn):
+    """Time since the step began, as the `Done` line writes durations (`1 min 5 s`)."""
+
+    def render(self, task: Task) -> Text:
+        elapsed = task.finished_time if task.finished else task.elapsed
+        return Text(human_duration(elapsed or 0.0), style="progress.elapsed")
+
+
+class HumanRemainingColumn(ProgressColumn):
+    """`ETA ~14 min 38 s` from rich's recent speed over the step's unit (tokens while
+    embedding); empty until the step has progressed."""
+
+    def render(self, task: Task) -> Text:
+        left = task.time_remaining
+        return Text("" if left is None else f"ETA ~{human_duration(left)}",
+                    style="progress.remaining")
 
 
 class RichProgress:
@@ -46,9 +64,8 @@ class RichProgress:
             MofNCompleteColumn(),
             TextColumn("{task.fields[unit]}"),
             TransferSpeedColumnFiles(),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
+            HumanElapsedColumn(),
+            HumanRemainingColumn(),
             console=self.console,
             transient=True,
         )
@@ -84,34 +101,67 @@ class RichProgress:
 
 
 PROGRESS_INTERVAL = 10.0
-"""Seconds between two progress lines when stderr is not a terminal (cli.md §4)."""
+"""Seconds between two looks at the progress when stderr is not a terminal (cli.md §4)."""
 
-VERBS = {"files": "read", "chunks": "embedded"}
+VERBS = {"files": "read", "tokens": "embedded"}
+WAITS = {"Loading model": "loading the embedding model", "Counting tokens": "counting tokens"}
+"""What a step without a count (`total` None) is doing, by its label."""
 
 
 def _count(value: float) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
 
 
-class LineProgress:
-    """Stderr is not a terminal: one line every `interval` seconds while a step runs
-    (`embedded 1,200/3,665 chunks, 28/s, ~88 s left`), written by a timer thread so a line
-    comes even while one long model batch runs. With `plain_lines` (`--progress`) also
-    `Progress: N/M (P%)` every max(1, total/20) files (cli.md §4)."""
+def progress_line(unit: str, label: str, done: int, total: int | None, chunks: int,
+                  elapsed: float) -> str:
+    """The progress line of a step `elapsed` seconds after it began (cli.md §4):
+    `read 120/450 files, 35/s, ~9.4 s left`, `embedded 1,200 chunks, 45,000/410,000 tokens,
+    850 tokens/s, ~7 min 10 s left`, `loading the embedding model, 3.2 s so far`. The rate is
+    `done` per second since the step began and the ETA is what is left at that rate, both
+    left out until the step has progressed (the ETA also once nothing is left); while
+    embedding, both count the model's tokens, not chunks (a long chunk costs many times a
+    short one)."""
+    if total is None:
+        return f"{WAITS.get(label, label.lower())}, {human_duration(elapsed)} so far"
+    verb = VERBS.get(unit, "done")
+    if unit == "tokens":
+        text = f"{verb} {chunks:,} chunks, {done:,}/{total:,} tokens"
+    else:
+        text = f"{verb} {done:,}/{total:,} {unit}"
+    rate = done / elapsed if elapsed > 0 else 0.0
+    if rate <= 0:
+        return text
+    per = f" {unit}" if unit == "tokens" else ""
+    text = f"{text}, {_count(rate)}{per}/s"
+    return f"{text}, ~{human_duration((total - done) / rate)} left" if done < total else text
 
-    def __init__(self, *, plain_lines: bool = False, interval: float = PROGRESS_INTERVAL) -> None:
+
+class LineProgress:
+    """Stderr is not a terminal: a timer thread looks at the step every `interval` seconds
+    (so a line can come even while one long model batch runs) and writes its line
+    (`progress_line`) only when the text differs from the last one written: a stalled step
+    does not repeat itself. With `plain_lines` (`--progress`) also `Progress: N/M (P%)` every
+    max(1, total/20) files (cli.md §4). `clock` is for tests."""
+
+    def __init__(self, *, plain_lines: bool = False, interval: float = PROGRESS_INTERVAL,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.plain_lines = plain_lines
         self.interval = interval
+        self.clock = clock
         self.lock = threading.Lock()
         self.stopped = threading.Event()
         self.thread: threading.Thread | None = None
         self.total: int | None = None
         self.unit = "files"
+        self.label = ""
         self.done = 0
+        self.chunks = 0
         self.began = 0.0
         self.active = False
         self.step = 1
         self.last = 0
+        self.written: str | None = None
+        """The last progress line written: the next is written only when it differs."""
 
     def __enter__(self) -> LineProgress:
         return self
@@ -125,10 +175,10 @@ class LineProgress:
 
     def start(self, total: int | None, label: str | None = None, unit: str | None = None) -> None:
         with self.lock:
-            self.total, self.unit = total, unit or "files"
-            self.done, self.last = 0, 0
+            self.total, self.unit, self.label = total, unit or "files", label or ""
+            self.done, self.chunks, self.last = 0, 0, 0
             self.step = max(1, (total or 0) // 20)
-            self.began = time.monotonic()
+            self.began = self.clock()
             self.active = True
         if self.thread is None:
             self.thread = threading.Thread(target=self._tick, name="groove-progress", daemon=True)
@@ -137,6 +187,7 @@ class LineProgress:
     def advance(self, done: int, chunks: int) -> None:
         with self.lock:
             self.done = done
+            self.chunks += chunks
         if not self.plain_lines or self.unit != "files" or done == self.last:
             return
         if done % self.step == 0 or done == self.total:
@@ -153,20 +204,22 @@ class LineProgress:
         with self.lock:
             if not self.active:
                 return None
-            elapsed = time.monotonic() - self.began
-            if self.total is None:
-                return f"loading the embedding model, {elapsed:.0f} s so far"
-            verb = VERBS.get(self.unit, "done")
-            text = f"{verb} {self.done:,}/{self.total:,} {self.unit}"
-            rate = self.done / elapsed if elapsed > 0 else 0.0
-            if rate <= 0:
-                return text
-            left = (self.total - self.done) / rate
-            return f"{text}, {_count(rate)}/s, ~{left:,.0f} s left"
+            return progress_line(self.unit, self.label, self.done, self.total, self.chunks,
+                                 self.clock() - self.began)
+
+    def fresh_line(self) -> str | None:
+        """The line for now when it differs from the last one written (then it counts as
+        written), else None."""
+        text = self.line()
+        with self.lock:
+            if text is None or text == self.written:
+                return None
+            self.written = text
+            return text
 
     def _tick(self) -> None:
         while not self.stopped.wait(self.interval):
-            text = self.line()
+            text = self.fresh_line()
             if text is not None:
                 messages.progress(text)
 
