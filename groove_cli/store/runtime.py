@@ -26,9 +26,8 @@ def _no_memory_statistics() -> None:
 
     With them on (apsw's default) every allocation takes one process-wide mutex, and FTS5
     allocates a lot: two threads running full-text queries on separate connections then
-    barely overlap (1,000 JSQuAD queries: 0.95 s on one thread, 0.84 s on two; with the
-    statistics off 0.92 s and 0.46 s). groove never reads them. SQLite accepts the setting
-    only while no connection is open; if one already is, nothing changes.
+    barely overlap (bench/results/code-notes.md#memstatus). groove never reads them. SQLite
+    accepts the setting only while no connection is open; if one already is, nothing changes.
     """
     try:
         apsw.shutdown()

@@ -215,8 +215,9 @@ class PgStore(PgVectorWrites):
 
     def create_vec_table(self, dim: int) -> None:
         """Set the KB's dimension and vector kind and drop its HNSW index: a new KB's index is
-        built once its vectors are in (`build_vector_index`), 3–4× faster than growing it row
-        by row; until then the leg is an exact scan (the same answers, slower)."""
+        built once its vectors are in (`build_vector_index`), much cheaper than growing it row
+        by row (bench/results/code-notes.md#hnsw-bulk); until then the leg is an exact scan
+        (the same answers, slower)."""
         self.con.execute(f"DROP INDEX IF EXISTS {_hnsw_name(self.kb)}")
         self.con.execute("DELETE FROM groove_chunk_pieces WHERE kb = %s", (self.kb,))
         self.con.execute("UPDATE groove_chunks SET embedding = NULL, embedding_f32 = NULL, "
@@ -403,7 +404,8 @@ class PgStore(PgVectorWrites):
                     + ",".join(["%s"] * len(_CHUNK_COLUMNS)) + (",%s)" if exact else ",%b)"), rows)
             if postings:
                 # one statement (COPY would end the pipeline); the columns go as delimited
-                # text the server splits in C, 10x cheaper than psycopg's list adaptation.
+                # text the server splits in C, far cheaper than psycopg's list adaptation
+                # (bench/results/code-notes.md#pg-writes).
                 # \x1f cannot occur in a term: unicode61 tokens hold only letters, digits and
                 # private-use characters
                 tbl, terms, cids, heading, context, content, lengths = zip(*postings, strict=True)
