@@ -9,9 +9,30 @@ DEMO_KB := golden
 
 .PHONY: install test lint demo eval eval-datasets suite bench bench-backends bench-serve clean lock
 
+# The benchmarks read public collections kept outside the checkout, named by environment
+# variables (bench/README.md): GROOVE_DATASETS, the folder holding cisi/ and jsquad/;
+# GROOVE_MIRRORS, the folder of <owner>+<name>/repo git snapshots the suite's other collections
+# are rebuilt from (bench/collections.json names each repository and commit). A target that
+# needs one stops here, before installing anything, when it is unset.
+NEEDS_DATASETS := bench eval-datasets suite bench-backends
+NEEDS_MIRRORS  := suite
+ifneq ($(filter $(NEEDS_DATASETS),$(MAKECMDGOALS)),)
+ifeq ($(strip $(GROOVE_DATASETS)),)
+$(error make $(firstword $(filter $(NEEDS_DATASETS),$(MAKECMDGOALS))): set GROOVE_DATASETS to the folder holding cisi/ and jsquad/ (see bench/README.md))
+endif
+endif
+ifneq ($(filter $(NEEDS_MIRRORS),$(MAKECMDGOALS)),)
+ifeq ($(strip $(GROOVE_MIRRORS)),)
+$(error make suite: set GROOVE_MIRRORS to the folder of <owner>+<name>/repo git snapshots (see bench/README.md))
+endif
+endif
+export GROOVE_DATASETS GROOVE_MIRRORS
+
 # editable_mode=compat puts the checkout on sys.path with a plain .pth line: the default mode's
-# import hook costs ~20 ms at every interpreter start, 7 % of a cold `groove search` (and an
-# installed wheel has none). setuptools is pinned in pyproject.toml, which keeps this mode.
+# import hook adds a fixed cost to every interpreter start, a visible share of a cold
+# `groove search` that an installed wheel does not pay
+# (bench/results/code-notes.md#editable-install). setuptools is pinned in pyproject.toml, which
+# keeps this mode.
 EDITABLE := --config-settings editable_mode=compat -e
 
 $(STAMP): pyproject.toml constraints.txt
@@ -29,7 +50,7 @@ lint: $(STAMP)  ## ruff + mypy --strict
 	$(BIN)/mypy --strict groove_cli
 
 # demo compiles groove's bytecode first, as an installed package has it (PYTHONDONTWRITEBYTECODE
-# would otherwise make every command compile ~30 modules from source).
+# would otherwise make every command compile its modules from source).
 demo: $(STAMP)  ## resolve the default model, index the sample KB, run two searches
 	$(BIN)/python -m compileall -q groove_cli > /dev/null
 	$(GROOVE) models resolve multilingual-e5-small
@@ -47,13 +68,9 @@ eval-datasets: $(STAMP)  ## quality on the CISI and JSQuAD collections -> bench/
 	$(BIN)/python bench/baseline_commit.py  # CISI before issue 13, on this machine
 	$(BIN)/python bench/eval_datasets.py --render-only
 
-# MIRRORS holds the public repositories the collections come from, as <owner>+<name>/repo git
-# snapshots (bench/collections.json names each repository and commit).
-MIRRORS ?= /work/.mirror
-
 suite: $(STAMP)  ## 8 public collections: peers, groove legs, LOCO fusion -> bench/results/suite.*
 	$(BIN)/pip install --quiet -c constraints.txt $(EDITABLE) '.[bench]'
-	$(BIN)/python bench/suite_collections.py --mirrors $(MIRRORS)
+	$(BIN)/python bench/suite_collections.py
 	$(BIN)/python bench/suite.py
 
 bench: $(STAMP)  ## speed benchmarks -> bench/results/*.json + .md

@@ -26,13 +26,59 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 WORK = BENCH / "work"
 RESULTS = BENCH / "results"
-DATASETS = Path("/work/shared/datasets")
+DATASETS_ENV = "GROOVE_DATASETS"
+"""Names the folder of the public collections kept outside the checkout (cisi/, jsquad/)."""
+MIRRORS_ENV = "GROOVE_MIRRORS"
+"""Names the folder of git snapshots (`<owner>+<name>/repo`) the suite's collections come from."""
 GROOVE = Path(os.environ.get("GROOVE_BIN", str(ROOT / ".venv" / "bin" / "groove")))
 """The groove command the benchmarks run; GROOVE_BIN overrides it (e.g. a shared venv)."""
 DEFAULT_MODEL = "multilingual-e5-small"
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+def _folder_from(env: str, explicit: Path | str | None, what: str) -> Path:
+    """`explicit` (a flag's value), else the environment variable `env`, as an existing
+    folder; otherwise one line on stderr and exit 2 (no traceback)."""
+    value = str(explicit) if explicit else os.environ.get(env, "")
+    if not value:
+        print(f"groove bench: set {env} to {what} (see bench/README.md)", file=sys.stderr)
+        raise SystemExit(2)
+    folder = Path(value).expanduser()
+    if not folder.is_dir():
+        print(f"groove bench: {env}={value} is not a folder; set it to {what} "
+              "(see bench/README.md)", file=sys.stderr)
+        raise SystemExit(2)
+    return folder
+
+
+def datasets_root(explicit: Path | str | None = None) -> Path:
+    """The folder holding the public collections cisi/ and jsquad/ (each `docs/<id>.md` and
+    its queries): `explicit` (a `--datasets` flag) or $GROOVE_DATASETS. Every benchmark that
+    reads them resolves the folder here; unset, it stops with one line and exit code 2."""
+    return _folder_from(DATASETS_ENV, explicit, "the folder holding cisi/ and jsquad/")
+
+
+def mirrors_root(explicit: Path | str | None = None) -> Path:
+    """The folder of repository snapshots (`<owner>+<name>/repo` git directories) the suite's
+    collections are rebuilt from: `explicit` (a `--mirrors` flag) or $GROOVE_MIRRORS; unset,
+    it stops with one line and exit code 2."""
+    return _folder_from(MIRRORS_ENV, explicit,
+                        "the folder of <owner>+<name>/repo git snapshots")
+
+
+def built_collections() -> Path:
+    """`.cache/collections/` where bench/suite_collections.py builds the suite's collections:
+    this checkout's, or in a linked git worktree without a build, the main checkout's."""
+    own = ROOT / ".cache" / "collections"
+    if own.is_dir():
+        return own
+    proc = subprocess.run(["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                          cwd=ROOT, capture_output=True, text=True, check=False)
+    common = Path(proc.stdout.strip()) if proc.returncode == 0 and proc.stdout.strip() else None
+    main = common.parent / ".cache" / "collections" if common is not None else None
+    return main if main is not None and main.is_dir() else own
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,13 +228,13 @@ def verdict(ok: bool) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Collection:
-    """A dataset under /work/shared/datasets and its benchmark work folder."""
+    """A dataset under $GROOVE_DATASETS (`datasets_root`) and its benchmark work folder."""
 
     name: str
 
     @property
     def source(self) -> Path:
-        return DATASETS / self.name
+        return datasets_root() / self.name
 
     @property
     def docs(self) -> Path:

@@ -6,7 +6,7 @@
     .venv/bin/python bench/bench_index.py --only shared [--pairs 2] [--spin-pairs 2] [--stops 5,3]
 
 1. `groove index` from scratch into `bench/work/<name>/index.db` (JSQuAD: KB = a symlink to
-   /work/shared/datasets/jsquad/docs; synthetic: `make_synthetic_kb.py --chunks N
+   $GROOVE_DATASETS/jsquad/docs; synthetic: `make_synthetic_kb.py --chunks N
    --sections-per-file 1`, one chunk per note); documents and chunks from the `Done` line must
    equal `groove status --format json`. On runs of their own (`--fts-notes`), as soon as
    phase 1 reports `Full text ready`, a `--mode fts` search for a word of the last note runs:

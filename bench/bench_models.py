@@ -1,11 +1,11 @@
 """Benchmark the default embedder: fp32 vs int8 retrieval quality, throughput, overhead, cold load.
 
-Usage: .venv/bin/python bench/bench_models.py [--models-dir DIR] [--queries 200]
+Usage: .venv/bin/python bench/bench_models.py [--datasets DIR] [--models-dir DIR] [--queries 200]
 
 Writes bench/results/models.json and bench/results/models.md. Measures:
 
 - dense retrieval nDCG@10 of the converted float32 graph and of its dynamic int8 quantisation
-  on /work/shared/datasets/jsquad and cisi (first N judged queries; every document embedded
+  on jsquad and cisi under $GROOVE_DATASETS (first N judged queries; every document embedded
   whole with the passage prefix, truncated at 512 tokens), plus passages/s;
 - embedder overhead: `Embedder.embed_passages` on 1,000 JSQuAD passages versus a bare
   onnxruntime session running the same graph on the same padded batches (target ≤ 10%);
@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _common import package_versions  # noqa: E402
+from _common import WORK, datasets_root, package_versions  # noqa: E402
 
 from groove_cli.engine import (  # noqa: E402  # noqa: E402  # noqa: E402  # noqa: E402
     PACK_VARIANT,
@@ -49,13 +49,13 @@ from groove_cli.engine import (  # noqa: E402  # noqa: E402  # noqa: E402  # noq
     write_model_toml,
 )
 
-DATASETS = Path("/work/shared/datasets")
 TOLERANCE = 0.005
 
 
-def load_dataset(name: str, n_queries: int) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+def load_dataset(datasets: Path, name: str, n_queries: int
+                 ) -> tuple[list[str], list[str], list[dict[str, Any]]]:
     """(doc ids, doc texts, first n judged queries) of a dataset folder."""
-    folder = DATASETS / name
+    folder = datasets / name
     paths = sorted((folder / "docs").glob("*.md"))
     ids = [p.stem for p in paths]
     texts = [p.read_text(encoding="utf-8") for p in paths]
@@ -78,8 +78,8 @@ def ndcg_at_10(ranked: list[str], grades: dict[str, float]) -> float:
     return dcg / idcg if idcg > 0 else 0.0
 
 
-def retrieval(emb: Embedder, name: str, n_queries: int) -> dict[str, Any]:
-    ids, texts, queries = load_dataset(name, n_queries)
+def retrieval(emb: Embedder, datasets: Path, name: str, n_queries: int) -> dict[str, Any]:
+    ids, texts, queries = load_dataset(datasets, name, n_queries)
     t0 = time.perf_counter()
     doc_vecs = emb.embed_passages(texts)
     seconds = time.perf_counter() - t0
@@ -103,9 +103,9 @@ def retrieval(emb: Embedder, name: str, n_queries: int) -> dict[str, Any]:
     }
 
 
-def overhead(emb: Embedder, n: int = 1000) -> dict[str, Any]:
+def overhead(emb: Embedder, datasets: Path, n: int = 1000) -> dict[str, Any]:
     """Embedder time vs a bare session.run loop over the same padded batches."""
-    _, texts, _ = load_dataset("jsquad", 0)
+    _, texts, _ = load_dataset(datasets, "jsquad", 0)
     texts = texts[:n]
     session = emb.runtime.session
     tok = emb.runtime.tokenizer
@@ -285,10 +285,14 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models-dir", type=Path, default=Path("/tmp/groove-bench-models"))
+    parser.add_argument("--datasets", type=Path,
+                        help="folder holding cisi/ and jsquad/ (default $GROOVE_DATASETS)")
+    parser.add_argument("--models-dir", type=Path, default=WORK / "models",
+                        help="where the converted graphs go (default bench/work/models)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args()
+    datasets = datasets_root(args.datasets)
     os.environ.setdefault("GROOVE_OFFLINE", "1")
     load_before = os.getloadavg()[1]
 
@@ -301,11 +305,11 @@ def main() -> None:
         emb = Embedder.load(model)
         variants[label] = {
             "onnx_size": model.onnx_size,
-            **{ds: retrieval(emb, ds, args.queries) for ds in ("jsquad", "cisi")},
+            **{ds: retrieval(emb, datasets, ds, args.queries) for ds in ("jsquad", "cisi")},
         }
         print(label, json.dumps(variants[label]), flush=True)
         if model is default:
-            over = {"variant": label, **overhead(emb)}
+            over = {"variant": label, **overhead(emb, datasets)}
             print("overhead", json.dumps(over), flush=True)
         del emb
     deltas = {ds: variants["int8"][ds]["ndcg@10"] - variants["fp32"][ds]["ndcg@10"]

@@ -56,10 +56,10 @@ from typing import Any
 import numpy as np
 import yaml
 from _common import (
-    DATASETS,
     RESULTS,
     ROOT,
     WORK,
+    datasets_root,
     empty_config,
     machine,
     machine_line,
@@ -509,8 +509,8 @@ def markdown(data: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--datasets", type=Path, default=DATASETS,
-                        help="folder holding cisi/ and jsquad/ (default: %(default)s)")
+    parser.add_argument("--datasets", type=Path,
+                        help="folder holding cisi/ and jsquad/ (default $GROOVE_DATASETS)")
     parser.add_argument("--kernels", default=",".join(KERNELS))
     parser.add_argument("--qemu-cpu", default="Haswell-noTSX",
                         help="qemu-user CPU model of the emulated check ('' skips it)")
@@ -520,6 +520,8 @@ def main() -> None:
     parser.add_argument("--probe", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if not args.render_only:
+        args.datasets = datasets_root(args.datasets)
     if args.probe is not None:
         probe(args.probe, args.datasets, args.out)
         return

@@ -57,7 +57,7 @@ CACHE_SPEEDUP_TARGET = 5.0
 README_BASELINES = {
     "jsquad": "the dataset README's char-bigram BM25 baseline: recall@10 ≈ 0.97, MRR@10 ≈ 0.93",
 }
-"""Reference points quoted from /work/shared/datasets/<name>/README.md."""
+"""Reference points quoted from $GROOVE_DATASETS/<name>/README.md."""
 SAME = 5e-4
 """Aggregate differences below this are reported as equal (they round to 0.000)."""
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """No behaviour change: `groove eval --format json` by two commits on the same index files.
 
-    .venv/bin/python bench/eval_parity.py --base COMMIT --datasets DIR [--name NAME]
+    .venv/bin/python bench/eval_parity.py --base COMMIT [--datasets DIR] [--name NAME]
 
-Per collection (the sample KB golden/, CISI and JSQuAD's fixed 1,000-query sample under DIR):
+Per collection (the sample KB golden/, CISI and JSQuAD's fixed 1,000-query sample under DIR, default
+$GROOVE_DATASETS):
 one index built by this checkout under bench/work/parity/, then `groove eval --no-history
 --format json --k 1,5,10 --limit 10` run by this checkout and by COMMIT (a git worktree under
 bench/work/parity/, imported ahead of the installed package). Compared: every aggregate and
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from _common import datasets_root
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "bench" / "work" / "parity"
@@ -85,13 +87,11 @@ def compare(name: str, kb: Path, golden: Path, base: Path, config: Path) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", required=True, help="the commit before the change")
-    parser.add_argument("--datasets", type=Path, default=os.environ.get("GROOVE_DATASETS"),
+    parser.add_argument("--datasets", type=Path,
                         help="folder holding cisi/ and jsquad/ (default $GROOVE_DATASETS)")
     parser.add_argument("--name", default="eval_parity")
     args = parser.parse_args()
-    if args.datasets is None:
-        sys.exit("bench: error: set GROOVE_DATASETS to the folder holding cisi/ and jsquad/ "
-                 "(or pass --datasets DIR)")
+    datasets = datasets_root(args.datasets)
     WORK.mkdir(parents=True, exist_ok=True)
     base_commit = git("rev-parse", args.base)
     base = WORK / f"base-{base_commit[:12]}"
@@ -99,7 +99,6 @@ def main() -> None:
     git("worktree", "add", "--detach", str(base), base_commit)
     config = WORK / "groove.toml"
     config.write_text("", encoding="utf-8")
-    datasets: Path = args.datasets
     collections = {
         "golden": (ROOT / "golden", ROOT / "golden" / ".groove-eval.yml"),
         "cisi": (datasets / "cisi" / "docs",

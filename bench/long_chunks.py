@@ -27,10 +27,10 @@ from typing import Any
 
 import yaml
 from _common import (
-    DATASETS,
     RESULTS,
-    ROOT,
     WORK,
+    built_collections,
+    datasets_root,
     empty_config,
     machine,
     machine_line,
@@ -44,20 +44,21 @@ from groove_cli.engine import bootstrap_ci, randomization_p
 MODES = ("vector", "hybrid")
 METRICS = (("ndcg@10", "ndcg_at_k", "10"), ("recall@10", "recall_at_k", "10"),
            ("MRR", "reciprocal_rank", None))
-BUILT = next((p for p in (ROOT / ".cache" / "collections", Path("/work/main/.cache/collections"))
-              if (p / "livedoor").is_dir()), ROOT / ".cache" / "collections")
-SOURCES = {
-    "cisi": (DATASETS / "cisi" / "docs", DATASETS / "cisi" / "queries.jsonl"),
-    "jsquad": (DATASETS / "jsquad" / "docs", DATASETS / "jsquad" / "queries-1000.jsonl"),
-    "livedoor": (BUILT / "livedoor" / "docs", BUILT / "livedoor" / "queries.jsonl"),
-}
-"""Docs folder and queries per collection (livedoor: the suite's build of bench/collections.json
-by bench/suite_collections.py, read only; a worktree reads the main checkout's)."""
+SOURCES = {"cisi": "queries.jsonl", "jsquad": "queries-1000.jsonl", "livedoor": "queries.jsonl"}
+"""The queries file of each collection."""
+
+
+def source(name: str) -> tuple[Path, Path]:
+    """Docs folder and queries of a collection: cisi and jsquad under $GROOVE_DATASETS;
+    livedoor the suite's build of bench/collections.json by bench/suite_collections.py, read
+    only (a worktree reads the main checkout's)."""
+    folder = (built_collections() if name == "livedoor" else datasets_root()) / name
+    return folder / "docs", folder / SOURCES[name]
 
 
 def prepare(name: str) -> tuple[Path, Path, Path, Path]:
     """The work folder's KB link, index path, empty config and golden file."""
-    docs, queries = SOURCES[name]
+    docs, queries = source(name)
     work = WORK / "long_chunks" / name
     work.mkdir(parents=True, exist_ok=True)
     kb = work / "kb"

@@ -22,7 +22,7 @@ import shutil
 import time
 from typing import Any
 
-from _common import DATASETS, WORK, empty_config, machine, machine_line, write_results
+from _common import WORK, datasets_root, empty_config, machine, machine_line, write_results
 
 import groove_cli
 
@@ -47,12 +47,13 @@ def stage_of(name: str) -> str:
 
 
 def profile(notes: int, clock: str) -> dict[str, Any]:
+    jsquad = datasets_root() / "jsquad" / "docs"
     work = WORK / "profile_index"
     if work.exists():
         shutil.rmtree(work)
     kb = work / "kb"
     kb.mkdir(parents=True)
-    for path in sorted((DATASETS / "jsquad" / "docs").glob("*.md"))[:notes]:
+    for path in sorted(jsquad.glob("*.md"))[:notes]:
         shutil.copy(path, kb / path.name)
     index = groove_cli.open(kb, db=work / "index.db", config=empty_config(work))
     prof = cProfile.Profile(time.process_time if clock == "cpu" else time.perf_counter)

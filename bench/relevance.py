@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from _common import RESULTS, machine, machine_line, write_results  # noqa: E402
+from _common import RESULTS, WORK, machine, machine_line, write_results  # noqa: E402
 
 import groove_cli  # noqa: E402
 from groove_cli.engine import (  # noqa: E402
@@ -65,7 +65,8 @@ from groove_cli.engine import (  # noqa: E402
     split_half,
 )
 
-SCRATCH = Path("/tmp/groove-relevance")
+SCRATCH = WORK / "relevance"
+"""Private copies of the indexes and the collected features (git-ignored)."""
 COLLECTIONS = ("cisi", "jsquad")
 TOP = 10
 

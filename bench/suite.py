@@ -2,7 +2,7 @@
 """The benchmark suite (issue 25): every collection × {bm25s peers, groove fts, vector, hybrid},
 and fusion candidates chosen by leave-one-collection-out.
 
-    python bench/suite_collections.py --mirrors DIR   # once: rebuild the collections
+    python bench/suite_collections.py [--mirrors DIR]   # once: rebuild the collections
     python bench/suite.py [--collections med,adi] [--render-only]
 
 Per collection (bench/collections.json): index with built-in defaults (the real default model;

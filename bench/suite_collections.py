@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """Rebuild the benchmark suite's public test collections (issue 25) from their sources.
 
-    python bench/suite_collections.py --mirrors /work/.mirror [--only med,adi] [--record]
+    python bench/suite_collections.py [--mirrors DIR] [--only med,adi] [--record]
 
 Each collection of `bench/collections.json` (the manifest: source repository, commit, files
 and their sha256, licence, how it is built) is written to `.cache/collections/<name>/` in the
-layout of /work/shared/datasets: `docs/<doc id>.md`, `queries.jsonl` (`{"id", "query",
+layout of $GROOVE_DATASETS: `docs/<doc id>.md`, `queries.jsonl` (`{"id", "query",
 "relevant", "grades"}`), `qrels.tsv` (TREC) and `provenance.json`. Sources are public GitHub
-repositories read from local git snapshots: `--mirrors DIR` holds them as
-`DIR/<owner>+<name>/repo` (the layout the search tool's `fetch` writes), or `--repo
+repositories read from local git snapshots: `--mirrors DIR` (default $GROOVE_MIRRORS) holds
+them as `DIR/<owner>+<name>/repo` (the layout the search tool's `fetch` writes), or `--repo
 owner/name=GIT_DIR` names one. Every source file is checked against its manifest sha256
 before use, and the built folder's digest against `built_sha256` (`--record` writes the
-digests instead). Collections kept in /work/shared/datasets (CISI, JSQuAD) are only digested.
+digests instead). Collections kept in $GROOVE_DATASETS (CISI, JSQuAD) are only digested.
 
 Samples are drawn with `random.Random(seed)` from the manifest, so a rebuild is identical.
 Reviewers hold out Cranfield, NPL, CACM and JaQuAD: no builder reads them.
@@ -32,10 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _common import datasets_root, mirrors_root
+
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "bench" / "collections.json"
 OUT = ROOT / ".cache" / "collections"
-SHARED = Path("/work/shared/datasets")
 FORBIDDEN = re.compile(r"cran|npl|vaswani|cacm|jaquad", re.IGNORECASE)
 """Source paths of the held-out collections: a manifest naming one is refused."""
 
@@ -314,8 +315,10 @@ def folder_digest(folder: Path, names: Iterable[str]) -> str:
 
 
 def collection_dir(entry: dict[str, Any]) -> Path:
-    """Where a manifest entry's collection lives (shared ones are read in place)."""
-    return SHARED / entry["name"] if entry["build"] == "shared" else OUT / entry["name"]
+    """Where a manifest entry's collection lives (shared ones are read in place, under
+    $GROOVE_DATASETS)."""
+    name = str(entry["name"])
+    return datasets_root() / name if entry["build"] == "shared" else OUT / name
 
 
 def load_manifest() -> list[dict[str, Any]]:
@@ -326,9 +329,11 @@ def load_manifest() -> list[dict[str, Any]]:
 def repo_dir(repo: str, mirrors: Path | None, explicit: dict[str, Path]) -> Path:
     if repo in explicit:
         return explicit[repo]
-    if mirrors is not None:
-        return mirrors / repo.replace("/", "+") / "repo"
-    raise SystemExit(f"collections: error: no snapshot of {repo}; pass --mirrors or --repo")
+    path = mirrors_root(mirrors) / repo.replace("/", "+") / "repo"
+    if not path.is_dir():
+        raise SystemExit(f"collections: error: no snapshot of {repo} at {path} "
+                         "(fetch it there, or pass --repo OWNER/NAME=GIT_DIR)")
+    return path
 
 
 def rebuild(entry: dict[str, Any], mirrors: Path | None, explicit: dict[str, Path],
@@ -353,7 +358,8 @@ def rebuild(entry: dict[str, Any], mirrors: Path | None, explicit: dict[str, Pat
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mirrors", type=Path, help="folder of <owner>+<name>/repo snapshots")
+    parser.add_argument("--mirrors", type=Path,
+                        help="folder of <owner>+<name>/repo snapshots (default $GROOVE_MIRRORS)")
     parser.add_argument("--repo", action="append", default=[], metavar="OWNER/NAME=GIT_DIR")
     parser.add_argument("--only", help="comma-separated collection names")
     parser.add_argument("--record", action="store_true",

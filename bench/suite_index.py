@@ -49,7 +49,7 @@ def defaults_digest() -> str:
 
 @dataclass(frozen=True, slots=True)
 class SuiteCollection(Collection):
-    """A manifest collection: its docs folder may live outside /work/shared/datasets."""
+    """A manifest collection: its docs folder may live outside $GROOVE_DATASETS."""
 
     entry: dict[str, Any] | None = None
 

@@ -102,7 +102,7 @@ def mcp_cmd(ctx: typer.Context, kbs: KbsArg = None, watch: WatchOpt = False) -> 
 
     Exits when the client closes the connection.
 
-    Example (an MCP client's config): `{"command": "groove", "args": ["mcp", "/home/me/notes"]}`
+    Example (an MCP client's config): `{"command": "groove", "args": ["mcp", "/path/to/notes"]}`
     """
     one_blas_thread()
     from groove_cli.serve.runner import leave, serve_stdio
