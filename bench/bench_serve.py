@@ -2,9 +2,14 @@
 """`groove serve` benchmark (issue 27): warm hybrid search over HTTP at 10k chunks, 8 concurrent
 clients against the same searches as fresh CLI processes, RSS over 10,000 requests, a
 forwarded `groove search` against an in-process one, and the cold full-text search that must
-not load any serving code. Writes bench/results/serve.json and serve.md in one run.
+not load any serving code; and what an agent waits for (issue 41, serve_agents.py): `groove
+mcp`'s `initialize` against `qmd mcp`'s, exit on stdin close, the first search after start,
+and where a search's CPU goes. Writes bench/results/serve.json and serve.md in one run.
 
-    python bench/bench_serve.py [--size 10000] [--soak 10000] [--seconds 60]
+    python bench/bench_serve.py [--size 10000] [--soak 10000] [--seconds 60] [--qmd CMD]
+
+`--qmd` names qmd's launcher (default: `qmd` on PATH; qmd needs Node 22 on PATH); without
+one, the qmd column says so.
 
 The index is bench_search's synthetic 10k-chunk index (real schema, real FTS rows; its stored
 vectors are random unit vectors, which costs KNN exactly what real ones cost); queries are
@@ -25,7 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +50,8 @@ from _common import (
 
 GROOVE = Path(sys.executable).parent / "groove"
 TARGETS = {"p50_ms": 30.0, "p95_ms": 80.0, "throughput_ratio": 4.0, "rss_growth": 0.10,
-           "forwarded_s": 0.15, "cold_fts_s": 0.2}
+           "forwarded_s": 0.15, "cold_fts_s": 0.2, "initialize_vs_qmd": 0.5,
+           "initialize_s": 1.0, "exit_s": 0.2, "first_ratio": 1.5}
 CLIENTS = 8
 SEQUENTIAL = 300
 CLI_RUNS = 12
@@ -101,24 +107,33 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
-@contextmanager
-def server(kb: Path, db: Path, config: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+def start_server(kb: Path, db: Path, config: Path, log: Any
+                 ) -> tuple[subprocess.Popen[bytes], str, str]:
+    """`groove serve` on a free port: the process, HOST:PORT and the state file's token, as
+    soon as the state file names it (what a client waits for)."""
     state = db.with_name(db.name + ".server.json")
-    log = (bench_work() / "serve.log").open("w+b")  # a file, not a pipe: a full pipe would
     proc = subprocess.Popen([str(GROOVE), "--config", str(config), "--db", str(db), "serve",
                              str(kb), "--port", "0"], env=env(), stdout=subprocess.DEVNULL,
-                            stderr=log)  # block the server on its next log line
+                            stderr=log)  # a file, not a pipe: a full pipe would block it
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        with suppress(OSError, ValueError):
+            found = json.loads(state.read_text())
+            if found.get("pid") == proc.pid:
+                return proc, found["address"][len("http://"):], found["token"]
+        time.sleep(0.005)
+    proc.kill()
+    proc.wait()
+    log.seek(0)
+    raise RuntimeError(f"the server did not start: {log.read().decode()}")
+
+
+@contextmanager
+def server(kb: Path, db: Path, config: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    log = (bench_work() / "serve.log").open("w+b")
+    proc, address, _ = start_server(kb, db, config, log)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
-            if state.exists() and json.loads(state.read_text()).get("pid") == proc.pid:
-                break
-            time.sleep(0.05)
-        else:
-            log.seek(0)
-            raise RuntimeError(f"the server did not start: {log.read().decode()}")
-        address = json.loads(state.read_text())["address"]
-        yield proc, address[len("http://"):]
+        yield proc, address
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -302,14 +317,48 @@ def cold_fts(kb: Path, db: Path, config: Path, gen: Queries) -> dict[str, Any]:
             "without_flag_median_cpu_s": median(cpus["plain"])}
 
 
+def agents(kb: Path, db: Path, config: Path, gen: Queries, qmd_given: str | None
+           ) -> dict[str, Any]:
+    """Issue 41's measures (serve_agents.py), qmd beside groove where it is installed."""
+    import serve_agents as sa
+
+    found: dict[str, Any] = {"sdk_import_s": sa.sdk_import_s(sys.executable, env())}
+    qmd = sa.qmd_command(qmd_given)
+    qmd_env = None
+    if qmd is not None:
+        qmd_env = sa.qmd_env(bench_work())
+        sa.qmd_index(qmd, qmd_env, kb)
+        found["qmd_version"] = sa.qmd_version(qmd, qmd_env)
+        found["qmd_node"] = subprocess.run(["node", "--version"], env=qmd_env,
+                                           capture_output=True, text=True,
+                                           check=False).stdout.strip()
+    found["mcp"] = sa.mcp_pairs([str(GROOVE), "--config", str(config), "--db", str(db), "mcp",
+                                 str(kb)], env(), gen.next, qmd, qmd_env)
+    log = (bench_work() / "serve-starts.log").open("w+b")
+    try:
+        found["first"] = sa.first_after_start(
+            lambda: start_server(kb, db, config, log), search, gen.next,
+            lambda address: http.client.HTTPConnection(address, timeout=60))
+    finally:
+        log.close()
+    found["cpu"] = sa.cpu_breakdown_child(kb, db, config, gen.next, env())
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--soak", type=int, default=10_000)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--qmd", help="qmd's launcher command (default: qmd on PATH)")
     args = parser.parse_args()
     import bench_search
 
+    # bytecode as an installed package has it: a source tree run with PYTHONDONTWRITEBYTECODE
+    # would compile groove_cli at every start and time that instead
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "groove_cli")],
+                   check=True, capture_output=True, env=dict(os.environ,
+                                                             PYTHONDONTWRITEBYTECODE=""))
     info = machine()
     kb, db, build = bench_search.ensure_index(args.size, rebuild=False)
     config = empty_config(bench_search.SEARCH_WORK / "serve-config")
@@ -318,6 +367,7 @@ def main() -> None:
     data: dict[str, Any] = {"machine": info, "args": vars(args),
                             "chunks": build.get("chunks", args.size),
                             "targets": TARGETS, "clients": CLIENTS}
+    data["agents"] = agents(kb, db, config, gen, args.qmd)
     data["cold_fts"] = cold_fts(kb, db, config, gen)
     data["cli"] = cli_throughput(kb, db, config, gen)
     data["in_process"] = in_process(kb, db, config, gen)
@@ -332,6 +382,21 @@ def main() -> None:
     data["load_average_end"] = list(os.getloadavg())
     write_results("serve", data, markdown(data))
     print(markdown(data))
+
+
+def serve_agents_intro(found: dict[str, Any]) -> list[str]:
+    """What the issue 41 rows compare."""
+    mcp = found["mcp"]
+    where = (f"qmd: `qmd mcp` ({found.get('qmd_version', '?')}, Node "
+             f"{found.get('qmd_node', '?')}), started by its launcher as an agent starts it, "
+             "on the same KB with its full-text index only: its models download from a hub "
+             "at run time, which this machine cannot reach, so no qmd hybrid search, vector "
+             "warm-up or CPU figure is possible here." if "qmd" in mcp else
+             "qmd is not installed here: the qmd figure is the issue's, from another machine.")
+    return [f"Agents (issue 41): each MCP server spawned {mcp['groove']['runs']} times, "
+            "JSON-RPC written on its pipes (initialize, initialized, tools/list, "
+            "3 searches, stdin closed), groove and qmd alternating; groove_cli's bytecode "
+            "compiled first, as an installed package has it. " + where, ""]
 
 
 def markdown(d: dict[str, Any]) -> str:
@@ -375,7 +440,7 @@ def markdown(d: dict[str, Any]) -> str:
          f"{d['cold_fts']['without_flag_median_s']:.3f} s "
          f"(CPU {d['cold_fts']['without_flag_median_cpu_s']:.3f} s)", "-", True),
     ]
-    lines = ["# groove serve (issue 27)", "",
+    lines = ["# groove serve (issues 27, 41)", "",
              f"Command line: `python bench/bench_serve.py --size {d['args']['size']} --soak "
              f"{d['args']['soak']} --seconds {d['args']['seconds']:g}` (`make bench-serve` "
              "runs the defaults, 10000 / 10000 / 60). It builds bench_search's synthetic index once, under "
@@ -388,7 +453,12 @@ def markdown(d: dict[str, Any]) -> str:
              "show the work itself. A forwarded search sends its core call (serve.md §5) and "
              "renders the answer itself; bench/bench_forwarding.py measures forwarded searches "
              "side by side (bench/results/serve_forwarding.md).", "",
+             *(serve_agents_intro(d["agents"]) if "agents" in d else []),
              "| measure | result | target | verdict |", "|---|---|---|---|"]
+    if "agents" in d:
+        import serve_agents
+
+        rows = serve_agents.rows(d["agents"], t) + rows
     lines += [f"| {a} | {b} | {c} | {verdict(ok) if c != '-' else '-'} |"
               for a, b, c, ok in rows]
     lines += ["", f"Soak: {soak['requests']} requests in {soak['seconds']:.0f} s, "
@@ -397,6 +467,8 @@ def markdown(d: dict[str, Any]) -> str:
               f"{cli['median_wall_s']:.2f} s each, {cli['failed']} of {cli['runs']} failed "
               "(counted as no throughput)" + (f": {cli['failure_samples'][0]}"
                                              if cli["failure_samples"] else "") + "."]
+    if "agents" in d:
+        lines += serve_agents.breakdown(d["agents"], seq["server_cpu_ms_per_request"])
     return "\n".join(lines)
 
 

@@ -31,7 +31,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from groove_cli import messages
 from groove_cli.errors import GrooveError, UsageError
-from groove_cli.serve.service import MCP_NAME, Service
+from groove_cli.serve.service import MCP_NAME, Service, installed_version
 from groove_cli.serve.state import (
     ServerState,
     index_id,
@@ -242,6 +242,13 @@ def _serve_http(service: Service, listen: Listen, warm: Warm, *, watch: bool) ->
         if watcher is not None:  # clients come once the KBs are caught up and watched
             watcher.start()
             await asyncio.to_thread(watcher.ready.wait)
+        # and once warm: a client that finds the state file finds a warm server (requests
+        # that know the address are answered meanwhile)
+        while not service.warm.is_set() and not task.done():
+            await asyncio.sleep(0.01)
+        if task.done():
+            await task
+            return
         with state_files(service, address, state_token):
             messages.progress(f"groove: serving {', '.join(service.kbs)} at {address} "
                               f"(pid {os.getpid()}; MCP at {address}/mcp)")
@@ -327,12 +334,10 @@ CAPABILITIES = {"prompts": {"listChanged": False},
 def initialize_result(service: Service, params: dict[str, Any]) -> dict[str, Any]:
     """The SDK's answer to `initialize`, from plain data: the client's protocol version when
     the SDK speaks it through the handshake, else its latest."""
-    from groove_cli._version import version
-
     asked = params.get("protocolVersion")
     return {"protocolVersion": asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1],
             "capabilities": CAPABILITIES,
-            "serverInfo": {"name": MCP_NAME, "version": version()},
+            "serverInfo": {"name": MCP_NAME, "version": installed_version()},
             "instructions": service.instructions()}
 
 

@@ -17,7 +17,6 @@ and a sample of its chunks, without loading the SDK, a model or numpy.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import re
 import threading
 from collections import OrderedDict
@@ -123,6 +122,8 @@ def kb_names(indexes: Sequence[Index]) -> list[str]:
 def hit_id(path: str, line_start: int) -> str:
     """A search hit's short id: 8 hex digits of a hash of its KB-relative path and first
     line, so the same hit has the same id in every search and every server run."""
+    import hashlib
+
     return hashlib.sha256(f"{path}:{line_start}".encode()).hexdigest()[:8]
 
 
@@ -444,6 +445,35 @@ class Service:
                              "line_start": note["line_start"], "line_end": note["line_end"]}}
 
 
+def installed_version() -> str:
+    """groove's installed version, as `_version.version()` reads it, from the first
+    `groove_cli-*.dist-info` on sys.path without importing importlib.metadata (a cost
+    `groove mcp` would add to its `initialize` answer; bench/results/code-notes.md#version)."""
+    import os
+    import sys
+
+    for entry in sys.path:
+        try:
+            found = sorted(name for name in os.listdir(entry or ".")
+                           if name.startswith("groove_cli-") and name.endswith(".dist-info"))
+        except OSError:
+            continue
+        for info in found:
+            try:
+                with open(os.path.join(entry or ".", info, "METADATA"),
+                          encoding="utf-8") as metadata:
+                    for line in metadata:
+                        if line.startswith("Version: "):
+                            return line[len("Version: "):].strip()
+                        if not line.strip():
+                            break
+            except OSError:
+                continue
+    from groove_cli._version import version
+
+    return version()
+
+
 def check_lines(max_lines: Any, line_numbers: Any) -> None:
     """`max_lines` and `line_numbers` as `get` and `multi_get` take them."""
     if max_lines is not None and (isinstance(max_lines, bool) or not isinstance(max_lines, int)
@@ -454,8 +484,8 @@ def check_lines(max_lines: Any, line_numbers: Any) -> None:
         raise UsageError("line_numbers must be true or false")
 
 
-LANGUAGE_SAMPLE = 200
-"""How many chunks `about_kb` reads to tell a KB's languages."""
+LANGUAGE_SAMPLE = 100
+"""How many chunks `about_kb` reads to tell a KB's languages (their first 1,000 characters)."""
 
 
 def about_kb(served: Served) -> About:
@@ -486,19 +516,14 @@ def about_kb(served: Served) -> About:
 
 
 SCRIPTS = (
-    ("Japanese", re.compile(r"[\u3040-\u30ff]")),
-    ("Korean", re.compile(r"[\uac00-\ud7af\u1100-\u11ff]")),
-    ("Chinese", re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf]")),
-    ("Cyrillic", re.compile(r"[\u0400-\u04ff]")),
-    ("Greek", re.compile(r"[\u0370-\u03ff]")),
-    ("Arabic", re.compile(r"[\u0600-\u06ff]")),
-    ("Hebrew", re.compile(r"[\u0590-\u05ff]")),
-    ("Devanagari", re.compile(r"[\u0900-\u097f]")),
-    ("Thai", re.compile(r"[\u0e00-\u0e7f]")),
-    ("Latin", re.compile(r"[A-Za-z\u00c0-\u024f]")),
+    (0x00C0, 0x024F, "Latin"), (0x0370, 0x03FF, "Greek"), (0x0400, 0x04FF, "Cyrillic"),
+    (0x0590, 0x05FF, "Hebrew"), (0x0600, 0x06FF, "Arabic"), (0x0900, 0x097F, "Devanagari"),
+    (0x0E00, 0x0E7F, "Thai"), (0x1100, 0x11FF, "Korean"), (0x3040, 0x30FF, "Japanese"),
+    (0x3400, 0x4DBF, "Chinese"), (0x4E00, 0x9FFF, "Chinese"), (0xAC00, 0xD7AF, "Korean"),
 )
-"""Scripts a chunk may be written in; Japanese (kana) is tried before Chinese (Han), since
-Japanese text mixes both."""
+"""Code point ranges of the scripts a chunk may be written in (ASCII letters are Latin), in
+order; kana are Japanese, Han Chinese unless the chunk has kana too."""
+_STARTS = [low for low, _, _ in SCRIPTS]
 STOPWORDS = {
     "English": "the and of to is that it for with this are be you which",
     "German": "der die und das ist nicht ein eine mit den auf für sich auch wird",
@@ -510,6 +535,8 @@ STOPWORDS = {
 }
 """Frequent words that tell Latin-script languages apart (no word in two lists)."""
 _WORDS = re.compile(r"[^\W\d_]+")
+_ASCII = re.compile(r"[\x00-\x7f]+")
+_ASCII_LETTERS = re.compile(r"[A-Za-z]")
 _STOPWORD_LANGUAGE = {word: name for name, words in STOPWORDS.items() for word in words.split()}
 
 
@@ -517,22 +544,29 @@ def languages(texts: Iterable[str]) -> tuple[str, ...]:
     """The languages of a sample of chunks, most frequent first: each chunk counts for its
     main script (Japanese when it has kana), and a Latin-script chunk for the language whose
     frequent words it uses most; a language of under a tenth of the sample is left out."""
+    from bisect import bisect_right
+
     counts: dict[str, int] = {}
     total = 0
     for text in texts:
-        text = text[:2000]
-        script, letters = max(((name, len(pattern.findall(text))) for name, pattern in SCRIPTS),
-                              key=lambda pair: pair[1])
-        if letters == 0:
+        text = text[:1000]
+        letters = {"Latin": len(_ASCII_LETTERS.findall(text))}
+        for char in _ASCII.sub("", text)[:300]:  # the other scripts: in the non-ASCII rest
+            at = bisect_right(_STARTS, ord(char)) - 1
+            if at >= 0 and ord(char) <= SCRIPTS[at][1]:
+                name = SCRIPTS[at][2]
+                letters[name] = letters.get(name, 0) + 1
+        script, most = max(letters.items(), key=lambda pair: pair[1])
+        if most == 0:
             continue
-        if script == "Chinese" and SCRIPTS[0][1].search(text):
+        if script == "Chinese" and letters.get("Japanese"):
             script = "Japanese"
         if script == "Latin":
             votes: dict[str, int] = {}
             for word in _WORDS.findall(text.lower()):
-                name = _STOPWORD_LANGUAGE.get(word)
-                if name is not None:
-                    votes[name] = votes.get(name, 0) + 1
+                language = _STOPWORD_LANGUAGE.get(word)
+                if language is not None:
+                    votes[language] = votes.get(language, 0) + 1
             best = max(votes.items(), key=lambda pair: pair[1], default=("", 0))
             script = best[0] if best[1] >= 3 else "Latin script"
         counts[script] = counts.get(script, 0) + 1

@@ -31,6 +31,7 @@ from groove_cli.serve.service import (
     MULTI_GET_MAX_BYTES,
     MULTI_GET_MAX_FILES,
     Service,
+    installed_version,
 )
 
 if TYPE_CHECKING:
@@ -299,10 +300,8 @@ class GrooveMCP(MCPServer[Any]):
 
 def build_mcp(service: Service) -> GrooveMCP:
     """The MCP server whose tools call `service`."""
-    from groove_cli._version import version
-
     server = GrooveMCP(tool_schemas(list(service.kbs)), instructions=service.instructions(),
-                       version=version(), log_level="WARNING")
+                       version=installed_version(), log_level="WARNING")
 
     @server.tool(annotations=READ_ONLY, description=(
         "Search the notes. Each hit has an id (pass it to `get` as location), path, "
