@@ -165,8 +165,7 @@ def chunk_inputs(kb: Path, under: Path | None = None) -> list[str]:
     folder `under` inside it), off context mode, no exclusions."""
     inputs: list[str] = []
     for path in sorted((under or kb).rglob("*.md")):
-        parsed = parse_document(path.read_text(encoding="utf-8"), path.relative_to(kb).as_posix(),
-                                exclude_headings=())
+        parsed = parse_document(path.read_text(encoding="utf-8"), path.relative_to(kb).as_posix())
         inputs.extend(embedding_input(chunk, False) for chunk in parsed.chunks)
     return inputs
 

@@ -265,10 +265,11 @@ class Index:
 
     def get(self, location: str) -> Excerpt:
         """A note's lines: `PATH`, `PATH:LINE` (the chunk there) or `PATH:LINE:COUNT`."""
+        from groove_cli.chunk import ChunkRules
         from groove_cli.get import read_excerpt
 
         return read_excerpt(location, self.kb,
-                            [str(h) for h in self.settings.list_("exclude_headings")])
+                            ChunkRules.of(self.settings))
 
     def status(self) -> StatusReport:
         """Counts, model and (with a KB folder) pending changes (cli.md `status`)."""

@@ -11,18 +11,27 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import yaml
 
 from groove_cli.text import iso_day, printable
 
-CHUNKER_VERSION = 2
+if TYPE_CHECKING:
+    from groove_cli.config import Settings
+
+CHUNKER_VERSION = 3
 """Raised whenever the chunking, frontmatter or quality rules change (index.md §6.1 step 4)."""
 
 SHORT_CHUNK_CHARS = 50
 """A chunk whose content has fewer code points than this is merged into the previous one."""
+
+DEFAULT_MAX_TOKENS = 460
+"""The default chunk budget in estimated tokens: the default model's 512-token window less its
+special tokens, the passage prefix and a breadcrumb (bench/results/chunk_estimate.md)."""
 
 CONTEXT_MAX_CHARS = 200
 """The breadcrumb is cut to this many code points."""
@@ -88,7 +97,8 @@ class ParsedDocument:
     """A parsed note: the document row's fields plus its chunks and the warnings to print."""
 
     title: str | None
-    """The frontmatter title only (the breadcrumb falls back to the file name, this does not)."""
+    """The note's title: its frontmatter `title`, else its first heading of any level, else the
+    title made from its file name (`derive_title`)."""
     topic: str | None
     category: str | None
     date: str | None
@@ -98,9 +108,35 @@ class ParsedDocument:
     warnings: tuple[str, ...]
 
 
-def chunker_fingerprint(exclude_headings: Sequence[str]) -> str:
-    """SHA-256 hex of `[CHUNKER_VERSION, sorted(exclude_headings)]` as JSON (index.md §6.1)."""
-    text = json.dumps([CHUNKER_VERSION, sorted(exclude_headings)])
+@dataclass(frozen=True, slots=True)
+class ChunkRules:
+    """The settings that decide a note's chunks (index.md §3), read once from the `chunk.*` keys
+    and `exclude_headings` (config_schema.py)."""
+
+    heading_levels: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
+    """ATX heading levels that start a section; a heading of another level is body text."""
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    """The largest chunk, in estimated model tokens (`estimate_tokens`); a longer section is
+    split at paragraph and code-block boundaries."""
+    html_comments: bool = False
+    """Keep the text inside HTML comments (`<!-- … -->`); by default it is not indexed."""
+    exclude_headings: tuple[str, ...] = ()
+    """Substrings; a section whose heading contains one is dropped with its body lines."""
+
+    @classmethod
+    def of(cls, settings: Settings) -> ChunkRules:
+        """The rules resolved settings give."""
+        return cls(tuple(sorted({int(str(n)) for n in settings.list_("chunk.heading_levels")})),
+                   settings.int_("chunk.max_tokens") or DEFAULT_MAX_TOKENS,
+                   settings.bool_("chunk.html_comments"),
+                   tuple(str(h) for h in settings.list_("exclude_headings")))
+
+
+def chunker_fingerprint(rules: ChunkRules) -> str:
+    """SHA-256 hex of the chunker version and every rule as JSON (index.md §6.1): a change to
+    any of them re-reads every file."""
+    text = json.dumps([CHUNKER_VERSION, sorted(rules.exclude_headings),
+                       sorted(rules.heading_levels), rules.max_tokens, rules.html_comments])
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -282,20 +318,68 @@ def build_context(parts: Sequence[str | None]) -> str | None:
 # --- §3 chunking -------------------------------------------------------------------------------
 
 
+_WORD = re.compile(r"[^\W\d_]+|\d+|[^\w\s]|_")
+_WORD_CHARS = 4
+"""Letters of a word that one token is estimated to cover (bench/results/chunk_estimate.md)."""
+_LONG_WORD = 8
+"""Letters past this many in one word count one token per 2 (hashes, ids, runs of one letter)."""
+
+
+def _wide(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in ("W", "F")
+
+
+def estimate_tokens(text: str) -> int:
+    """An upper estimate of the default model's tokens for `text`, without its tokenizer (so
+    `get` finds the same chunks as `index` with no model): a wide (CJK) character counts one,
+    a run of letters one per 4 of its first 8 letters and one per 2 after them (rounded up),
+    a number one per 2 digits, any other symbol one. It over-counts prose and code for the
+    multilingual-e5 tokenizer (bench/results/chunk_estimate.md); a chunk the model still
+    finds too long keeps its extra piece vectors (index.md §4)."""
+    count = 0
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if word[0].isdigit():
+            count += -(-len(word) // 2)
+        elif word.isalpha() or word[0] == "_":
+            wide = sum(1 for char in word if _wide(char))
+            narrow = len(word) - wide
+            long = max(narrow - _LONG_WORD, 0)  # an unusual run splits into short pieces
+            count += wide + -(-(narrow - long) // _WORD_CHARS) + -(-long // 2)
+        else:
+            count += 1
+    return count
+
+
 @dataclass(slots=True)
 class _Section:
-    """A chunk being built: its heading, level, ancestry and lines (or merged content)."""
+    """A chunk being built: its heading, level, ancestry and (file line, text) body lines."""
 
     heading: str | None
     level: int | None
     ancestry: tuple[str, ...]
-    lines: list[str]
+    heading_line: int
+    """File line of the heading (for a section without one: the line before its body)."""
+    body: list[tuple[int, str]]
     excluded: bool = False
-    content: str = ""
-    first_line: int = 1
-    """File line of `lines[0]` (the line after the heading, or the body's first line)."""
-    line_start: int = 1
-    line_end: int = 1
+    continued: bool = False
+    """A later part of a section split to fit the budget: it starts at its own first line."""
+
+    @property
+    def content(self) -> str:
+        return "\n".join(text for _, text in self.body).strip()
+
+    @property
+    def line_start(self) -> int:
+        if self.heading is not None and not self.continued:
+            return self.heading_line
+        filled = [n for n, text in self.body if text.strip()]
+        return filled[0] if filled else self.heading_line
+
+    @property
+    def line_end(self) -> int:
+        filled = [n for n, text in self.body if text.strip()]
+        return filled[-1] if filled else self.heading_line
 
 
 def _fence_open(line: str) -> tuple[str, int] | None:
@@ -318,53 +402,75 @@ def _fence_closes(line: str, char: str, length: int) -> bool:
     return run >= length and not body[run:].strip()
 
 
-def _heading(line: str) -> tuple[int, str] | None:
-    """(level, text) when `line` is an h2 or h3 heading outside a fence, else None."""
-    text = line.strip()
-    if text.startswith("### "):
-        return 3, text[4:].strip()
-    if text.startswith("## "):
-        return 2, text[3:].strip()
-    return None
+_ATX = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 
 
-def first_h1(text: str) -> str | None:
-    """The text of a note's first `# ` heading outside a code fence (frontmatter skipped), or
-    None: the title a person sees at the top of a note without a frontmatter `title`."""
+def _heading(line: str, levels: Sequence[int] = (1, 2, 3, 4, 5, 6)) -> tuple[int, str] | None:
+    """(level, text) when `line` is an ATX heading (`#`…`######`, a space after the run, an
+    optional closing run) of one of `levels`, else None. An empty heading is not one."""
+    match = _ATX.fullmatch(line)
+    if match is None:
+        return None
+    level, text = len(match.group(1)), (match.group(2) or "").strip()
+    text = re.sub(r"(?:^|[ \t]+)#+$", "", text).strip()
+    if level not in levels or not text:
+        return None
+    return level, text
+
+
+def first_heading(text: str, levels: Sequence[int] = (1, 2, 3, 4, 5, 6)) -> str | None:
+    """The text of a note's first heading of `levels` outside a code fence (frontmatter
+    skipped), or None: the title a person sees at the top of a note."""
     _, body = split_frontmatter(text)
     fence: tuple[str, int] | None = None
     for line in body.split("\n"):
+        line = line.removesuffix("\r")
         if fence is not None:
             if _fence_closes(line, *fence):
                 fence = None
             continue
         fence = _fence_open(line)
-        stripped = line.strip()
-        if fence is None and stripped.startswith("# ") and len(line) - len(line.lstrip(" ")) < 4:
-            title = re.sub(r"(?:^|\s+)#+$", "", stripped[2:].strip()).strip()
-            if title:
-                return title
+        if fence is None:
+            found = _heading(line, levels)
+            if found is not None:
+                return found[1]
     return None
 
 
-def _sections(body: str, exclude_headings: Sequence[str], first_line: int = 1) -> list[_Section]:
-    """Split `body` into emitted sections (before the short-chunk merge); `first_line` is the
-    file line of the body's first line, so each section knows the lines it spans."""
+def first_h1(text: str) -> str | None:
+    """The first `# ` heading (render/snippet.py reads it for indexes built before titles)."""
+    return first_heading(text, (1,))
+
+
+def _without_comments(line: str, inside: bool) -> tuple[str, bool]:
+    """`line` with the HTML comment text removed, and whether a comment is still open after it."""
+    kept: list[str] = []
+    while line:
+        if inside:
+            end = line.find("-->")
+            if end < 0:
+                return "".join(kept), True
+            line, inside = line[end + 3 :], False
+        else:
+            start = line.find("<!--")
+            if start < 0:
+                kept.append(line)
+                break
+            kept.append(line[:start])
+            line, inside = line[start + 4 :], True
+    return "".join(kept), inside
+
+
+def _sections(body: str, rules: ChunkRules, first_line: int = 1) -> list[_Section]:
+    """Split `body` into sections at its headings (before the short-chunk merge); `first_line`
+    is the file line of the body's first line."""
     emitted: list[_Section] = []
     stack: list[tuple[int, str]] = []
-    current = _Section(heading=None, level=None, ancestry=(), lines=[], first_line=first_line)
+    current = _Section(None, None, (), first_line - 1, [])
     fence: tuple[str, int] | None = None
+    comment = False
 
     def flush(section: _Section) -> None:
-        section.content = "\n".join(section.lines).strip()
-        filled = [i for i, text in enumerate(section.lines) if text.strip()]
-        heading_line = section.first_line - 1
-        if filled:
-            start = section.first_line + filled[0]
-            section.line_end = section.first_line + filled[-1]
-        else:
-            start = section.line_end = heading_line
-        section.line_start = heading_line if section.heading is not None else start
         if not section.excluded and (section.content or section.heading is not None):
             emitted.append(section)
 
@@ -375,12 +481,15 @@ def _sections(body: str, exclude_headings: Sequence[str], first_line: int = 1) -
             if _fence_closes(line, *fence):
                 fence = None
         else:
-            fence = _fence_open(line)
-            if fence is None:
-                heading = _heading(line)
+            if not rules.html_comments and (comment or "<!--" in line):
+                line, comment = _without_comments(line, comment)
+            if not comment:
+                fence = _fence_open(line)
+                if fence is None:
+                    heading = _heading(line, rules.heading_levels)
         if heading is None:
             if not current.excluded:
-                current.lines.append(line)
+                current.body.append((number, line))
             continue
         level, text = heading
         flush(current)
@@ -388,50 +497,160 @@ def _sections(body: str, exclude_headings: Sequence[str], first_line: int = 1) -
             stack.pop()
         ancestry = tuple(title for _, title in stack)
         stack.append((level, text))
-        excluded = any(entry in text for entry in exclude_headings)
-        current = _Section(heading=text, level=level, ancestry=ancestry, lines=[], excluded=excluded,
-                           first_line=number + 1)
+        excluded = any(entry in text for entry in rules.exclude_headings)
+        current = _Section(text, level, ancestry, number, [], excluded)
     flush(current)
     return emitted
 
 
+def _trimmed(body: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """`body` without its leading and trailing blank lines."""
+    filled = [i for i, (_, text) in enumerate(body) if text.strip()]
+    return body[filled[0] : filled[-1] + 1] if filled else []
+
+
 def _merge_short(sections: list[_Section]) -> list[_Section]:
-    """Fold each chunk under 50 code points into the previous kept chunk (index.md §3)."""
+    """Fold each chunk under 50 code points into the previous kept chunk (index.md §3): its
+    heading (as `## heading`, with its own level's marks) and its text follow that chunk's
+    text, a blank line between each."""
     merged: list[_Section] = []
     for section in sections:
         if len(section.content) >= SHORT_CHUNK_CHARS or not merged:
             merged.append(section)
             continue
         previous = merged[-1]
-        text = previous.content
-        if text:
-            text += "\n\n"
+        previous.body = _trimmed(previous.body)
+        line = section.heading_line
         if section.heading is not None:
-            text += f"## {section.heading}"
-            if section.content:
-                text += "\n\n" + section.content
-        else:
-            text += section.content
-        previous.content = text
-        previous.line_end = max(previous.line_end, section.line_end)
+            if previous.body:
+                previous.body.append((line, ""))
+            previous.body.append((line, f"{'#' * (section.level or 2)} {section.heading}"))
+        text = _trimmed(section.body)
+        if text and previous.body:
+            previous.body.append((line, ""))
+        previous.body.extend(text)
     return merged
 
 
-def chunk_markdown(
-    body: str, title: str | None, exclude_headings: Sequence[str], first_line: int = 1
-) -> tuple[ChunkDraft, ...]:
-    """Chunk a Markdown body (frontmatter already removed) by its h2/h3 headings (index.md §3).
+def _blocks(body: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:
+    """Paragraphs (runs of non-blank lines) and fenced code blocks (whole, blank lines and
+    all), in order; the blank lines between them are dropped."""
+    blocks: list[list[tuple[int, str]]] = []
+    current: list[tuple[int, str]] = []
+    fence: tuple[str, int] | None = None
+    for number, text in body:
+        if fence is not None:
+            current.append((number, text))
+            if _fence_closes(text, *fence):
+                fence = None
+            continue
+        opened = _fence_open(text)
+        if opened is not None:
+            fence = opened
+            current.append((number, text))
+        elif text.strip():
+            current.append((number, text))
+        elif current:
+            blocks.append(current)
+            current = []
+    if current:
+        blocks.append(current)
+    return blocks
+
+
+def _cut_line(number: int, text: str, budget: int) -> list[tuple[int, str]]:
+    """One over-long line as pieces within `budget` estimated tokens, cut at spaces where
+    there are any (a line of 30 MB without newlines still makes bounded chunks)."""
+    pieces: list[tuple[int, str]] = []
+    rest = text
+    while rest:
+        window = rest[: budget * 8]  # an estimated token covers at most 4 characters but spaces
+        fits = estimate_tokens(window) <= budget
+        if fits and len(window) == len(rest):
+            pieces.append((number, rest))
+            break
+        low, high = (len(window), len(window)) if fits else (1, len(window))
+        while low < high:  # the longest prefix within budget (binary search)
+            mid = (low + high + 1) // 2
+            if estimate_tokens(window[:mid]) <= budget:
+                low = mid
+            else:
+                high = mid - 1
+        cut = rest.rfind(" ", 0, low + 1)
+        cut = cut if cut > low // 2 else low
+        pieces.append((number, rest[:cut]))
+        rest = rest[cut:].lstrip(" ")
+    return pieces
+
+
+def _units(body: list[tuple[int, str]], budget: int) -> list[list[tuple[int, str]]]:
+    """The section's blocks, each larger than `budget` broken into line runs (and over-long
+    lines into pieces) that fit."""
+    units: list[list[tuple[int, str]]] = []
+    for block in _blocks(body):
+        if estimate_tokens("\n".join(t for _, t in block)) <= budget:
+            units.append(block)
+            continue
+        run: list[tuple[int, str]] = []
+        size = 0
+        for number, text in block:
+            cost = estimate_tokens(text)
+            if cost > budget:
+                if run:
+                    units.append(run)
+                    run, size = [], 0
+                units.extend([piece] for piece in _cut_line(number, text, budget))
+                continue
+            if run and size + cost > budget:
+                units.append(run)
+                run, size = [], 0
+            run.append((number, text))
+            size += cost
+        if run:
+            units.append(run)
+    return units
+
+
+def _fit(section: _Section, budget: int) -> list[_Section]:
+    """`section` as one or more sections within `budget` estimated tokens each: whole
+    paragraphs and code blocks packed in order; every part keeps the heading and breadcrumb,
+    the first one the heading line."""
+    if estimate_tokens(section.content) <= budget:
+        return [section]
+    parts: list[list[tuple[int, str]]] = []
+    body: list[tuple[int, str]] = []
+    size = 0
+    for unit in _units(section.body, budget):
+        cost = estimate_tokens("\n".join(text for _, text in unit))
+        if body and size + cost > budget:
+            parts.append(body)
+            body, size = [], 0
+        if body:
+            body.append((unit[0][0], ""))  # the blank line between two blocks
+        body.extend(unit)
+        size += cost
+    if body:
+        parts.append(body)
+    return [_Section(section.heading, section.level, section.ancestry, section.heading_line,
+                     part, continued=i > 0) for i, part in enumerate(parts)]
+
+
+def chunk_markdown(body: str, title: str | None, rules: ChunkRules = ChunkRules(),
+                   first_line: int = 1) -> tuple[ChunkDraft, ...]:
+    """Chunk a Markdown body (frontmatter already removed) at its headings, each chunk within
+    the token budget (index.md §3).
 
     Args:
         body: The text after the frontmatter.
         title: The breadcrumb title (frontmatter title, else the derived one).
-        exclude_headings: Substrings; an h2/h3 containing one is dropped with its body lines.
+        rules: Heading levels, token budget, HTML comments, excluded headings.
         first_line: The file line (1-based) of the body's first line, for `line_start`/`line_end`.
 
     Returns:
         The chunks in order, `chunk_index` 0..n-1, each with its breadcrumb and quality score.
     """
-    sections = _merge_short(_sections(body, exclude_headings, first_line))
+    sections = [part for section in _merge_short(_sections(body, rules, first_line))
+                for part in _fit(section, rules.max_tokens)]
     return tuple(
         ChunkDraft(
             chunk_index=index,
@@ -440,7 +659,9 @@ def chunk_markdown(
             ancestry=section.ancestry,
             content=section.content,
             context_text=build_context([title, *section.ancestry, section.heading]),
-            quality_score=quality_score(section.content),
+            quality_score=quality_score(f"{section.heading}\n{section.content}"
+                                        if section.heading and not section.continued
+                                        else section.content),
             line_start=section.line_start,
             line_end=section.line_end,
         )
@@ -448,33 +669,33 @@ def chunk_markdown(
     )
 
 
-def chunk_text(text: str, title: str | None) -> tuple[ChunkDraft, ...]:
-    """A `.txt` file as one chunk: BOM stripped, line ends made LF, trimmed; empty ⇒ no chunk."""
+def chunk_text(text: str, title: str | None, max_tokens: int = DEFAULT_MAX_TOKENS
+               ) -> tuple[ChunkDraft, ...]:
+    """A `.txt` file as one section without a heading, split at paragraphs to fit `max_tokens`
+    (BOM stripped, line ends made LF, trimmed); empty ⇒ no chunk."""
     if text.startswith("\ufeff"):
         text = text[1:]
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    content = "\n".join(lines).strip()
-    if not content:
+    whole = _Section(None, None, (), 0, list(enumerate(lines, 1)))
+    if not whole.content:
         return ()
-    filled = [number for number, line in enumerate(lines, 1) if line.strip()]
-    return (
+    return tuple(
         ChunkDraft(
-            chunk_index=0,
+            chunk_index=index,
             heading=None,
             level=None,
             ancestry=(),
-            content=content,
+            content=part.content,
             context_text=build_context([title]),
-            quality_score=quality_score(content),
-            line_start=filled[0],
-            line_end=filled[-1],
-        ),
+            quality_score=quality_score(part.content),
+            line_start=part.line_start,
+            line_end=part.line_end,
+        )
+        for index, part in enumerate(_fit(whole, max_tokens))
     )
 
 
-def parse_document(
-    text: str, rel_path: str, *, exclude_headings: Sequence[str] = ()
-) -> ParsedDocument:
+def parse_document(text: str, rel_path: str, rules: ChunkRules = ChunkRules()) -> ParsedDocument:
     """Parse a decoded note by its extension (`.md` Markdown, `.txt` plain text, any case).
 
     Raises:
@@ -488,13 +709,13 @@ def parse_document(
 
     if extension == "txt":
         return ParsedDocument(
-            title=None,
+            title=derived,
             topic=path_topic,
             category=category,
             date=None,
             depth=None,
             tags=(),
-            chunks=chunk_text(text, derived),
+            chunks=chunk_text(text, derived, rules.max_tokens),
             warnings=(),
         )
     if extension != "md":
@@ -503,13 +724,15 @@ def parse_document(
     yaml_text, body = split_frontmatter(text)
     front = parse_frontmatter(yaml_text, rel_path) if yaml_text is not None else Frontmatter()
     breadcrumb_title = front.title if front.title and front.title.strip() else derived
+    shown = front.title if front.title and front.title.strip() else (first_heading(body)
+                                                                     or derived)
     return ParsedDocument(
-        title=front.title,
+        title=shown,
         topic=front.topic if front.topic is not None else path_topic,
         category=category,
         date=front.date,
         depth=front.depth,
         tags=front.tags,
-        chunks=chunk_markdown(body, breadcrumb_title, exclude_headings, _body_line(text, body)),
+        chunks=chunk_markdown(body, breadcrumb_title, rules, _body_line(text, body)),
         warnings=front.warnings,
     )

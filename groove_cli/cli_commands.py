@@ -52,6 +52,7 @@ def get_cmd(
     * `groove get notes/ops/backup.md:12`
     * `groove get ops/backup.md:12:5 --kb-path ~/notes --format json`
     """
+    from groove_cli.chunk import ChunkRules
     from groove_cli.get import Excerpt, read_excerpt
     from groove_cli.render.terminal import print_excerpt
 
@@ -60,7 +61,7 @@ def get_cmd(
     def run() -> Excerpt:
         settings = settings_for(ctx, kb_flags(kb_path), announce=False)
         kb = config.kb_path(settings, required=False)
-        return read_excerpt(location, kb, [str(h) for h in settings.list_("exclude_headings")])
+        return read_excerpt(location, kb, ChunkRules.of(settings))
 
     excerpt = run_core(run)
     print_excerpt(excerpt.path, excerpt.line_start, excerpt.line_end, excerpt.lines(), fmt,

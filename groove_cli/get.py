@@ -9,12 +9,12 @@ working directory) and then inside the KB folder.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from groove_cli.chunk import parse_document
+from groove_cli.chunk import ChunkRules, parse_document
 from groove_cli.errors import GrooveError, UsageError
 
 _LOCATION = re.compile(r"(?P<path>.+?):(?P<line>\d+)(?::(?P<count>\d+))?", re.DOTALL)
@@ -91,7 +91,7 @@ def _candidates(path: str, kb: Path | None) -> list[Path]:
     return found
 
 
-def read_excerpt(argument: str, kb: Path | None, exclude_headings: Sequence[str] = ()) -> Excerpt:
+def read_excerpt(argument: str, kb: Path | None, rules: ChunkRules = ChunkRules()) -> Excerpt:
     """The lines `argument` names (see the module doc); a clear error when it names none.
 
     Only the chunk bounds of `PATH:LINE` read the whole file (the chunker needs it), and only
@@ -103,10 +103,10 @@ def read_excerpt(argument: str, kb: Path | None, exclude_headings: Sequence[str]
     if path is None:
         where = "the working directory" + (f" or {kb}" if kb is not None else "")
         raise GrooveError(f"no such file: {location.path} (looked in {where})")
-    return excerpt_at(path, location, exclude_headings)
+    return excerpt_at(path, location, rules)
 
 
-def excerpt_at(path: Path, location: Location, exclude_headings: Sequence[str] = ()) -> Excerpt:
+def excerpt_at(path: Path, location: Location, rules: ChunkRules = ChunkRules()) -> Excerpt:
     """The lines of exactly `path` that `location`'s line and count name (its path is not
     looked at again: a caller that checked `path` reads what it checked)."""
     try:
@@ -122,7 +122,7 @@ def excerpt_at(path: Path, location: Location, exclude_headings: Sequence[str] =
             total = _count_lines(path) if text is None else _text_lines(text)
             if location.line <= total:
                 chunk_end = None if text is None else _chunk_end(text, path, location.line,
-                                                                 exclude_headings)
+                                                                 rules)
                 return Excerpt(path, location.line, chunk_end or total)
     except OSError as exc:
         raise GrooveError(f"cannot read {path}: {exc.strerror or exc}") from None
@@ -183,9 +183,9 @@ def _chunk_text(path: Path) -> str | None:
     return path.read_bytes().decode("utf-8", errors="replace")
 
 
-def _chunk_end(text: str, path: Path, line: int, exclude_headings: Sequence[str]) -> int | None:
+def _chunk_end(text: str, path: Path, line: int, rules: ChunkRules) -> int | None:
     """The last line of the chunk that covers `line` (what a search hit at `line` spans)."""
-    chunks = parse_document(text, path.name, exclude_headings=exclude_headings).chunks
+    chunks = parse_document(text, path.name, rules).chunks
     for chunk in chunks:
         if chunk.line_start <= line <= chunk.line_end:
             return chunk.line_end

@@ -14,14 +14,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from groove_cli import config, messages
 from groove_cli._version import version
-from groove_cli.chunk import ChunkDraft, ParsedDocument, chunker_fingerprint, parse_document
+from groove_cli.chunk import (
+    ChunkDraft,
+    ChunkRules,
+    ParsedDocument,
+    chunker_fingerprint,
+    parse_document,
+)
 from groove_cli.config import Settings
 from groove_cli.dbfile import damaged, quarantine, remove_snapshot_leftovers
 from groove_cli.dburl import IndexLocation
@@ -101,7 +107,7 @@ class IndexOptions:
     exclude_dirs: tuple[str, ...] = ()
     hidden_dirs: bool = False
     """Also walk folders whose name starts with `.` (index.md §1)."""
-    exclude_headings: tuple[str, ...] = ()
+    chunk_rules: ChunkRules = field(default_factory=ChunkRules)
     parsers: tuple[str, ...] = ("md",)
     contextual: bool = False
     verbose: bool = False
@@ -125,7 +131,7 @@ class IndexOptions:
             models_dir=config.models_dir(s), force=force,
             exclude_dirs=tuple(str(d) for d in s.list_("exclude_dirs")),
             hidden_dirs=s.bool_("index_hidden_dirs"),
-            exclude_headings=tuple(str(h) for h in s.list_("exclude_headings")),
+            chunk_rules=ChunkRules.of(s),
             parsers=tuple(str(p) for p in s.list_("parsers.enabled")),
             contextual=s.bool_("contextual.enabled"), verbose=verbose, quiet=quiet,
             offline=config.offline_mode(), text_only=text_only,
@@ -336,7 +342,7 @@ class Indexer:
             apply_pieces_mode(store, meta if not fresh else {}, opt.vector_pieces,
                               self.runtime.max_length, mode == "static")
         static = mode == "static"
-        fingerprint = chunker_fingerprint(opt.exclude_headings)
+        fingerprint = chunker_fingerprint(opt.chunk_rules)
         rechunk = store.chunk_count() > 0 and meta.get("chunker_fingerprint") != fingerprint
         if rechunk and not fresh:
             self._note("chunking settings changed since the last run; every file is re-read")
@@ -483,7 +489,7 @@ class Indexer:
                 topic = path_topic
                 try:
                     parsed = parse_document(decode_source(source.raw), new_path,
-                                            exclude_headings=self.opt.exclude_headings)
+                                            self.opt.chunk_rules)
                     topic = parsed.topic
                 except SourceDecodeError:
                     pass
@@ -510,7 +516,7 @@ class Indexer:
             self._line(f"Skipping {source.rel}: {exc}")
             self._advance(0)
             return
-        parsed = parse_document(text, source.rel, exclude_headings=self.opt.exclude_headings)
+        parsed = parse_document(text, source.rel, self.opt.chunk_rules)
         for warning in parsed.warnings:
             messages.warning(warning)
         if not parsed.chunks:

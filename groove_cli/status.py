@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groove_cli.chunk import parse_document
+from groove_cli.chunk import ChunkRules, parse_document
 from groove_cli.config import DEFAULT_VECTOR_PIECES, Settings
 from groove_cli.dbfile import DamagedIndex, damage_error
 from groove_cli.dburl import IndexLocation
@@ -107,7 +107,7 @@ class StatusReport:
 
 
 def pending_changes(store: Store | PgStore, kb: Path, exclude_dirs: tuple[str, ...],
-                    parsers: tuple[str, ...], exclude_headings: tuple[str, ...] = (), *,
+                    parsers: tuple[str, ...], rules: ChunkRules = ChunkRules(), *,
                     hidden_dirs: bool = False) -> Pending:
     """Compare the KB with the index by hash, without embedding; renames are paired as `index`
     pairs them (a vanished path's hash under a new path).
@@ -130,7 +130,7 @@ def pending_changes(store: Store | PgStore, kb: Path, exclude_dirs: tuple[str, .
         seen.add(file.rel)
         if indexed.get(file.rel) == result.sha256:
             continue
-        if _skipped_by_index(result, exclude_headings, indexed=file.rel in indexed):
+        if _skipped_by_index(result, rules, indexed=file.rel in indexed):
             skipped += 1
         elif file.rel not in indexed:
             new += 1
@@ -156,7 +156,7 @@ def _renames(orphans: list[str], arrivals: list[tuple[str, str]],
     return count
 
 
-def _skipped_by_index(source: SourceBytes, exclude_headings: tuple[str, ...], *,
+def _skipped_by_index(source: SourceBytes, rules: ChunkRules, *,
                       indexed: bool) -> bool:
     """Whether `index` would skip this file: not UTF-8, or (when new) no embeddable chunk —
     an indexed file that lost its chunks is a change (index deletes its rows)."""
@@ -166,7 +166,7 @@ def _skipped_by_index(source: SourceBytes, exclude_headings: tuple[str, ...], *,
         return True
     if indexed:
         return False
-    return not parse_document(text, source.rel, exclude_headings=exclude_headings).chunks
+    return not parse_document(text, source.rel, rules).chunks
 
 
 def settings_status(settings: Settings, db: IndexLocation, kb: Path | None) -> StatusReport:
@@ -179,14 +179,14 @@ def settings_status(settings: Settings, db: IndexLocation, kb: Path | None) -> S
                                                     include_low_quality=False),
         exclude_dirs=tuple(str(d) for d in settings.list_("exclude_dirs")),
         parsers=tuple(str(p) for p in settings.list_("parsers.enabled")),
-        exclude_headings=tuple(str(h) for h in settings.list_("exclude_headings")),
+        rules=ChunkRules.of(settings),
         hidden_dirs=settings.bool_("index_hidden_dirs"),
         vector_pieces=settings.bool_("vector_pieces"))
 
 
 def index_status(db: IndexLocation, kb: Path | None, *, quality_threshold: float,
                  exclude_dirs: tuple[str, ...], parsers: tuple[str, ...],
-                 exclude_headings: tuple[str, ...] = (), hidden_dirs: bool = False,
+                 rules: ChunkRules = ChunkRules(), hidden_dirs: bool = False,
                  vector_pieces: bool = DEFAULT_VECTOR_PIECES) -> StatusReport:
     store = open_reader(db, str(kb) if kb else "<path>")
     try:
@@ -197,7 +197,7 @@ def index_status(db: IndexLocation, kb: Path | None, *, quality_threshold: float
             from groove_cli.store.postgres import kb_list
 
             kbs = tuple(kb_list(store.con))
-        pending = (pending_changes(store, kb, exclude_dirs, parsers, exclude_headings,
+        pending = (pending_changes(store, kb, exclude_dirs, parsers, rules,
                                    hidden_dirs=hidden_dirs)
                    if kb is not None else None)
         dim = meta.get("embedding_dim")

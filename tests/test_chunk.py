@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
 from groove_cli.chunk import (
     CHUNKER_VERSION,
     ChunkDraft,
+    ChunkRules,
     build_context,
     category_topic,
     chunk_markdown,
     chunker_fingerprint,
     derive_title,
+    estimate_tokens,
     is_boilerplate,
     parse_document,
     parse_frontmatter,
@@ -32,26 +35,34 @@ assert len(LONG_EN) >= 50 and len(LONG_JA) >= 50
 
 
 def contents(body: str, exclude: tuple[str, ...] = (), title: str | None = "T") -> list[str]:
-    return [chunk.content for chunk in chunk_markdown(body, title, exclude)]
+    return [chunk.content for chunk in chunk_markdown(body, title, ChunkRules(
+        exclude_headings=exclude))]
 
 
 def headings(body: str, exclude: tuple[str, ...] = ()) -> list[str | None]:
-    return [chunk.heading for chunk in chunk_markdown(body, "T", exclude)]
+    return [chunk.heading for chunk in chunk_markdown(body, "T", ChunkRules(
+        exclude_headings=exclude))]
 
 
 # --- fingerprint -------------------------------------------------------------------------------
 
 
-def test_fingerprint_is_sha256_of_json_version_and_sorted_headings() -> None:
-    expected = hashlib.sha256(b'[2, ["Draft", "\\u30e1\\u30e2"]]').hexdigest()
-    assert CHUNKER_VERSION == 2
-    assert chunker_fingerprint(["メモ", "Draft"]) == expected
-    assert chunker_fingerprint(["Draft", "メモ"]) == expected
+def test_fingerprint_is_sha256_of_json_version_and_every_rule() -> None:
+    expected = hashlib.sha256(
+        b'[3, ["Draft", "\\u30e1\\u30e2"], [1, 2, 3, 4, 5, 6], 460, false]').hexdigest()
+    assert CHUNKER_VERSION == 3
+    assert chunker_fingerprint(ChunkRules(exclude_headings=("メモ", "Draft"))) == expected
+    assert chunker_fingerprint(ChunkRules(exclude_headings=("Draft", "メモ"))) == expected
 
 
-def test_fingerprint_of_no_headings() -> None:
-    assert chunker_fingerprint([]) == hashlib.sha256(json.dumps([2, []]).encode()).hexdigest()
-    assert chunker_fingerprint([]) != chunker_fingerprint(["Scratch"])
+def test_fingerprint_changes_with_each_rule() -> None:
+    default = chunker_fingerprint(ChunkRules())
+    assert default == hashlib.sha256(
+        json.dumps([3, [], [1, 2, 3, 4, 5, 6], 460, False]).encode()).hexdigest()
+    others = {chunker_fingerprint(rules) for rules in (
+        ChunkRules(exclude_headings=("Scratch",)), ChunkRules(heading_levels=(2, 3)),
+        ChunkRules(max_tokens=200), ChunkRules(html_comments=True))}
+    assert len(others) == 4 and default not in others
 
 
 # --- §2 split_frontmatter ----------------------------------------------------------------------
@@ -213,11 +224,19 @@ def test_breadcrumb_uses_frontmatter_title_else_file_name() -> None:
     assert with_title.title == "見出し"
     assert with_title.chunks[0].context_text == "見出し"
     blank = parse_document(f"---\ntitle: '   '\n---\n{LONG_EN}", "a/b-c.md")
-    assert blank.title == "   "
+    assert blank.title == "b c"
     assert blank.chunks[0].context_text == "b c"
     none = parse_document(LONG_EN, "a/b-c.md")
-    assert none.title is None
+    assert none.title == "b c"
     assert none.chunks[0].context_text == "b c"
+
+
+def test_title_is_frontmatter_else_first_heading_of_any_level_else_file_name() -> None:
+    assert parse_document(f"---\ntitle: Given\n---\n## Sub\n{LONG_EN}", "x.md").title == "Given"
+    assert parse_document(f"intro\n\n```\n# not it\n```\n### Third level\n{LONG_EN}\n# Later",
+                          "x.md").title == "Third level"
+    assert parse_document(f"#### Deep first #\n{LONG_EN}", "x.md").title == "Deep first"
+    assert parse_document(LONG_EN, "notes/my_note.md").title == "my note"
 
 
 # --- §3 code fences ----------------------------------------------------------------------------
@@ -283,25 +302,37 @@ def test_two_backticks_are_not_a_fence() -> None:
 # --- §3 headings -------------------------------------------------------------------------------
 
 
-def test_h1_and_h4_are_body_text() -> None:
-    body = f"# Title\n{LONG_EN}\n## A\n#### deep\n{LONG_EN}\n#### more"
-    chunks = chunk_markdown(body, "T", ())
+def test_every_heading_level_starts_a_section() -> None:
+    body = f"# Title\n{LONG_EN}\n## A\n#### deep\n{LONG_EN}\n##### five\n{LONG_EN}\n###### six"
+    chunks = chunk_markdown(body, "T")
+    # `## A` has no text of its own: as any short section it is folded into the one before
+    assert [(c.heading, c.level, c.ancestry) for c in chunks] == [
+        ("Title", 1, ()), ("deep", 4, ("Title", "A")), ("five", 5, ("Title", "A", "deep"))]
+    assert chunks[0].content == f"{LONG_EN}\n\n## A"
+    assert chunks[2].content == f"{LONG_EN}\n\n###### six"  # the empty h6 merged
+    assert chunks[1].context_text == "T > Title > A > deep"
+
+
+def test_heading_levels_are_a_rule() -> None:
+    body = f"# Title\n{LONG_EN}\n## A\n#### deep\n{LONG_EN}"
+    chunks = chunk_markdown(body, "T", ChunkRules(heading_levels=(2, 3)))
     assert [c.heading for c in chunks] == [None, "A"]
     assert chunks[0].content == f"# Title\n{LONG_EN}"
-    assert chunks[1].content == f"#### deep\n{LONG_EN}\n#### more"
+    assert chunks[1].content == f"#### deep\n{LONG_EN}"
 
 
 def test_heading_needs_a_space_and_is_stripped() -> None:
-    body = f"##NoSpace\n{LONG_EN}\n   ##   Spaced out   \n{LONG_EN}\n###\tTab\n"
-    chunks = chunk_markdown(body, "T", ())
+    body = (f"##NoSpace\n{LONG_EN}\n   ##   Spaced out ##  \n{LONG_EN}\n###\tTab\n"
+            f"    ## indented code\n####### seven\n")
+    chunks = chunk_markdown(body, "T")
     assert [c.heading for c in chunks] == [None, "Spaced out"]
     assert chunks[0].content.startswith("##NoSpace")
-    assert chunks[1].content.endswith("###\tTab")
+    assert chunks[1].content.endswith("### Tab\n\n    ## indented code\n####### seven")
 
 
 def test_levels_and_ancestry() -> None:
     body = f"## A\n{LONG_EN}\n### A1\n{LONG_EN}\n### A2\n{LONG_EN}\n## B\n{LONG_EN}\n### B1\n{LONG_EN}"
-    chunks = chunk_markdown(body, "Doc", ())
+    chunks = chunk_markdown(body, "Doc")
     assert [(c.heading, c.level, c.ancestry) for c in chunks] == [
         ("A", 2, ()),
         ("A1", 3, ("A",)),
@@ -315,13 +346,13 @@ def test_levels_and_ancestry() -> None:
 
 
 def test_h3_without_h2_has_empty_ancestry() -> None:
-    chunks = chunk_markdown(f"### Only\n{LONG_EN}", "T", ())
+    chunks = chunk_markdown(f"### Only\n{LONG_EN}", "T")
     assert (chunks[0].level, chunks[0].ancestry) == (3, ())
 
 
 def test_crlf_body_lines_lose_their_cr() -> None:
     body = f"## A\r\n{LONG_EN}\r\nsecond line\r\n"
-    chunks = chunk_markdown(body, "T", ())
+    chunks = chunk_markdown(body, "T")
     assert chunks[0].heading == "A"
     assert chunks[0].content == f"{LONG_EN}\nsecond line"
 
@@ -334,7 +365,7 @@ def test_excluded_h2_drops_its_lines_but_keeps_h3_below_it() -> None:
         f"## Intro\n{LONG_EN}\n## Scratch notes\nsecret line\n### Child\n{LONG_EN}\n"
         f"## Next\n{LONG_EN}"
     )
-    chunks = chunk_markdown(body, "T", ["Scratch"])
+    chunks = chunk_markdown(body, "T", ChunkRules(exclude_headings=("Scratch",)))
     assert [(c.heading, c.ancestry) for c in chunks] == [
         ("Intro", ()),
         ("Child", ("Scratch notes",)),
@@ -346,7 +377,7 @@ def test_excluded_h2_drops_its_lines_but_keeps_h3_below_it() -> None:
 
 def test_excluded_h3_stops_at_next_heading_of_any_level() -> None:
     body = f"## A\n{LONG_EN}\n### 作業メモ\n消える行\n### B\n{LONG_JA}\n"
-    chunks = chunk_markdown(body, "T", ["メモ"])
+    chunks = chunk_markdown(body, "T", ChunkRules(exclude_headings=("メモ",)))
     assert [c.heading for c in chunks] == ["A", "B"]
     assert all("消える" not in c.content for c in chunks)
 
@@ -366,7 +397,7 @@ def test_excluded_section_content_is_not_merged() -> None:
 
 def test_empty_first_heading_stays_an_empty_chunk() -> None:
     body = f"## Empty\n## Full\n{LONG_EN}"
-    chunks = chunk_markdown(body, "T", ())
+    chunks = chunk_markdown(body, "T")
     # The empty chunk is first (never merged); "Full" is long, so it stays on its own.
     assert [(c.heading, c.content) for c in chunks] == [("Empty", ""), ("Full", LONG_EN)]
     assert chunks[0].quality_score == 0.1  # 1.0 - 0.6 (short) - 0.3 (one line)
@@ -377,27 +408,27 @@ def test_empty_preamble_is_not_emitted() -> None:
 
 
 def test_preamble_only() -> None:
-    chunks = chunk_markdown(f"  {LONG_EN}\n\n", "T", ())
+    chunks = chunk_markdown(f"  {LONG_EN}\n\n", "T")
     assert [(c.heading, c.level, c.content, c.context_text) for c in chunks] == [
         (None, None, LONG_EN, "T")
     ]
 
 
 def test_empty_body_has_no_chunks() -> None:
-    assert chunk_markdown("", "T", ()) == ()
-    assert chunk_markdown("\n \n", "T", ()) == ()
+    assert chunk_markdown("", "T") == ()
+    assert chunk_markdown("\n \n", "T") == ()
 
 
 def test_short_chunk_merges_with_heading_and_content() -> None:
     body = f"## A\n{LONG_EN}\n## B\nshort"
     assert contents(body) == [f"{LONG_EN}\n\n## B\n\nshort"]
-    chunk = chunk_markdown(body, "T", ())[0]
+    chunk = chunk_markdown(body, "T")[0]
     assert (chunk.heading, chunk.level, chunk.context_text) == ("A", 2, "T > A")
 
 
-def test_short_h3_merges_with_double_hash() -> None:
+def test_short_h3_merges_with_its_own_marks() -> None:
     body = f"## A\n{LONG_EN}\n### B\nshort"
-    assert contents(body) == [f"{LONG_EN}\n\n## B\n\nshort"]
+    assert contents(body) == [f"{LONG_EN}\n\n### B\n\nshort"]
 
 
 def test_short_empty_heading_merges_as_heading_only() -> None:
@@ -413,7 +444,7 @@ def test_merge_into_empty_previous_has_no_leading_blank_line() -> None:
 
 def test_short_chunk_merges_into_preamble() -> None:
     body = f"{LONG_EN}\n## B\nshort"
-    chunks = chunk_markdown(body, "T", ())
+    chunks = chunk_markdown(body, "T")
     assert [(c.heading, c.content) for c in chunks] == [(None, f"{LONG_EN}\n\n## B\n\nshort")]
 
 
@@ -424,7 +455,7 @@ def test_short_preamble_is_first_and_kept() -> None:
 
 def test_several_short_chunks_fold_into_one() -> None:
     body = f"## A\n{LONG_EN}\n## B\nb\n### C\nc\n## D\n{LONG_EN}"
-    assert contents(body) == [f"{LONG_EN}\n\n## B\n\nb\n\n## C\n\nc", LONG_EN]
+    assert contents(body) == [f"{LONG_EN}\n\n## B\n\nb\n\n### C\n\nc", LONG_EN]
     assert headings(body) == ["A", "D"]
 
 
@@ -464,7 +495,7 @@ def test_build_context_skips_empty_and_equal_neighbours() -> None:
 
 
 def test_build_context_title_equal_to_heading() -> None:
-    chunks = chunk_markdown(f"## Setup\n{LONG_EN}", "Setup", ())
+    chunks = chunk_markdown(f"## Setup\n{LONG_EN}", "Setup")
     assert chunks[0].context_text == "Setup"
 
 
@@ -572,18 +603,18 @@ def test_parse_document_markdown_fields() -> None:
     assert (doc.title, doc.topic, doc.category, doc.date, doc.depth, doc.tags) == (
         "Database Backup Schedule", None, "ops", "2024-03-01", "02", ("ops", "db"))
     assert doc.warnings == ()
-    assert len(LONG_EN) == 78  # one line of 30–79 code points: 1.0 - 0.3
+    assert len(LONG_EN) == 78  # one line of 30–79 code points: 1.0 - 0.3 (a heading line lifts it)
     assert doc.chunks == (
         ChunkDraft(0, None, None, (), LONG_EN, "Database Backup Schedule", 0.7, 7, 7),
-        ChunkDraft(1, "Nightly", 2, (), LONG_EN, "Database Backup Schedule > Nightly", 0.7, 8, 9),
+        ChunkDraft(1, "Nightly", 2, (), LONG_EN, "Database Backup Schedule > Nightly", 1.0, 8, 9),
     )
 
 
 def test_parse_document_passes_exclusions_and_warnings() -> None:
     text = f"---\ntitle: [x]\n---\n## Keep\n{LONG_EN}\n## Scratch\ngone\n"
-    doc = parse_document(text, "a.MD", exclude_headings=["Scratch"])
+    doc = parse_document(text, "a.MD", ChunkRules(exclude_headings=("Scratch",)))
     assert [c.heading for c in doc.chunks] == ["Keep"]
-    assert doc.title is None
+    assert doc.title == "Keep"
     assert doc.warnings == (
         'failed to parse YAML frontmatter in a.MD: field "title" must be a scalar, got a sequence',
     )
@@ -592,7 +623,7 @@ def test_parse_document_passes_exclusions_and_warnings() -> None:
 
 def test_parse_document_yaml_error_keeps_body() -> None:
     doc = parse_document(f"---\ntitle: [oops\n---\n{LONG_EN}", "n.md")
-    assert doc.title is None
+    assert doc.title == "n"
     assert [c.content for c in doc.chunks] == [LONG_EN]
     assert len(doc.warnings) == 1
 
@@ -601,7 +632,7 @@ def test_parse_document_text_file() -> None:
     text = "\ufeff  first line\r\nsecond\rthird\n\n"
     doc = parse_document(text, "misc/sub/release_notes.TXT")
     assert (doc.title, doc.category, doc.topic, doc.tags, doc.date, doc.depth) == (
-        None, "misc", "sub", (), None, None)
+        "release notes", "misc", "sub", (), None, None)
     assert doc.chunks == (
         ChunkDraft(0, None, None, (), "first line\nsecond\nthird", "release notes", 1.0 - 0.6,
                    1, 3),
@@ -611,7 +642,7 @@ def test_parse_document_text_file() -> None:
 def test_text_file_is_not_markdown() -> None:
     text = f"---\ntitle: X\n---\n## Heading\n{LONG_EN}"
     doc = parse_document(text, "a.txt")
-    assert doc.title is None
+    assert doc.title == "a"
     assert len(doc.chunks) == 1
     assert doc.chunks[0].content == text
 
@@ -667,3 +698,61 @@ def test_heading_only_chunk_spans_its_heading_line() -> None:
     chunks = parse_document(text, "n.md").chunks
     # the empty section is merged into the first chunk, which now ends at the heading
     assert [(c.line_start, c.line_end) for c in chunks] == [(1, 3)]
+
+
+# --- §3 sections sized for the model -----------------------------------------------------------
+
+
+def test_estimate_tokens_by_hand() -> None:
+    # "Hello" 5 letters -> 2, "," 1, "world" 2, "!" 1, "2026" 4 digits -> 2, "日本語" 3 wide -> 3
+    assert estimate_tokens("Hello, world! 2026 日本語") == 2 + 1 + 2 + 1 + 2 + 3
+    assert estimate_tokens("snake_case") == 2 + 1 + 1  # "snake", "_", "case"
+    assert estimate_tokens("") == 0
+
+
+def test_a_long_section_is_split_at_paragraphs_and_keeps_its_heading() -> None:
+    paragraph = " ".join(["word"] * 30)  # 30 estimated tokens
+    # fences 3 + 3, `x = 1` 3 × 4, `more = 2` 3: 21, and kept whole across its blank line
+    code = "```\n" + "\n".join(["x = 1"] * 4) + "\n\nmore = 2\n```"
+    body = f"## Long\n{paragraph}\n\n{paragraph}\n\n{code}\n\n{paragraph}\n"
+    assert estimate_tokens(code) == 21
+    chunks = chunk_markdown(body, "T", ChunkRules(max_tokens=55))
+    assert [(c.heading, c.level, c.context_text) for c in chunks] == [("Long", 2, "T > Long")] * 3
+    assert [c.content for c in chunks] == [paragraph, f"{paragraph}\n\n{code}", paragraph]
+    assert [(c.line_start, c.line_end) for c in chunks] == [(1, 2), (4, 13), (15, 15)]
+
+
+def test_an_over_long_paragraph_and_line_are_cut_within_the_budget() -> None:
+    lines = "\n".join(" ".join(["word"] * 20) for _ in range(4))  # one paragraph, 80 tokens
+    chunks = chunk_markdown(f"## P\n{lines}", "T", ChunkRules(max_tokens=45))
+    assert [(c.line_start, c.line_end) for c in chunks] == [(1, 3), (4, 5)]
+    huge = "word " * 1000  # one line of 1000 estimated tokens, no newline
+    cut = chunk_markdown(huge, "T", ChunkRules(max_tokens=100))
+    assert len(cut) == 10 and all(estimate_tokens(c.content) <= 100 for c in cut)
+    assert "".join(c.content.replace(" ", "") for c in cut) == "word" * 1000
+
+
+def test_html_comments_are_not_indexed_unless_kept() -> None:
+    body = (f"## A\n{LONG_EN} <!-- inline note -->\n<!--\n## Not a heading\nhidden\n-->\n"
+            f"<!-- one line -->after\n```\n<!-- in code stays -->\n```\n")
+    chunks = chunk_markdown(body, "T")
+    assert [c.heading for c in chunks] == ["A"]
+    assert chunks[0].content == (f"{LONG_EN} \n\n\n\n\nafter\n```\n<!-- in code stays -->\n```")
+    kept = chunk_markdown(body, "T", ChunkRules(html_comments=True))
+    assert [c.heading for c in kept] == ["A", "Not a heading"]
+
+
+def test_real_tokenizer_never_sees_a_chunk_over_the_window(real_models_dir: Path) -> None:
+    """With the default model's own tokenizer, every chunk of English, Japanese, code and one
+    huge line fits its 512-token window (passage prefix and special tokens included)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(real_models_dir / "multilingual-e5-small"
+                                        / "tokenizer.json"))
+    english = " ".join(f"The retry budget number {i} caps retries at a tenth." for i in range(400))
+    japanese = "障害が起きたときの連絡手順を、当番表と一緒に確認します。" * 300
+    code = "```python\n" + "\n".join(f"def f_{i}(x): return x * {i}  # {i}" for i in range(300))
+    note = f"# Guide\n{english}\n\n## 日本語\n{japanese}\n\n### Code\n{code}\n```\n\n{'z' * 20000}"
+    chunks = parse_document(note, "guide.md").chunks
+    longest = max(len(tokenizer.encode(f"passage: {c.content}").ids) for c in chunks)
+    assert longest <= 512 and len(chunks) > 10

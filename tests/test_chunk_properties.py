@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 
 from groove_cli.chunk import (
     ChunkDraft,
+    ChunkRules,
     build_context,
     chunk_markdown,
+    estimate_tokens,
     parse_document,
 )
 
@@ -24,6 +26,8 @@ POISON = "☠"
 """Appears only in excluded sections, so it must never reach a chunk."""
 MARKER = "SKIP"
 """Headings containing it are excluded."""
+RULES = ChunkRules(heading_levels=(2, 3), exclude_headings=(MARKER,), max_tokens=8192)
+"""The generator writes `##` and `###` headings; other `#` runs stay body text."""
 
 _ALPHABET = st.sampled_from(
     list("abcXYZ019 .,-_*#`~>|") + list("日本語のメモ検索。、") + ["\t", "\u3000"]
@@ -49,7 +53,8 @@ def _without(char: str) -> Callable[[str], bool]:
 
 text_lines = st.text(_ALPHABET, max_size=70).filter(_is_plain)
 heading_texts = st.text(_ALPHABET, min_size=1, max_size=30).map(str.strip).filter(
-    lambda text: bool(text) and MARKER not in text
+    # a trailing run of `#` after a space is the heading's closing sequence, not its text
+    lambda text: bool(text) and MARKER not in text and not re.search(r"(?:^|\s)#+$", text)
 )
 
 
@@ -146,7 +151,7 @@ def _check_shape(chunks: tuple[ChunkDraft, ...]) -> None:
 @settings(max_examples=200, deadline=None)
 @given(notes(), st.text(_ALPHABET, max_size=250))
 def test_chunks_cover_the_body_in_order(note: Generated, title: str) -> None:
-    chunks = chunk_markdown(note.body, title, [MARKER])
+    chunks = chunk_markdown(note.body, title, RULES)
     found = "".join(c for chunk in chunks for c in chunk.content if not c.isspace())
     assert _is_subsequence(note.expected, found)
     assert all(POISON not in chunk.content for chunk in chunks)
@@ -156,7 +161,7 @@ def test_chunks_cover_the_body_in_order(note: Generated, title: str) -> None:
 @settings(max_examples=200, deadline=None)
 @given(notes())
 def test_every_kept_heading_is_a_chunk_or_merged_into_one(note: Generated) -> None:
-    chunks = chunk_markdown(note.body, "T", [MARKER])
+    chunks = chunk_markdown(note.body, "T", RULES)
     own = [chunk.heading for chunk in chunks if chunk.heading is not None]
     positions = iter(note.headings)
     assert all(heading in positions for heading in own)  # in generated order
@@ -169,8 +174,18 @@ def test_every_kept_heading_is_a_chunk_or_merged_into_one(note: Generated) -> No
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=400), st.sampled_from(["n.md", "a/b.MD", "a/b/c.txt"]))
 def test_any_text_parses(text: str, rel: str) -> None:
-    doc = parse_document(text, rel, exclude_headings=["x"])
+    doc = parse_document(text, rel, ChunkRules(heading_levels=(2, 3), exclude_headings=("x",)))
     _check_shape(doc.chunks)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=3000), st.sampled_from(["n.md", "a/b.txt"]), st.integers(8, 120))
+def test_no_chunk_is_over_the_budget_and_none_loses_text(text: str, rel: str,
+                                                          budget: int) -> None:
+    doc = parse_document(text, rel, ChunkRules(max_tokens=budget, html_comments=True))
+    assert all(estimate_tokens(chunk.content) <= budget for chunk in doc.chunks)
+    lines = [c.line_start for c in doc.chunks]
+    assert lines == sorted(lines) and all(c.line_start <= c.line_end for c in doc.chunks)
     assert all(isinstance(tag, str) for tag in doc.tags)
     assert all(w.startswith(f"failed to parse YAML frontmatter in {rel}: ") for w in doc.warnings)
 

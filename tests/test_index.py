@@ -29,6 +29,7 @@ from onnx import TensorProto, helper, numpy_helper
 from typer.testing import CliRunner, Result
 
 from groove_cli import __version__, index_batches
+from groove_cli.chunk import CHUNKER_VERSION, ChunkRules, chunker_fingerprint
 from groove_cli.cli import app
 from groove_cli.index import IndexOptions, index_kb
 from tests.onnx_builders import VOCAB, model_dir
@@ -100,7 +101,8 @@ KB_FILES = {
 # Quality (index.md §4): CATS is one line of >= 80 code points -> 1.0; DOGS one line of 30-79
 # (and >= 50, so it is not merged into Cats) -> 1 - 0.3; BETA has a newline -> 1.0; GAMMA is one
 # line under 30 -> 1 - 0.6 - 0.3.
-QUALITY = {"Cats": 1.0, "Dogs": 1.0 - 0.3, "beta": 1.0, "gamma": 1.0 - 0.6 - 0.3}
+# a heading counts as the first line of its chunk: the one-line Dogs section is not a stub
+QUALITY = {"Cats": 1.0, "Dogs": 1.0, "beta": 1.0, "gamma": 1.0 - 0.6 - 0.3}
 KB_DOCS, KB_CHUNKS = 3, 4
 
 
@@ -325,7 +327,7 @@ def test_first_run_lines_rows_and_meta(groove: Groove) -> None:
     beta, gamma = document(db, "eng/search/beta.md"), document(db, "ops/gamma.md")
     assert beta is not None and gamma is not None
     assert (beta["title"], beta["category"], beta["topic"], beta["tags"]) == (
-        None, "eng", "search", "[]")
+        "beta", "eng", "search", "[]")  # no frontmatter title, no heading: the file name
     assert (gamma["category"], gamma["topic"]) == ("ops", None)
 
     chunks = rows(db, "SELECT d.path, c.chunk_index, c.heading, c.level, c.ancestry, c.content, "
@@ -352,7 +354,7 @@ def test_first_run_lines_rows_and_meta(groove: Groove) -> None:
     assert recorded["embedding_model_sha256"] == hashlib.sha256(onnx).hexdigest()
     assert recorded["kb_path"] == str(kb.resolve())
     assert recorded["context_mode"] == "off"
-    assert recorded["chunker_fingerprint"] == hashlib.sha256(b"[2, []]").hexdigest()
+    assert recorded["chunker_fingerprint"] == chunker_fingerprint(ChunkRules())
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", recorded["last_indexed"])
     assert recorded["groove_version"] == __version__
     assert rows(db, "PRAGMA journal_mode") == [("wal",)]
@@ -689,7 +691,8 @@ def test_changed_exclude_headings_rereads_every_file(indexed: Groove) -> None:
     assert rows(db, "SELECT heading FROM chunks WHERE id = ?", (new_alpha[0],)) == [("Cats",)]
     assert chunk_ids(db, "eng/search/beta.md") == beta
     assert chunk_ids(db, "ops/gamma.md") == gamma
-    expected = hashlib.sha256(json.dumps([2, ["Dogs"]]).encode()).hexdigest()
+    expected = hashlib.sha256(json.dumps(
+        [CHUNKER_VERSION, ["Dogs"], [1, 2, 3, 4, 5, 6], 460, False]).encode()).hexdigest()
     assert meta(db)["chunker_fingerprint"] == expected
     assert_consistent(db)
 
@@ -717,7 +720,7 @@ def test_absent_fingerprint_rereads_and_rewrites_quality_without_reembedding(
                                      "ON d.id = c.document_id ORDER BY d.path, c.chunk_index")]
     assert scores == pytest.approx([QUALITY["Cats"], QUALITY["Dogs"], QUALITY["beta"],
                                     QUALITY["gamma"]])
-    assert meta(db)["chunker_fingerprint"] == hashlib.sha256(b"[2, []]").hexdigest()
+    assert meta(db)["chunker_fingerprint"] == chunker_fingerprint(ChunkRules())
 
 
 def test_contextual_mode_is_adopted_by_an_empty_index_and_kept_once_it_has_chunks(

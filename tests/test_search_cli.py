@@ -398,7 +398,7 @@ def test_json_shape_exactly(golden_index: tuple[Path, Path], config_file: Path,
             "abs_path": str(golden_index[0] / "incidents" / "incident-review-process.md"),
             "line_start": 1,
             "line_end": 3,
-            "title": None,
+            "title": "Blameless by default",  # its first heading
             "heading": "Blameless by default",
             "topic": None,
             "date": None,
@@ -553,7 +553,7 @@ def test_text_format_without_low_confidence_and_with_explain(
                     "--format", "text", "--explain", "--min-confidence-ratio", "0")
     assert result.exit_code == 0
     assert result.stdout.splitlines()[:5] == [
-        "# incident-review-process.md",
+        "# Blameless by default",
         f"{os.path.relpath(golden_index[0])}/incidents/incident-review-process.md:1"
         "  § Blameless by default",
         "score: 1.0000",

@@ -45,6 +45,7 @@ is merged into it, index.md §3)."""
 def _long_note(groove: Groove) -> Groove:
     (groove.kb / "runbooks").mkdir()
     (groove.kb / "runbooks" / "retry-budgets.md").write_text(NOTE, encoding="utf-8")
+    groove.configure("[chunk]\nmax_tokens = 2000\n")  # the long section stays one chunk
     groove.index_ok()
     return groove
 
@@ -79,8 +80,8 @@ def test_text_shows_a_snippet_of_a_long_note(groove: Groove, workdir: Path) -> N
     path = Path("..", "kb", "runbooks", "retry-budgets.md").as_posix()
     assert out == SNIPPET.format(path=path)
     assert len(out.splitlines()) <= 12
-    # the title is the note's H1 (no frontmatter title), not `retry-budgets.md`
-    assert json.loads(_search(groove))["results"][0]["title"] is None
+    # the title is the note's first heading (no frontmatter title), in JSON too
+    assert json.loads(_search(groove))["results"][0]["title"] == "Upstream call limits"
 
 
 def test_full_prints_the_whole_chunk(groove: Groove, workdir: Path) -> None:

@@ -573,13 +573,19 @@ def test_migration_4_adds_chunk_lines_and_the_next_index_fills_them(indexed: Gro
 def test_schema_too_old_or_too_new_is_an_error(indexed: Groove, tmp_path: Path,
                                                command: str) -> None:
     old = tmp_path / "old.db"
-    with writable(old) as con:  # an SQLite file groove never migrated: schema version 0
-        con.execute("CREATE TABLE t(x)")
+    with writable(old) as con:  # groove's table, never migrated: schema version 0
+        con.execute("CREATE TABLE index_meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     result = indexed.run(command, "--kb-path", str(indexed.kb), db=old)
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.splitlines()[-1] == (
         f"groove: error: the index at {old} uses schema version 0; run `groove index --kb-path "
         f"{indexed.kb}` to upgrade it.")
+    foreign = tmp_path / "foreign.db"
+    with writable(foreign) as con:  # another application's tables: not an index at all
+        con.execute("CREATE TABLE t(x)")
+    result = indexed.run(command, "--kb-path", str(indexed.kb), db=foreign)
+    assert result.exit_code == 1
+    assert f"{foreign} is an SQLite database but not a groove index" in result.stderr
 
     with writable(indexed.db) as con:
         con.execute("PRAGMA user_version = 99")

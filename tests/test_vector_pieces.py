@@ -87,7 +87,9 @@ def test_every_token_of_a_3000_token_section_is_in_some_piece(
         groove: Groove, monkeypatch: pytest.MonkeyPatch) -> None:
     words = filler(3000)
     write(groove.kb, "long.md", "## Long\n\n" + " ".join(words) + "\n")
-    groove.configure()  # the default settings
+    # sections are kept whole (the chunker would cut this one to the window): the pieces
+    # are what a chunk longer than the window still gets (another model's window, say)
+    groove.configure("[chunk]\nmax_tokens = 8192\n")
     seen = recording(monkeypatch)
     result = groove.index_ok()
     assert ("groove: note: 1 chunk(s) exceed max_length 64 tokens; their text past the window "

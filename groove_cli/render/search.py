@@ -91,17 +91,22 @@ def _weak_text(result: SearchResult, params: SearchParams) -> str:
 
 
 def display_title(hit: SearchHit, kb_root: str | Path | None = None) -> str:
-    """The note's title: frontmatter `title`, else its first `# ` heading (read from the file),
-    else its file name."""
+    """The note's title: as indexed (frontmatter `title`, else its first heading, else its file
+    name), else, for an index built before titles were stored, its first `# ` heading (read
+    from the file), else its file name."""
     return (hit.chunk.title or note_title(absolute(kb_root, hit.chunk.path))
             or hit.chunk.path.rsplit("/", 1)[-1])
 
 
 def breadcrumb(hit: SearchHit) -> str | None:
-    """The hit's heading with its ancestors, `Setup > Linux > Packages`; None without one."""
+    """The hit's heading with its ancestors, `Setup > Linux > Packages`; None without one. A
+    first ancestor that is the note's title (its `# ` heading, shown above the hit) is left out."""
     if not hit.chunk.heading:
         return None
-    return " > ".join([*hit.chunk.ancestry, hit.chunk.heading])
+    ancestry = list(hit.chunk.ancestry)
+    if ancestry and ancestry[0] == hit.chunk.title:
+        ancestry = ancestry[1:]
+    return " > ".join([*ancestry, hit.chunk.heading])
 
 
 def empty_hint(params: SearchParams, filter_applied: dict[str, object]) -> str:

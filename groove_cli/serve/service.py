@@ -350,6 +350,7 @@ class Service:
         `get --format json` prints, plus the KB-relative path. `max_lines` keeps the first
         lines (`truncated` and `next`, the location of the rest, say so); `line_numbers`
         starts each line with its number."""
+        from groove_cli.chunk import ChunkRules
         from groove_cli.get import Excerpt, excerpt_at
 
         check_lines(max_lines, line_numbers)
@@ -361,8 +362,7 @@ class Service:
         if where.line is None and max_lines is None and full.stat().st_size > max_bytes:
             raise GrooveError(f"{where.path} is larger than {max_bytes} bytes",
                               hint="ask for a line range (PATH:LINE:COUNT) or pass max_lines")
-        headings = [str(h) for h in served.index.settings.list_("exclude_headings")]
-        excerpt = excerpt_at(full, where, headings)
+        excerpt = excerpt_at(full, where, ChunkRules.of(served.index.settings))
         end = excerpt.line_end
         cut = max_lines is not None and end - excerpt.line_start + 1 > max_lines
         if cut:

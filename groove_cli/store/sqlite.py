@@ -165,7 +165,9 @@ class Store(VectorWrites, SearchReads):
                 f"no index found at {path}. Run `groove index --kb-path {kb_hint}` first."
             )
         con, version = cls._connect(path, lambda: _read_only_connection(path), "read")
-        if version == 0 and scalar_int(con, "SELECT count(*) FROM sqlite_master") > 0:
+        if version == 0 and scalar_int(con, "SELECT count(*) FROM sqlite_master") > 0 \
+                and not scalar_int(con, "SELECT count(*) FROM sqlite_master "
+                                        "WHERE name = 'index_meta'"):
             con.close()
             raise foreign_database(path)
         if version < SCHEMA_VERSION:
