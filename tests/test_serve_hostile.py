@@ -218,3 +218,26 @@ def test_deeply_nested_collections_file_is_a_config_error(user_config: dict[str,
     inside.mkdir()
     found = groove(user_config, "status", cwd=inside)
     assert "Traceback" not in found.stderr and "RecursionError" not in found.stderr
+
+
+def test_a_server_file_it_cannot_write_is_a_warning_not_a_traceback(
+        golden_index: tuple[Path, Path], real_models_dir: Path, tmp_path: Path) -> None:
+    """Issue 40 item 14: `serve` on a read-only KB or a full disk printed a raw traceback; a
+    folder where the state file goes fails the same way, even for root."""
+    kb, env = make_kb(golden_index, tmp_path, real_models_dir)
+    (kb / ".groove.db.server.json").mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "groove_cli", "serve", str(kb), "--port", "0"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    lines: list[str] = []
+    try:
+        def warned() -> bool:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            lines.append(proc.stderr.readline())
+            return any("groove: serving" in line for line in lines)
+        wait_until(warned, what="the server announcing itself")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=HANG_GUARD_S)
+    text = "".join(lines)
+    assert "groove: warning: cannot write the server file" in text and "Traceback" not in text
