@@ -337,7 +337,7 @@ def agents(kb: Path, db: Path, config: Path, gen: Queries, qmd_given: str | None
     log = (bench_work() / "serve-starts.log").open("w+b")
     try:
         found["first"] = sa.first_after_start(
-            lambda: start_server(kb, db, config, log), search, gen.next,
+            lambda: start_server(kb, db, config, log), search, gen.base,
             lambda address: http.client.HTTPConnection(address, timeout=60))
     finally:
         log.close()

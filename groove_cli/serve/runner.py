@@ -165,14 +165,8 @@ def state_files(service: Service, address: str, token: str) -> Iterator[list[Pat
             path = state_path(served.index.location, served.kb)
             if path is None:
                 continue
-            try:
-                write_state(path, ServerState(os.getpid(), address, token,
-                                              index_id(served.index.location)))
-            except OSError as exc:  # a read-only KB or a full disk: serve, but say so
-                messages.warning(f"cannot write the server file {path} "
-                                 f"({exc.strerror or exc}); `groove search` will not forward "
-                                 f"to this server, clients that know {address} still work")
-                continue
+            write_state(path, ServerState(os.getpid(), address, token,
+                                          index_id(served.index.location)))
             written.append(path)
         yield written
     finally:
@@ -292,8 +286,8 @@ def settle(*, collect: bool) -> None:
     """Move everything start-up made (the SDK's and the engine's modules, the served
     indexes) into the collector's permanent generation, once the server is loaded: a full
     collection then walks only what requests create, instead of pausing one request for the
-    whole start-up heap (bench/results/serve.md). `collect` first frees start-up's garbage;
-    without it, what start-up left unreachable stays allocated."""
+    whole start-up heap (serve.md §1.1). `collect` first frees start-up's garbage; without
+    it, what start-up left unreachable stays allocated."""
     import gc
 
     if collect:
