@@ -55,11 +55,11 @@ def test_ablate_reports_deltas_latency_and_the_cheapest_configuration(warm: Samp
     # the word-level leg it is worse too. These are real-model figures, and the int8 model's
     # numerics differ between CPUs (bench/results/cpu_spread.md measures by how much): the word
     # leg's p-value lies near the gate's threshold, above it on one CPU and below on another
-    # (and far above it on others), so only its sign is asserted, not its p. The vector
-    # leg's p-value is below 0.05 with and without AVX-512 (if cpu_spread.md finds a CPU where
-    # it is not, this claim is the sample KB's to drop, not the test's to widen)
-    assert rows["no vector leg"]["delta"] < 0 and rows["no vector leg"]["p"] < 0.05
-    assert rows["no vector leg"]["significantly_worse"] is True
+    # (and far above it on others), so only its sign is asserted, not its p. Since the
+    # chunker cut sections at every heading level (CHUNKER_VERSION 3) the vector leg's p lies
+    # near the threshold too, so its sign is all the sample KB claims; the gate's rule itself
+    # is checked row by row below
+    assert rows["no vector leg"]["delta"] < 0
     assert rows["no word leg"]["delta"] < 0
     for row in rows.values():
         assert 0 < row["latency_ms"]["p50"] <= row["latency_ms"]["p95"]

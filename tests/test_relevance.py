@@ -83,9 +83,9 @@ def test_hybrid_hits_carry_relevance_and_nonsense_is_low_confidence(
     good = ok_json(groove(config_file, db, "retry budget"))
     assert good["low_confidence"] is False
     top = good["results"][0]
-    # score fusion (alpha 0.8 for two words) puts the meeting note on retry budgets first
-    assert top["path"] == "team/meetings/2025-03-18-retry-budget-follow-up.md"
-    assert "reliability/retry-budgets.md" in [h["path"] for h in good["results"]]
+    # the two notes on retry budgets come first (their order is the model's to decide)
+    assert {h["path"] for h in good["results"][:2]} == {
+        "team/meetings/2025-03-18-retry-budget-follow-up.md", "reliability/retry-budgets.md"}
     assert all(0.0 <= h["relevance"] <= 1.0 for h in good["results"])
     assert top["relevance"] > 0.35  # the default low_confidence_below
     nonsense = ok_json(groove(config_file, db, "zebra quantum banana"))

@@ -182,11 +182,11 @@ def test_pending_keeps_too_large_files_and_drops_refused_links(indexed: Groove) 
 def test_status_quality_filter_threshold_and_disabled(indexed: Groove) -> None:
     indexed.configure("[quality_filter]\nthreshold = 0.75\n")
     result = status(indexed)
-    assert result.stdout.splitlines()[-1] == (
-        "Quality filter (threshold=0.75): 2 passing, 2 below threshold")
-    indexed.configure("[quality_filter]\nthreshold = 0.7\n")  # DOGS scores exactly 1 - 0.3
+    assert result.stdout.splitlines()[-1] == (  # gamma (0.1) is the one below
+        "Quality filter (threshold=0.75): 3 passing, 1 below threshold")
+    indexed.configure("[quality_filter]\nthreshold = 0.1\n")  # gamma scores exactly 1 - 0.6 - 0.3
     assert status(indexed).stdout.splitlines()[-1] == (
-        "Quality filter (threshold=0.7): 3 passing, 1 below threshold")
+        "Quality filter (threshold=0.1): 4 passing, 0 below threshold")
 
     indexed.configure("[quality_filter]\nenabled = false\n")
     text = status(indexed)
