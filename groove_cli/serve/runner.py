@@ -165,8 +165,14 @@ def state_files(service: Service, address: str, token: str) -> Iterator[list[Pat
             path = state_path(served.index.location, served.kb)
             if path is None:
                 continue
-            write_state(path, ServerState(os.getpid(), address, token,
-                                          index_id(served.index.location)))
+            try:
+                write_state(path, ServerState(os.getpid(), address, token,
+                                              index_id(served.index.location)))
+            except OSError as exc:  # a read-only KB or a full disk: serve, but say so
+                messages.warning(f"cannot write the server file {path} "
+                                 f"({exc.strerror or exc}); `groove search` will not forward "
+                                 f"to this server, clients that know {address} still work")
+                continue
             written.append(path)
         yield written
     finally:
