@@ -583,8 +583,8 @@ def test_the_rebuild_hint_is_a_command_that_runs_as_printed() -> None:
     # issue 28: the hint printed a literal `<path>`
     from groove_cli.runtime_model import model_mismatch_text, rebuild_command
 
-    assert rebuild_command("/home/me/my notes", "--model", "bge-m3") == (
-        "groove index --kb-path '/home/me/my notes' --force --model bge-m3")
+    assert rebuild_command("/path/to/my notes", "--model", "bge-m3") == (
+        "groove index --kb-path '/path/to/my notes' --force --model bge-m3")
     assert rebuild_command(None) == "groove index --force"
     assert "<path>" not in model_mismatch_text("a", 8, "b", 16)
 

@@ -52,10 +52,9 @@ _REST = r"[^\s\"'`)\]}>,;]*"
 """The rest of the path, so that a failure shows it whole."""
 MACHINE_PATH = re.compile("(?:" + "|".join(f"(?:{p})" for p in _PATTERNS) + ")" + _REST)
 
-ALLOWED: dict[str, tuple[str, ...]] = {
-    # a test input for shell quoting of a folder name with a space, not anyone's folder
-    "tests/test_index.py": ("/home/me/my notes",),
-}
+ALLOWED: dict[str, tuple[str, ...]] = {}
+"""Strings a tracked file may hold although they look like a machine's path, by file (none
+today: a test input uses a placeholder such as `/path/to/my notes`)."""
 
 
 def machine_paths(line: str, allowed: tuple[str, ...] = ()) -> list[str]:
@@ -129,6 +128,6 @@ def test_the_rule_leaves_system_and_relative_paths(line: str) -> None:
 
 
 def test_allowed_strings_are_removed_before_the_scan() -> None:
-    (text,) = ALLOWED["tests/test_index.py"]
+    text = "/" + "home/me/my notes"  # built in two pieces: this file is scanned too
     assert machine_paths(f"rebuild_command(\"{text}\")") != []
     assert machine_paths(f"rebuild_command(\"{text}\")", (text,)) == []
