@@ -259,7 +259,8 @@ def cli_throughput(kb: Path, db: Path, config: Path, gen: Queries) -> dict[str, 
     elapsed = time.monotonic() - start
     return {"runs": len(runs), "workers": CLI_WORKERS, "seconds": elapsed,
             "per_s": len(walls) / elapsed, "median_wall_s": median(walls),
-            "failed": len(failures), "failure_samples": failures[:3]}
+            "failed": len(failures),
+            "failure_samples": [f.replace(f"{ROOT}/", "") for f in failures[:3]]}
 
 
 CPU: list[float] = []
@@ -364,7 +365,9 @@ def main() -> None:
     config = empty_config(bench_search.SEARCH_WORK / "serve-config")
     clear_query_cache(db)
     gen = Queries(queries())
-    data: dict[str, Any] = {"machine": info, "args": vars(args),
+    # the qmd launcher's name only: where it is installed is this machine's business
+    shown = dict(vars(args), qmd=Path(args.qmd).name if args.qmd else None)
+    data: dict[str, Any] = {"machine": info, "args": shown,
                             "chunks": build.get("chunks", args.size),
                             "targets": TARGETS, "clients": CLIENTS}
     data["agents"] = agents(kb, db, config, gen, args.qmd)
@@ -442,8 +445,10 @@ def markdown(d: dict[str, Any]) -> str:
     ]
     lines = ["# groove serve (issues 27, 41)", "",
              f"Command line: `python bench/bench_serve.py --size {d['args']['size']} --soak "
-             f"{d['args']['soak']} --seconds {d['args']['seconds']:g}` (`make bench-serve` "
-             "runs the defaults, 10000 / 10000 / 60). It builds bench_search's synthetic index once, under "
+             f"{d['args']['soak']} --seconds {d['args']['seconds']:g}"
+             + (" --qmd QMD" if d["args"].get("qmd") else "") + "` (`make bench-serve` "
+             "runs the defaults, 10000 / 10000 / 60; `--qmd` names qmd's launcher, with Node 22 "
+             "on PATH). It builds bench_search's synthetic index once, under "
              "bench/work/search/.", "",
              f"{machine_line(d['machine'])} Load average at the end: {d['load_average_end']}.",
              "", f"Index: bench_search's synthetic KB, {d['chunks']} chunks (random unit vectors, "
