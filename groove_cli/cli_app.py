@@ -130,6 +130,9 @@ def config_check(ctx: typer.Context) -> None:
 @app.command("index")
 def index_cmd(
     ctx: typer.Context,
+    folder: Annotated[Path | None, typer.Argument(
+        help="The KB folder (the same as --kb-path), e.g. `groove index .`",
+        show_default=False)] = None,
     kb_path: KbOpt = None,
     collection: CollectionOpt = None,
     model: ModelOpt = None,
@@ -156,7 +159,7 @@ def index_cmd(
     content hash, renames are detected, deleted files are removed. Ctrl-C or a kill leaves a
     valid index; the next run continues where this one stopped.
 
-    Example: `groove index --kb-path ~/notes`
+    Example: `groove index ~/notes` (or `groove index --kb-path ~/notes`)
     """
     from groove_cli.api import Index
     from groove_cli.render.progress import progress_for
@@ -168,7 +171,10 @@ def index_cmd(
     messages.set_verbose(verbose)
 
     def run() -> IndexReport:
-        paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True,
+        if folder is not None and kb_path is not None and folder.resolve() != kb_path.resolve():
+            raise UsageError(f"the folder {folder} and --kb-path {kb_path} name two KBs",
+                             hint="name the KB once: groove index FOLDER")
+        paths = resolve_paths(ctx, kb_flags(kb_path or folder, model=model), kb_required=True,
                               announce=not quiet, writing=True, force=force)
         assert paths.kb is not None
         stop = StopFlag()

@@ -394,3 +394,17 @@ def test_git_status_stays_clean(groove: Groove, monkeypatch: pytest.MonkeyPatch)
     ok("eval", "--mode", "fts")  # a second run reads and rewrites the history
     assert (groove.kb / ".groove" / statedir.HISTORY_NAME).is_file()
     assert git(groove.kb, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_index_takes_the_kb_folder_as_an_argument(groove: Groove,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 46 item 5: `groove index .` in a folder never indexed."""
+    fresh = groove.kb / "fresh"
+    write(fresh, "only.md", "# Only\n\nzebra crossing at the corner of the street\n")
+    monkeypatch.chdir(fresh)
+    ok("index", ".")
+    assert (fresh / ".groove" / "index.db").is_file()
+    assert paths_of(ok("search", "zebra", "--mode", "fts")) == ["only.md"]
+    both = run("index", ".", "--kb-path", str(groove.kb))
+    assert both.exit_code == 2
+    assert f"the folder . and --kb-path {groove.kb} name two KBs" in both.stderr
