@@ -237,6 +237,17 @@ def test_missing_golden_file_exits_1_with_hint(warm: Sample) -> None:
 # --------------------------------------------------------------------------- report layout
 
 
+def miss_line(query: dict[str, Any]) -> str:
+    """What the text report says under a miss, from its JSON entry: the query, its expected
+    notes and the rank of the first listed hit on one of them."""
+    names = ", ".join(e["path"] + (f" § {e['heading']}" if e.get("heading") else "")
+                      for e in query["expected"])
+    paths = {e["path"] for e in query["expected"]}
+    rank = next((h["rank"] for h in query["top_k"] if h["path"] in paths), None)
+    where = f"its note first at rank {rank}" if rank else f"not in the top {len(query['top_k'])}"
+    return f'"{query["query"]}" → {names}; {where}'
+
+
 def test_text_report_layout_matches_the_json_numbers(warm: Sample) -> None:
     """Header, one line per recall@k, MRR, nDCG at the largest k only, CI footer, misses."""
     report = eval_json(warm, "--k", "1,3", "--no-history")
@@ -262,7 +273,8 @@ def test_text_report_layout_matches_the_json_numbers(warm: Sample) -> None:
         "  95% bootstrap CI over 66 queries (1000 resamples, seed 0)",
         "",
         f"Per-query (regressions and misses, {len(misses)} of 66)",
-        *[f"  ✗ {q['id']:<24} recall@3: 0.00" for q in misses],
+        *[line for q in misses for line in (f"  ✗ {q['id']:<24} recall@3: 0.00",
+                                              f"      {miss_line(q)}")],
     ]
     assert lines[1:] == expected
     # a CI brackets its mean

@@ -169,8 +169,11 @@ def test_text_report_with_compared_run_and_changed_corpus() -> None:
         "",
         "Per-query (regressions and misses, 3 of 4)",
         "  ↓ beta                     RR: 1.00 → 0.50, nDCG@5: 1.00 → 0.63",
+        '      "beta query" → b.md; its note first at rank 2',
         "  ✗ gamma                    recall@5: 0.00",
+        '      "gamma query" → no note expected',
         "  ✗ delta                    recall@5: 0.00",
+        '      "delta query" → d.md § Intro; not in the top 1',
     ]) + "\n"
 
 
@@ -203,9 +206,11 @@ def test_text_report_no_diff_hides_delta_and_regression_lines() -> None:
     assert not any(line.startswith("Aggregate (") for line in lines)
     assert f"  recall@1   0.333  {ci_text(report, 'recall_at_k', '1')}" in lines
     assert "↓" not in text and "(—" not in text
-    assert lines[-3:] == ["Per-query (regressions and misses, 2 of 4)",
+    assert lines[-5:] == ["Per-query (regressions and misses, 2 of 4)",
                           "  ✗ gamma                    recall@5: 0.00",
-                          "  ✗ delta                    recall@5: 0.00"]
+                          '      "gamma query" → no note expected',
+                          "  ✗ delta                    recall@5: 0.00",
+                          '      "delta query" → d.md § Intro; not in the top 1']
 
 
 def test_text_report_incompatible_history_header() -> None:

@@ -105,6 +105,26 @@ def _aggregate(
     return lines
 
 
+def _query_line(entry: Mapping[str, Any]) -> str:
+    """A failing query's text, what it expects and the rank of the first expected note in
+    the listed hits (a note matches by path; `§ heading` shown when the golden file names one)."""
+    text = printable(str(entry.get("query", "")), keep_newlines=False)
+    text = text if len(text) <= 80 else text[:79] + "…"
+    expected = entry.get("expected") or []
+    paths = {str(e.get("path")) for e in expected}
+    names = ", ".join(printable(str(e.get("path")), keep_newlines=False)
+                      + (f" § {e['heading']}" if e.get("heading") else "") for e in expected[:3])
+    if len(expected) > 3:
+        names += f" and {len(expected) - 3} more"
+    if not expected:
+        return f'"{text}" → no note expected'
+    hits = entry.get("top_k") or []
+    rank = next((h["rank"] for h in hits if str(h.get("path")) in paths), None)
+    where = f"its note first at rank {rank}" if rank is not None else \
+        f"not in the top {len(hits)}"
+    return f'"{text}" → {names}; {where}'
+
+
 def _per_query(report: Mapping[str, Any], *, show_diff: bool) -> list[str]:
     per_query = report["per_query"]
     k_values = report["fingerprint"].get("k_values") or [0]
@@ -126,9 +146,12 @@ def _per_query(report: Mapping[str, Any], *, show_diff: bool) -> list[str]:
             miss = BY_NAME[MISS_METRIC]
             value = entry["metrics"][miss.query_key].get(str(k_max), 0.0)
             lines.append(f"  ✗ {shown:<24} {metric_label(miss.full_name(k_max))}: {value:.2f}")
+        else:
+            continue
+        lines.append(f"      {_query_line(entry)}")
     if not lines:
         return []
-    title = f"Per-query (regressions and misses, {len(lines)} of {len(per_query)})"
+    title = f"Per-query (regressions and misses, {len(lines) // 2} of {len(per_query)})"
     return ["", title, *lines]
 
 
