@@ -113,8 +113,10 @@ class ChunkRules:
     """The settings that decide a note's chunks (index.md §3), read once from the `chunk.*` keys
     and `exclude_headings` (config_schema.py)."""
 
-    heading_levels: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
-    """ATX heading levels that start a section; a heading of another level is body text."""
+    heading_levels: tuple[int, ...] = (2, 3, 4, 5, 6)
+    """ATX heading levels that start a section; a heading of another level is body text. A
+    note's `#` heading is its title and stays in its first chunk's text, where the embedding
+    sees it (bench/results/chunking_quality.md)."""
     max_tokens: int = DEFAULT_MAX_TOKENS
     """The largest chunk, in estimated model tokens (`estimate_tokens`); a longer section is
     split at paragraph and code-block boundaries."""

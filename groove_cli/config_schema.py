@@ -103,8 +103,9 @@ SCHEMA: tuple[KeySpec, ...] = (
             ranks=False),
     KeySpec("exclude_headings", "list_str", [],
             help="Drop sections whose heading contains one of these.", ranks=False),
-    KeySpec("chunk.heading_levels", "list_int", [1, 2, 3, 4, 5, 6], 1, 6,
-            help="Markdown heading levels (# = 1 … ###### = 6) that start a section.",
+    KeySpec("chunk.heading_levels", "list_int", [2, 3, 4, 5, 6], 1, 6,
+            help="Markdown heading levels (# = 1 … ###### = 6) that start a section; a "
+                 "note's # title stays in its first chunk.",
             ranks=False),
     KeySpec("chunk.max_tokens", "int", 460, 32, 8192,
             help="Largest chunk in estimated model tokens; longer sections are split at "

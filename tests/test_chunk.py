@@ -49,7 +49,7 @@ def headings(body: str, exclude: tuple[str, ...] = ()) -> list[str | None]:
 
 def test_fingerprint_is_sha256_of_json_version_and_every_rule() -> None:
     expected = hashlib.sha256(
-        b'[3, ["Draft", "\\u30e1\\u30e2"], [1, 2, 3, 4, 5, 6], 460, false]').hexdigest()
+        b'[3, ["Draft", "\\u30e1\\u30e2"], [2, 3, 4, 5, 6], 460, false]').hexdigest()
     assert CHUNKER_VERSION == 3
     assert chunker_fingerprint(ChunkRules(exclude_headings=("メモ", "Draft"))) == expected
     assert chunker_fingerprint(ChunkRules(exclude_headings=("Draft", "メモ"))) == expected
@@ -58,7 +58,7 @@ def test_fingerprint_is_sha256_of_json_version_and_every_rule() -> None:
 def test_fingerprint_changes_with_each_rule() -> None:
     default = chunker_fingerprint(ChunkRules())
     assert default == hashlib.sha256(
-        json.dumps([3, [], [1, 2, 3, 4, 5, 6], 460, False]).encode()).hexdigest()
+        json.dumps([3, [], [2, 3, 4, 5, 6], 460, False]).encode()).hexdigest()
     others = {chunker_fingerprint(rules) for rules in (
         ChunkRules(exclude_headings=("Scratch",)), ChunkRules(heading_levels=(2, 3)),
         ChunkRules(max_tokens=200), ChunkRules(html_comments=True))}
@@ -302,9 +302,18 @@ def test_two_backticks_are_not_a_fence() -> None:
 # --- §3 headings -------------------------------------------------------------------------------
 
 
-def test_every_heading_level_starts_a_section() -> None:
+def test_every_level_from_two_starts_a_section_and_the_title_stays_in_the_text() -> None:
     body = f"# Title\n{LONG_EN}\n## A\n#### deep\n{LONG_EN}\n##### five\n{LONG_EN}\n###### six"
     chunks = chunk_markdown(body, "T")
+    assert [(c.heading, c.level, c.ancestry) for c in chunks] == [
+        (None, None, ()), ("deep", 4, ("A",)), ("five", 5, ("A", "deep"))]
+    assert chunks[0].content == f"# Title\n{LONG_EN}\n\n## A"
+    assert chunks[2].content == f"{LONG_EN}\n\n###### six"  # the empty h6 merged
+
+
+def test_every_heading_level_starts_a_section_when_asked() -> None:
+    body = f"# Title\n{LONG_EN}\n## A\n#### deep\n{LONG_EN}\n##### five\n{LONG_EN}\n###### six"
+    chunks = chunk_markdown(body, "T", ChunkRules(heading_levels=(1, 2, 3, 4, 5, 6)))
     # `## A` has no text of its own: as any short section it is folded into the one before
     assert [(c.heading, c.level, c.ancestry) for c in chunks] == [
         ("Title", 1, ()), ("deep", 4, ("Title", "A")), ("five", 5, ("Title", "A", "deep"))]
