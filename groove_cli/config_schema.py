@@ -107,7 +107,7 @@ SCHEMA: tuple[KeySpec, ...] = (
             help="Markdown heading levels (# = 1 … ###### = 6) that start a section; a "
                  "note's # title stays in its first chunk.",
             ranks=False),
-    KeySpec("chunk.max_tokens", "int", 460, 32, 8192,
+    KeySpec("chunk.max_tokens", "int", 700, 32, 8192,
             help="Largest chunk in estimated model tokens; longer sections are split at "
                  "paragraphs and code blocks.", ranks=False),
     KeySpec("chunk.html_comments", "bool", False,

@@ -692,7 +692,7 @@ def test_changed_exclude_headings_rereads_every_file(indexed: Groove) -> None:
     assert chunk_ids(db, "eng/search/beta.md") == beta
     assert chunk_ids(db, "ops/gamma.md") == gamma
     expected = hashlib.sha256(json.dumps(
-        [CHUNKER_VERSION, ["Dogs"], [2, 3, 4, 5, 6], 460, False]).encode()).hexdigest()
+        [CHUNKER_VERSION, ["Dogs"], [2, 3, 4, 5, 6], 700, False]).encode()).hexdigest()
     assert meta(db)["chunker_fingerprint"] == expected
     assert_consistent(db)
 
