@@ -57,9 +57,10 @@ def measure(name: str, kb: Path, golden: Path, variant: int, rules: str) -> dict
     if run.returncode not in (0, 1):
         sys.exit(f"bench: error: eval of {name} failed: {run.stderr.strip()}")
     report = json.loads(run.stdout)
-    chunks = groove(config, "--db", str(db), "status", "--kb-path", str(kb), "--format", "json")
-    return {"aggregate": report["aggregate"], "status": json.loads(chunks.stdout)
-            if chunks.returncode == 0 else None}
+    status = groove(config, "--db", str(db), "status", "--kb-path", str(kb), "--format", "json")
+    counts = json.loads(status.stdout) if status.returncode == 0 else {}
+    return {"aggregate": report["aggregate"],  # counts only: the status names this machine's paths
+            **{key: counts.get(key) for key in ("documents", "chunks", "piece_vectors")}}
 
 
 def main() -> None:
