@@ -42,7 +42,11 @@ def post(server: Server, route: str, body: bytes, headers: dict[str, str] | None
         conn.request("POST", route, body=body, headers={"Content-Type": "application/json",
                                                          **(headers or {})})
         response = conn.getresponse()
-        return response.status, json.loads(response.read() or b"{}")
+        raw = response.read() or b"{}"
+        try:
+            return response.status, json.loads(raw)
+        except ValueError:  # a route that does not exist answers plain text
+            return response.status, {"text": raw.decode("utf-8", "replace")}
     finally:
         conn.close()
 
@@ -241,3 +245,18 @@ def test_a_server_file_it_cannot_write_is_a_warning_not_a_traceback(
         proc.wait(timeout=HANG_GUARD_S)
     text = "".join(lines)
     assert "groove: warning: cannot write the server file" in text and "Traceback" not in text
+
+
+def test_no_command_line_route_and_a_request_in_flight_holds_no_other(server: Server) -> None:
+    """Issue 40 items 2 and 13: `POST /cli/run` ran the command line's `get` on any path, and
+    relayed commands ran one at a time under one lock. The route is gone (even with the state
+    file's token), and a request still sending its body does not hold a search back."""
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    token = server.state["token"]
+    code, body = post(server, "/cli/run", json.dumps({"argv": ["get", "/etc/passwd"]}).encode(),
+                      {"Authorization": f"Bearer {token}"})
+    assert code == 404 and "root:" not in json.dumps(body)
+    with socket.create_connection((host, int(port)), timeout=HANG_GUARD_S) as slow:
+        slow.sendall(f"POST /search HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: "
+                     "application/json\r\nContent-Length: 100\r\n\r\n{\"query\": ".encode())
+        still_serving(server)  # answered while the other request waits for its body
