@@ -333,8 +333,14 @@ def collect_files(
     Raises:
         GrooveError: when the KB root itself cannot be listed.
     """
-    selection = Selection.of(kb, exclude_dirs=exclude_dirs, extensions=extensions,
-                             hidden_dirs=hidden_dirs)
+    return walk(Selection.of(kb, exclude_dirs=exclude_dirs, extensions=extensions,
+                             hidden_dirs=hidden_dirs))
+
+
+def walk(selection: Selection) -> ScanResult:
+    """`collect_files` with the selection already read (a server checks paths and lists notes
+    with one)."""
+    kb = selection.kb
     warnings = list(selection.warnings)
     files: list[SourceFile] = []
     refused: list[tuple[str, str]] = []

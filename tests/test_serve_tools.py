@@ -11,8 +11,9 @@ import pytest
 
 import groove_cli
 from groove_cli.errors import GrooveError, UsageError
-from groove_cli.serve.service import Service, hit_id, languages
+from groove_cli.serve.service import Service, hit_id
 from groove_cli.serve.tools import argument_problem, parsed_arguments, tool_schemas
+from groove_cli.text.languages import languages
 
 NOTE = "reliability/retry-budgets.md"
 

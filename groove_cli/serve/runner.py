@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from groove_cli import messages
+from groove_cli._version import version
 from groove_cli.errors import GrooveError, UsageError
-from groove_cli.serve.service import MCP_NAME, Service, installed_version
+from groove_cli.serve.service import MCP_NAME, Service
 from groove_cli.serve.state import (
     ServerState,
     index_id,
@@ -357,7 +358,7 @@ def initialize_result(service: Service, params: dict[str, Any]) -> dict[str, Any
     asked = params.get("protocolVersion")
     return {"protocolVersion": asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1],
             "capabilities": CAPABILITIES,
-            "serverInfo": {"name": MCP_NAME, "version": installed_version()},
+            "serverInfo": {"name": MCP_NAME, "version": version()},
             "instructions": service.instructions()}
 
 

@@ -20,7 +20,7 @@ import fnmatch
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -421,14 +421,12 @@ class Service:
 
     def _glob(self, served: Served, pattern: str) -> list[str]:
         """The KB's notes (as `index` selects them) whose relative path matches `pattern`."""
-        from groove_cli.scan import collect_files
+        from groove_cli.scan import walk
 
         selection = self.selection(served)
         if not pattern.strip() or pattern.startswith("/") or ".." in Path(pattern).parts:
             raise UsageError(f"{pattern!r}: give a glob relative to the KB, e.g. ops/*.md")
-        scan = collect_files(selection.kb, exclude_dirs=sorted(selection.excluded_names),
-                             extensions=sorted(selection.extensions),
-                             hidden_dirs=selection.hidden_dirs)
+        scan = walk(selection)
         found = [f.rel for f in scan.files if fnmatch.fnmatchcase(f.rel, pattern)]
         return found[:MULTI_GET_MAX_FILES + 1]
 
@@ -443,35 +441,6 @@ class Service:
         return {"id": id, "title": path.stem, "text": note["content"], "url": path.as_uri(),
                 "metadata": {"kb": note["kb"], "path": note["rel_path"],
                              "line_start": note["line_start"], "line_end": note["line_end"]}}
-
-
-def installed_version() -> str:
-    """groove's installed version, as `_version.version()` reads it, from the first
-    `groove_cli-*.dist-info` on sys.path without importing importlib.metadata (a cost
-    `groove mcp` would add to its `initialize` answer; bench/results/code-notes.md#version)."""
-    import os
-    import sys
-
-    for entry in sys.path:
-        try:
-            found = sorted(name for name in os.listdir(entry or ".")
-                           if name.startswith("groove_cli-") and name.endswith(".dist-info"))
-        except OSError:
-            continue
-        for info in found:
-            try:
-                with open(os.path.join(entry or ".", info, "METADATA"),
-                          encoding="utf-8") as metadata:
-                    for line in metadata:
-                        if line.startswith("Version: "):
-                            return line[len("Version: "):].strip()
-                        if not line.strip():
-                            break
-            except OSError:
-                continue
-    from groove_cli._version import version
-
-    return version()
 
 
 def check_lines(max_lines: Any, line_numbers: Any) -> None:
@@ -512,67 +481,9 @@ def about_kb(served: Served) -> About:
 
         logging.getLogger("groove.serve").warning("cannot read %s: %s", served.name, exc)
         return About(served.name, 0, 0, ("index unreadable",))
+    from groove_cli.text.languages import languages
+
     return About(served.name, notes, chunks, languages(texts))
-
-
-SCRIPTS = (
-    (0x00C0, 0x024F, "Latin"), (0x0370, 0x03FF, "Greek"), (0x0400, 0x04FF, "Cyrillic"),
-    (0x0590, 0x05FF, "Hebrew"), (0x0600, 0x06FF, "Arabic"), (0x0900, 0x097F, "Devanagari"),
-    (0x0E00, 0x0E7F, "Thai"), (0x1100, 0x11FF, "Korean"), (0x3040, 0x30FF, "Japanese"),
-    (0x3400, 0x4DBF, "Chinese"), (0x4E00, 0x9FFF, "Chinese"), (0xAC00, 0xD7AF, "Korean"),
-)
-"""Code point ranges of the scripts a chunk may be written in (ASCII letters are Latin), in
-order; kana are Japanese, Han Chinese unless the chunk has kana too."""
-_STARTS = [low for low, _, _ in SCRIPTS]
-STOPWORDS = {
-    "English": "the and of to is that it for with this are be you which",
-    "German": "der die und das ist nicht ein eine mit den auf für sich auch wird",
-    "French": "le les et des est une pour dans du pas sur avec ce qui",
-    "Spanish": "el los las y del por para es al su lo como más pero",
-    "Italian": "il di che è per della sono gli non anche nel alla questo",
-    "Portuguese": "os não em uma com da dos ao pelo são também seu",
-    "Dutch": "het een van niet op voor zijn ook dat te wordt bij aan",
-}
-"""Frequent words that tell Latin-script languages apart (no word in two lists)."""
-_WORDS = re.compile(r"[^\W\d_]+")
-_ASCII = re.compile(r"[\x00-\x7f]+")
-_ASCII_LETTERS = re.compile(r"[A-Za-z]")
-_STOPWORD_LANGUAGE = {word: name for name, words in STOPWORDS.items() for word in words.split()}
-
-
-def languages(texts: Iterable[str]) -> tuple[str, ...]:
-    """The languages of a sample of chunks, most frequent first: each chunk counts for its
-    main script (Japanese when it has kana), and a Latin-script chunk for the language whose
-    frequent words it uses most; a language of under a tenth of the sample is left out."""
-    from bisect import bisect_right
-
-    counts: dict[str, int] = {}
-    total = 0
-    for text in texts:
-        text = text[:1000]
-        letters = {"Latin": len(_ASCII_LETTERS.findall(text))}
-        for char in _ASCII.sub("", text)[:300]:  # the other scripts: in the non-ASCII rest
-            at = bisect_right(_STARTS, ord(char)) - 1
-            if at >= 0 and ord(char) <= SCRIPTS[at][1]:
-                name = SCRIPTS[at][2]
-                letters[name] = letters.get(name, 0) + 1
-        script, most = max(letters.items(), key=lambda pair: pair[1])
-        if most == 0:
-            continue
-        if script == "Chinese" and letters.get("Japanese"):
-            script = "Japanese"
-        if script == "Latin":
-            votes: dict[str, int] = {}
-            for word in _WORDS.findall(text.lower()):
-                language = _STOPWORD_LANGUAGE.get(word)
-                if language is not None:
-                    votes[language] = votes.get(language, 0) + 1
-            best = max(votes.items(), key=lambda pair: pair[1], default=("", 0))
-            script = best[0] if best[1] >= 3 else "Latin script"
-        counts[script] = counts.get(script, 0) + 1
-        total += 1
-    ranked = sorted(counts.items(), key=lambda pair: (-pair[1], pair[0]))
-    return tuple(name for name, count in ranked if count * 10 >= total)
 
 
 def listed(names: Sequence[str] | Mapping[str, Any], most: int = 8) -> str:

@@ -22,6 +22,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from mcp_types import Tool as MCPTool
 
+from groove_cli._version import version
 from groove_cli.serve.service import (
     MAX_LIMIT,
     MAX_LINES,
@@ -31,7 +32,6 @@ from groove_cli.serve.service import (
     MULTI_GET_MAX_BYTES,
     MULTI_GET_MAX_FILES,
     Service,
-    installed_version,
 )
 
 if TYPE_CHECKING:
@@ -301,7 +301,7 @@ class GrooveMCP(MCPServer[Any]):
 def build_mcp(service: Service) -> GrooveMCP:
     """The MCP server whose tools call `service`."""
     server = GrooveMCP(tool_schemas(list(service.kbs)), instructions=service.instructions(),
-                       version=installed_version(), log_level="WARNING")
+                       version=version(), log_level="WARNING")
 
     @server.tool(annotations=READ_ONLY, description=(
         "Search the notes. Each hit has an id (pass it to `get` as location), path, "
