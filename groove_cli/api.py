@@ -39,9 +39,11 @@ if TYPE_CHECKING:
     from groove_cli.models import ModelStatus, ResolvedModel
     from groove_cli.results import Results
     from groove_cli.retrieve.filters import FilterSpec
+    from groove_cli.retrieve.graph import Graph
     from groove_cli.retrieve.searcher import Searcher
     from groove_cli.status import DoctorReport, StatusReport
     from groove_cli.types import ProgressSink
+    from groove_cli.validate import ValidationReport
 
 PathLike = str | os.PathLike[str]
 
@@ -200,7 +202,7 @@ class Index:
         `score_alpha=0.5`, `min_relevance=0.5`). With `files`,
         hits are fetched until `limit` distinct files are found (`search --format files`)."""
         from groove_cli.config import MAX_LIMIT
-        from groove_cli.results import Results
+        from groove_cli.results import STALE_NOTE, Results, stale_paths
         from groove_cli.retrieve.filters import compile_filters, filter_applied
         from groove_cli.retrieve.legs import legs_to_run
         from groove_cli.retrieve.params import (
@@ -261,7 +263,11 @@ class Index:
             finally:
                 if searcher is not self._searcher:
                     searcher.close()
-        return Results(query, result, params, applied, kb_root, tuple(given), short)
+            stale = stale_paths(kb_root, result.hits)
+            if stale:
+                messages.note(STALE_NOTE.format(count=sum(
+                    hit.chunk.path in stale for hit in result.hits)))
+        return Results(query, result, params, applied, kb_root, tuple(given), short, stale)
 
     def get(self, location: str) -> Excerpt:
         """A note's lines: `PATH`, `PATH:LINE` (the chunk there) or `PATH:LINE:COUNT`."""
@@ -283,6 +289,76 @@ class Index:
 
         return run_doctor(self.location, self.kb, config.models_dir(self.settings),
                           reranker=self.settings.str_("reranker"))
+
+    def graph(self, start: str, *, depth: int = 2, fan_out: int = 5,
+              min_similarity: float = 0.5, dedup_by_path: bool = True,
+              exclude_paths: Sequence[str] = (), seed: str = "all", max_nodes: int = 50
+              ) -> Graph:
+        """The semantic neighbourhood of the note `start` (KB-relative): a breadth-first
+        search over vector similarity, `depth` levels of at most `fan_out` neighbours at
+        `min_similarity` or more, one node per note (`dedup_by_path`) or per chunk, notes
+        matching `exclude_paths` (globs) left out, seeded by every chunk or their centroid
+        (`seed`), at most `max_nodes` nodes (`truncated` says when more were found). From
+        the index's vectors alone: no model is loaded (retrieve/graph.py)."""
+        from groove_cli.retrieve.graph import GraphRequest, connection_graph
+
+        if isinstance(exclude_paths, str):
+            exclude_paths = (exclude_paths,)
+        request = GraphRequest(self._relative(start), depth, fan_out, min_similarity,
+                               dedup_by_path, tuple(exclude_paths), seed, max_nodes)
+        request.check()
+        with messages.capture() as given:
+            searcher = self._searcher_for(self.settings, None, embeds=False)
+            try:
+                snapshot = searcher.snapshot()
+                with searcher.reader() as store:
+                    graph = connection_graph(snapshot, store, request)
+            finally:
+                if searcher is not self._searcher:
+                    searcher.close()
+        return dataclasses.replace(graph, messages=tuple(given))
+
+    def _relative(self, start: str) -> str:
+        """A note path as the index records it: a path to a file inside the KB (from the
+        working folder) becomes KB-relative; anything else is taken as KB-relative."""
+        if self.kb is not None and isinstance(start, str) and start.strip():
+            given = Path(start.strip())
+            try:
+                if given.is_file():
+                    return given.resolve().relative_to(self.kb.resolve()).as_posix()
+            except (ValueError, OSError):
+                pass
+        return start
+
+    def validate(self) -> ValidationReport:
+        """Every note's frontmatter against the `[frontmatter]` schema (cli.md `validate`)."""
+        from groove_cli.validate import validate_kb
+
+        return validate_kb(self.settings, self._kb_for("validate"))
+
+    def topics(self) -> dict[str, Any]:
+        """The indexed notes counted by folder, category and topic (the MCP `list_topics`)."""
+        from collections import Counter
+
+        from groove_cli.store import open_reader
+
+        store = open_reader(self.location, str(self.kb) if self.kb else "<path>")
+        try:
+            rows = store.document_facets()
+        finally:
+            store.close()
+        folders: Counter[str] = Counter()
+        facets: dict[str, Counter[str]] = {}
+        for path, category, topic in rows:
+            parts = path.split("/")[:-1]
+            folders.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+            facets.setdefault(category or "(none)", Counter())[topic or "(none)"] += 1
+        return {"notes": len(rows),
+                "folders": [{"prefix": p, "notes": n} for p, n in sorted(folders.items())],
+                "categories": [{"category": c, "notes": sum(t.values()),
+                                "topics": [{"topic": k, "notes": n}
+                                           for k, n in sorted(t.items())]}
+                               for c, t in sorted(facets.items())]}
 
     def index(self, *, force: bool = False, progress: ProgressSink | None = None,
               stop: Callable[[], bool] | None = None, verbose: bool = False,

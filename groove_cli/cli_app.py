@@ -199,14 +199,17 @@ def status_cmd(
     collection: CollectionOpt = None,
     format: FormatOpt = "text",
     no_server: NoServerOpt = False,
+    verbose_flag: VerboseOpt = False,
 ) -> None:
-    """Show what the index holds, what is pending (with a KB path), and a running server.
+    """Show what the index holds, what is pending (with a KB path), and a running server;
+    --verbose lists the pending files by name (the JSON always does).
 
     Example: `groove status --kb-path ~/notes`
     """
     from groove_cli.api import Index
     from groove_cli.serve import client
 
+    verbose(verbose_flag)
     fmt = check_format(format, ("text", "json"))
     server: dict[str, object] | None = None
 
@@ -234,7 +237,7 @@ def status_cmd(
 
     report = run_core(run)
     if report is not None:
-        output.print_status(report, fmt, server)
+        output.print_status(report, fmt, server, verbose=verbose_flag)
 
 
 @app.command("doctor")

@@ -265,7 +265,8 @@ NoServerOpt = Annotated[bool, typer.Option("--no-server", help=(
     "Run in this process even when `groove serve` serves the index."))]
 VerboseOpt = Annotated[bool, typer.Option(
     "--verbose", "-v",
-    help="Also print informational notes (which config file was loaded, …); tune: the full report.")]
+    help=("Also print informational notes (which config file was loaded, …); tune: the full "
+          "report; status: the pending files by name."))]
 
 
 def verbose(on: bool) -> None:

@@ -45,7 +45,7 @@ from groove_cli.scan import (
     decode_source,
     read_source,
 )
-from groove_cli.store import REBUILD_KEY, Store, open_writer, utc_now
+from groove_cli.store import REBUILD_KEY, Store, open_writer, stamp, utc_now
 from groove_cli.text import printable
 from groove_cli.text.durations import human_duration
 from groove_cli.types import (
@@ -438,6 +438,7 @@ class Indexer:
         renamed_to = {} if fresh else self._renames(store, indexed, read, seen, kept)
         indexed = store.documents()
 
+        confirmed: list[int] = []  # unchanged files touched since their row was written
         with FileBatches(store.transaction) as writes:
             for source in read:
                 if self.should_stop():
@@ -447,9 +448,14 @@ class Indexer:
                 force_rewrite = rechunk or (static and source.rel in renamed_to)
                 if (existing is not None and existing.content_hash == source.sha256
                         and not fresh and not force_rewrite):
+                    if stamp(source.mtime_ns) > existing.last_indexed:
+                        confirmed.append(existing.id)
                     self._advance(0)
                     continue
                 self._read_one(store, writes, source, existing, static, fresh, force_rewrite)
+        if confirmed:
+            with store.transaction():
+                store.confirm_documents(confirmed, utc_now())
         if self.interrupted:
             return
         gone = [doc for path, doc in store.documents().items() if path not in seen and path not in kept]

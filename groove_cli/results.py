@@ -7,7 +7,9 @@ script, the server and the CLI read one shape. The hits are the pipeline's `Sear
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+import os
+import stat
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +37,44 @@ def absolute(kb_root: str | Path | None, rel: str) -> Path | None:
     if not kb_root:
         return None
     return Path(kb_root, *rel.split("/"))
+
+
+def stale_paths(kb_root: str | Path | None, hits: Sequence[SearchHit]) -> frozenset[str]:
+    """The hits' notes that changed since the index read them (search.md §15): gone (moved or
+    deleted), another size, or modified after their row was written or confirmed — one `stat`
+    per distinct note. Nothing is stale when the KB folder is unknown or not on this machine
+    (a team store searched from elsewhere)."""
+    if not kb_root or not os.path.isdir(kb_root):
+        return frozenset()
+    stale: set[str] = set()
+    checked: set[str] = set()
+    for hit in hits:
+        chunk = hit.chunk
+        if chunk.path in checked:
+            continue
+        checked.add(chunk.path)
+        if _changed(absolute(kb_root, chunk.path), chunk.size_bytes, chunk.last_indexed):
+            stale.add(chunk.path)
+    return frozenset(stale)
+
+
+def _changed(full: Path | None, size: int | None, indexed: str | None) -> bool:
+    """Whether the file at `full` is gone, not a regular file, or differs from its row."""
+    from groove_cli.store import stamp
+
+    try:
+        st = os.stat(full) if full is not None else None
+    except OSError:
+        return True
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return True
+    if size is not None and st.st_size != size:
+        return True
+    return bool(indexed) and stamp(st.st_mtime_ns) > str(indexed)
+
+
+STALE_NOTE = ("{count} of these hits come from notes moved, deleted or changed since the "
+              "index was built (marked stale): run `groove index` to refresh it")
 
 
 def _explain_json(hit: SearchHit) -> dict[str, Any]:
@@ -75,9 +115,12 @@ class Hit:
     expanded_from: Mapping[str, object] | None = None
     explain: Mapping[str, object] | None = None
     """Per-stage ranks and scores (what `--explain` prints)."""
+    stale: bool = False
+    """The note was moved, deleted or changed since the index read it (`stale_paths`)."""
 
     @classmethod
-    def of(cls, hit: SearchHit, kb_root: str | Path | None = None) -> Hit:
+    def of(cls, hit: SearchHit, kb_root: str | Path | None = None, *,
+           stale: bool = False) -> Hit:
         chunk = hit.chunk
         full = absolute(kb_root, chunk.path)
         return cls(path=chunk.path, abs_path=str(full) if full is not None else None,
@@ -85,7 +128,7 @@ class Hit:
                    heading=chunk.heading, topic=chunk.topic, date=chunk.date,
                    tags=tuple(chunk.tags), score=hit.score, relevance=hit.relevance,
                    content=hit.content, match_spans=hit.match_spans,
-                   expanded_from=hit.expanded_from, explain=_explain_json(hit))
+                   expanded_from=hit.expanded_from, explain=_explain_json(hit), stale=stale)
 
     def to_json(self, *, explain: bool = False) -> dict[str, Any]:
         """One hit of the JSON document (cli.md §5.1)."""
@@ -94,6 +137,7 @@ class Hit:
             "abs_path": self.abs_path, "line_start": self.line_start, "line_end": self.line_end,
             "title": self.title, "heading": self.heading, "topic": self.topic,
             "date": self.date, "tags": list(self.tags), "content": self.content,
+            "stale": self.stale,
         }
         if self.match_spans is not None:
             doc["match_spans"] = [{"start": s, "end": e} for s, e in self.match_spans]
@@ -104,9 +148,10 @@ class Hit:
         return doc
 
 
-def hit_json(hit: SearchHit, explain: bool, kb_root: str | Path | None = None) -> dict[str, Any]:
+def hit_json(hit: SearchHit, explain: bool, kb_root: str | Path | None = None, *,
+             stale: bool = False) -> dict[str, Any]:
     """One engine hit as the JSON document shows it (cli.md §5.1)."""
-    return Hit.of(hit, kb_root).to_json(explain=explain)
+    return Hit.of(hit, kb_root, stale=stale).to_json(explain=explain)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,11 +168,14 @@ class Results:
     """The warnings and notes the search gave, in order (the CLI prints them on stderr)."""
     files_short: str | None = None
     """With `files=True`: why fewer files than asked were found (hits collapse to files)."""
+    stale: frozenset[str] = frozenset()
+    """The hits' notes changed since the index read them (`stale_paths`, checked once)."""
 
     @property
     def hits(self) -> tuple[Hit, ...]:
         """The hits in rank order, as public records (the engine's are `result.hits`)."""
-        return tuple(Hit.of(hit, self.kb_root) for hit in self.result.hits)
+        return tuple(Hit.of(hit, self.kb_root, stale=hit.chunk.path in self.stale)
+                     for hit in self.result.hits)
 
     def __iter__(self) -> Iterator[Hit]:
         return iter(self.hits)

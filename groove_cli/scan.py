@@ -86,6 +86,8 @@ class SourceBytes:
     rel: str
     raw: bytes
     sha256: str
+    mtime_ns: int = 0
+    """The file's modification time when read (compared with `documents.last_indexed`)."""
 
     @property
     def size(self) -> int:
@@ -487,7 +489,8 @@ def read_source(file: SourceFile) -> ReadResult:
             return skip(REFUSED_SYMLINK, SkipKind.REFUSED)
         return failed(exc)
     try:
-        problem = _check(os.fstat(fd))
+        opened = os.fstat(fd)
+        problem = _check(opened)
         if problem is not None:
             return skip(*problem)
         raw = _read_at_most(fd, MAX_FILE_BYTES)
@@ -497,7 +500,8 @@ def read_source(file: SourceFile) -> ReadResult:
         return failed(exc)
     finally:
         os.close(fd)
-    return SourceBytes(rel=rel, raw=raw, sha256=hashlib.sha256(raw).hexdigest())
+    return SourceBytes(rel=rel, raw=raw, sha256=hashlib.sha256(raw).hexdigest(),
+                       mtime_ns=opened.st_mtime_ns)
 
 
 def _describe_decode_error(exc: UnicodeDecodeError) -> str:

@@ -37,6 +37,20 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingFile:
+    """One file `groove index` would change: `change` is new, changed, deleted or renamed
+    (then `previous` is the indexed path it moved from)."""
+
+    change: str
+    path: str
+    previous: str | None = None
+
+    def to_json(self) -> dict[str, str]:
+        return {"change": self.change, "path": self.path,
+                **({"from": self.previous} if self.previous is not None else {})}
+
+
+@dataclass(frozen=True, slots=True)
 class Pending:
     new: int
     changed: int
@@ -46,6 +60,8 @@ class Pending:
     renamed: int = 0
     """Vanished indexed paths whose content reappears under a new path, as `index` pairs them
     (index.md §6.1 step 7): counted here, not as new + deleted."""
+    files: tuple[PendingFile, ...] = ()
+    """The pending files by name, in path order (`status --verbose`, and the JSON)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +95,8 @@ class StatusReport:
         if self.pending is not None:
             pending = {"new": self.pending.new, "changed": self.pending.changed,
                        "deleted": self.pending.deleted, "renamed": self.pending.renamed,
-                       "skipped": self.pending.skipped}
+                       "skipped": self.pending.skipped,
+                       "files": [f.to_json() for f in self.pending.files]}
         quality = None
         if self.quality_threshold > 0:
             quality = {"threshold": self.quality_threshold, "passing": self.quality_passing,
@@ -118,8 +135,9 @@ def pending_changes(store: Store | PgStore, kb: Path, exclude_dirs: tuple[str, .
     indexed = store.path_hashes()
     scan = collect_files(kb, exclude_dirs=exclude_dirs, extensions=parsers,
                          hidden_dirs=hidden_dirs)
-    new = changed = skipped = 0
     seen: set[str] = set()
+    skipped = 0
+    found: list[PendingFile] = []
     arrivals: list[tuple[str, str]] = []  # (new path, hash): rename candidates
     for file in scan.files:
         result = read_source(file)
@@ -133,27 +151,36 @@ def pending_changes(store: Store | PgStore, kb: Path, exclude_dirs: tuple[str, .
         if _skipped_by_index(result, rules, indexed=file.rel in indexed):
             skipped += 1
         elif file.rel not in indexed:
-            new += 1
             arrivals.append((file.rel, result.sha256))
         else:
-            changed += 1
+            found.append(PendingFile("changed", file.rel))
     orphans = sorted(path for path in indexed if path not in seen)
-    renamed = _renames(orphans, arrivals, indexed)
-    return Pending(new - renamed, changed, len(orphans) - renamed, skipped, renamed)
+    moves = _renames(orphans, arrivals, indexed)
+    moved_to = {new: old for old, new in moves}
+    moved_from = set(moved_to.values())
+    found += [PendingFile("renamed", new, old) for old, new in moves]
+    found += [PendingFile("new", rel) for rel, _ in arrivals if rel not in moved_to]
+    found += [PendingFile("deleted", rel) for rel in orphans if rel not in moved_from]
+    found.sort(key=lambda f: f.path)
+
+    def count(change: str) -> int:
+        return sum(f.change == change for f in found)
+
+    return Pending(count("new"), count("changed"), count("deleted"), skipped, count("renamed"),
+                   tuple(found))
 
 
 def _renames(orphans: list[str], arrivals: list[tuple[str, str]],
-             indexed: dict[str, str]) -> int:
-    """How many vanished paths pair with a new path of identical content (each new path used
-    once, in path order: index.py's `_renames` rule)."""
+             indexed: dict[str, str]) -> list[tuple[str, str]]:
+    """The (vanished path, new path) pairs of identical content (each new path used once, in
+    path order: index.py's `_renames` rule)."""
     free = sorted(arrivals)
-    count = 0
+    pairs: list[tuple[str, str]] = []
     for old in orphans:
         match = next((i for i, (_, sha) in enumerate(free) if sha == indexed[old]), None)
         if match is not None:
-            free.pop(match)
-            count += 1
-    return count
+            pairs.append((old, free.pop(match)[0]))
+    return pairs
 
 
 def _skipped_by_index(source: SourceBytes, rules: ChunkRules, *,

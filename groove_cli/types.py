@@ -51,6 +51,8 @@ class StoredDocument:
     id: int
     path: str
     content_hash: str
+    last_indexed: str = ""
+    """When the row was last written or confirmed against its file (`utc_now()` format)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,10 @@ class IndexedChunk:
     tags: tuple[str, ...]
     line_start: int | None = None
     line_end: int | None = None
+    size_bytes: int | None = None
+    """The note's size when indexed, and when its row was last written or confirmed (the
+    stale check of search.md §15 compares them with one `stat`)."""
+    last_indexed: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1058,8 +1058,8 @@ def test_expanded_from_in_json(parent: Store) -> None:
 
     expanded = hit_json(_parent(parent, "walrus").hits[0], explain=False)
     assert list(expanded) == ["score", "relevance", "path", "abs_path", "line_start", "line_end", "title",
-                              "heading", "topic", "date", "tags", "content", "match_spans",
-                              "expanded_from"]
+                              "heading", "topic", "date", "tags", "content", "stale",
+                              "match_spans", "expanded_from"]
     assert expanded["expanded_from"] == {"kind": "adjacent", "chunk_index": 2, "from_index": 0,
                                          "to_index": 2}
     plain = hit_json(run(parent, "walrus", rrf_params(limit=1, mode="fts")).hits[0], False)

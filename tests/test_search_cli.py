@@ -109,7 +109,7 @@ def explain_lines(result: Result) -> list[str]:
 
 
 HIT_KEYS = ["score", "relevance", "path", "abs_path", "line_start", "line_end", "title", "heading", "topic",
-            "date", "tags", "content", "match_spans"]
+            "date", "tags", "content", "stale", "match_spans"]
 EXPLAIN_KEYS = ["fts_rank", "fts_word_rank", "fts_cjk_rank", "vec_rank", "fused_rank", "fused_raw",
                 "fused_score", "rerank_rank", "rerank_score", "mmr_rank", "fusion", "alpha",
                 "leg_scores"]
@@ -406,6 +406,7 @@ def test_json_shape_exactly(golden_index: tuple[Path, Path], config_file: Path,
             "content": ("An incident review looks for the conditions that made a mistake easy, "
                         "not for the person who made it. People who were on call speak first, "
                         "and nobody is asked why they \"didn't just\" do something."),
+            "stale": False,
             "match_spans": [],
         }],
         "low_confidence": False,

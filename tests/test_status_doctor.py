@@ -134,7 +134,11 @@ def test_status_json_counts_pending_changes_without_indexing(indexed: Groove) ->
         "model": {"name": str(indexed.model), "dim": DIM, "max_length": MAX_LENGTH},
         "context_mode": "off",
         "last_indexed": meta(indexed.db)["last_indexed"],
-        "pending": {"new": 1, "changed": 1, "deleted": 1, "renamed": 1, "skipped": 0},
+        "pending": {"new": 1, "changed": 1, "deleted": 1, "renamed": 1, "skipped": 0, "files": [
+            {"change": "renamed", "path": "alpha-moved.md", "from": "alpha.md"},
+            {"change": "changed", "path": "eng/search/beta.md"},
+            {"change": "new", "path": "new.md"},
+            {"change": "deleted", "path": "ops/gamma.md"}]},
         "pending_vectors": 0,
         "piece_vectors": 0,
         "pieces_switch": None,
@@ -166,7 +170,9 @@ def test_status_pairs_renames_as_index_does(indexed: Groove) -> None:
     (kb / "alpha.md").rename(kb / "a1.md")
     shutil.copy2(kb / "a1.md", kb / "a2.md")
     doc = json.loads(status(indexed, "--format", "json").stdout)
-    assert doc["pending"] == {"new": 1, "changed": 0, "deleted": 0, "renamed": 1, "skipped": 0}
+    assert doc["pending"] == {"new": 1, "changed": 0, "deleted": 0, "renamed": 1, "skipped": 0,
+                              "files": [{"change": "renamed", "path": "a1.md", "from": "alpha.md"},
+                                        {"change": "new", "path": "a2.md"}]}
     assert "(1 updated, 1 renamed, 0 deleted, 0 skipped)" in indexed.index().stderr
 
 
@@ -236,7 +242,7 @@ def test_status_of_the_golden_index(golden_index: tuple[Path, Path], workdir: Pa
     assert (doc["documents"], doc["chunks"]) == (27, 106)
     assert doc["model"] == {"name": "multilingual-e5-small", "dim": 384, "max_length": 512}
     assert doc["pending"] == {"new": 0, "changed": 0, "deleted": 0, "renamed": 0,
-                              "skipped": 0}
+                              "skipped": 0, "files": []}
     assert doc["quality_filter"] == {"threshold": 0.3, "passing": passing,
                                      "below": 106 - passing}
 

@@ -19,8 +19,10 @@ from groove_cli.text import printable
 
 def multi_json(outcome: MultiOutcome, explain: bool,
                filter_applied: dict[str, object]) -> dict[str, object]:
+    stale = {name: o.stale for name, o in outcome.outcomes}
     return {
-        "results": [{"kb": h.kb, "kb_rank": h.kb_rank, **hit_json(h.hit, explain, h.kb_root)}
+        "results": [{"kb": h.kb, "kb_rank": h.kb_rank, **hit_json(
+            h.hit, explain, h.kb_root, stale=h.hit.chunk.path in stale[h.kb])}
                     for h in outcome.hits],
         "fusion": outcome.fusion,
         "kbs": [{"name": name, "kb_path": o.kb_root, "hits": len(o.result.hits),

@@ -11,6 +11,7 @@ from groove_cli import messages
 from groove_cli.config import SCHEMA, SPECS, KeySpec, Settings
 from groove_cli.dburl import mask
 from groove_cli.results import dumps_json
+from groove_cli.text import printable
 from groove_cli.text.durations import human_duration
 
 if TYPE_CHECKING:
@@ -161,9 +162,10 @@ def _declared(spec: KeySpec) -> dict[str, object]:
     return {"help": spec.help, **flag, "ranks": bool(spec.ranks)}
 
 
-def print_status(report: StatusReport, fmt: str, server: dict[str, Any] | None = None) -> None:
+def print_status(report: StatusReport, fmt: str, server: dict[str, Any] | None = None, *,
+                 verbose: bool = False) -> None:
     """cli.md §8: text lines or the JSON object; `server` the running `groove serve` of the
-    index (pid, address), shown when there is one."""
+    index (pid, address), shown when there is one; `verbose` lists the pending files."""
     if fmt == "json":
         print_json({**report.to_json(), **({"server": server} if server else {})})
         return
@@ -185,6 +187,11 @@ def print_status(report: StatusReport, fmt: str, server: dict[str, Any] | None =
         renamed = f" / {p.renamed} renamed" if p.renamed else ""
         print_line(f"Pending: {p.new} new / {p.changed} changed / {p.deleted} deleted{renamed}"
                    f"{skipped}")
+        if verbose:
+            for file in p.files:
+                moved = ("" if file.previous is None
+                         else f" (from {printable(file.previous, keep_newlines=False)})")
+                print_line(f"  {file.change}: {printable(file.path, keep_newlines=False)}{moved}")
     if report.pending_vectors:
         print_line(f"Pending vectors: {report.pending_vectors:,} of {report.chunks:,} chunks "
                    "(full-text search covers all; `groove index` embeds the rest)")

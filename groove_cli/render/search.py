@@ -177,14 +177,18 @@ def print_search(results: Results, fmt: str, *, explain: bool, no_color: bool = 
             painter.line([("", None)])
         elif number:
             painter.line([("", None)])
-        _print_hit(painter, hit, explain, kb_root, full)
+        _print_hit(painter, hit, explain, kb_root, full, stale=hit.chunk.path in results.stale)
     painter.flush()
 
 
+STALE_MARK = "  [stale: changed since indexed]"
+"""After a stale hit's location (search.md §15): the note was moved, deleted or edited."""
+
+
 def _print_hit(painter: Painter, hit: SearchHit, explain: bool,
-               kb_root: str | Path | None, full: bool) -> None:
+               kb_root: str | Path | None, full: bool, *, stale: bool = False) -> None:
     """One hit of the text format (cli.md §5.2): a snippet of at most HIT_LINES lines, or
-    with `full` the whole chunk."""
+    with `full` the whole chunk; a stale hit's location line says so."""
     chunk = hit.chunk
     head = 0
 
@@ -199,6 +203,8 @@ def _print_hit(painter: Painter, hit: SearchHit, explain: bool,
     crumb = breadcrumb(hit)
     if crumb:
         where.append((f"  § {crumb}", "cyan"))
+    if stale:
+        where.append((STALE_MARK, "yellow"))
     line(where, link=absolute(kb_root, chunk.path))
     scores = f"score: {hit.score:.4f}"
     if hit.relevance is not None:

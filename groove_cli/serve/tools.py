@@ -92,7 +92,8 @@ def search_text(document: dict[str, Any]) -> str:
         where = f"{hit['id']}  {hit['path']}:{hit['line_start']}"
         heading = f"  § {hit['heading']}" if hit.get("heading") else ""
         relevance = f"  ({hit['relevance']:.2f})" if hit.get("relevance") is not None else ""
-        lines.append(f"{where}{heading}{relevance}")
+        stale = "  [stale: changed since indexed]" if hit.get("stale") else ""
+        lines.append(f"{where}{heading}{relevance}{stale}")
     if not lines:
         lines.append("no results")
     if document.get("low_confidence"):

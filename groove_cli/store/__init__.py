@@ -21,6 +21,7 @@ from groove_cli.store.runtime import (
     MIN_SQLITE_VEC,
     SCHEMA_VERSION,
     check_runtime,
+    stamp,
     utc_now,
     vec_extension_path,
 )
@@ -118,6 +119,7 @@ __all__ = [
     "open_writer",
     "put_cache",
     "schema_version",
+    "stamp",
     "utc_now",
     "vec_extension_path",
 ]

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # numpy is imported where vectors are read or written, not at
 
 CHUNK_COLUMNS = """c.id, c.document_id, c.chunk_index, c.heading, c.level, c.ancestry, c.content,
        c.context_text, c.token_count, c.quality_score, d.path, d.title, d.topic, d.category,
-       d.date, d.tags, c.line_start, c.line_end"""
+       d.date, d.tags, c.line_start, c.line_end, d.size_bytes, d.last_indexed"""
 
 
 def scalar_int(con: apsw.Connection, sql: str, args: tuple[object, ...] = ()) -> int:
@@ -39,7 +39,7 @@ def f32_vector(blob: object) -> npt.NDArray[np.float32]:
 
 def row_to_chunk(row: Sequence[object]) -> IndexedChunk:
     (cid, did, idx, heading, level, ancestry, content, context, tokens, quality, path, title, topic,
-     category, date, tags, line_start, line_end) = row
+     category, date, tags, line_start, line_end, size, indexed) = row
     return IndexedChunk(
         chunk_id=int(cid),  # type: ignore[call-overload]
         document_id=int(did),  # type: ignore[call-overload]
@@ -59,6 +59,8 @@ def row_to_chunk(row: Sequence[object]) -> IndexedChunk:
         tags=json_tuple(tags),
         line_start=line_start,  # type: ignore[arg-type]
         line_end=line_end,  # type: ignore[arg-type]
+        size_bytes=size,  # type: ignore[arg-type]
+        last_indexed=indexed,  # type: ignore[arg-type]
     )
 
 

@@ -43,7 +43,15 @@ _no_memory_statistics()
 
 def utc_now() -> str:
     """UTC RFC 3339 with microseconds, the timestamp format of every stored time."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.now(UTC).strftime(STAMP_FORMAT)
+
+
+STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def stamp(mtime_ns: int) -> str:
+    """A file time (`st_mtime_ns`) in the stored format, so the two compare as strings."""
+    return datetime.fromtimestamp(mtime_ns / 1e9, UTC).strftime(STAMP_FORMAT)
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:

@@ -337,11 +337,17 @@ class Store(VectorWrites, SearchReads):
 
     def documents(self) -> dict[str, StoredDocument]:
         return {
-            str(path): StoredDocument(int(did), str(path), str(digest))
-            for did, path, digest in self.con.execute(
-                "SELECT id, path, content_hash FROM documents"
+            str(path): StoredDocument(int(did), str(path), str(digest), str(when))
+            for did, path, digest, when in self.con.execute(
+                "SELECT id, path, content_hash, last_indexed FROM documents"
             )
         }
+
+    def confirm_documents(self, ids: Sequence[int], when: str) -> None:
+        """Record that these documents' files were read again and found unchanged at `when`
+        (a touched file is then no longer reported stale: search.md §15)."""
+        self.con.executemany("UPDATE documents SET last_indexed = ? WHERE id = ?",
+                             [(when, i) for i in ids])
 
     def chunk_rows(self, document_id: int) -> list[ChunkRow]:
         return [

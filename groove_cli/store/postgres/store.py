@@ -286,9 +286,16 @@ class PgStore(PgVectorWrites):
     # ------------------------------------------------------------------ indexer reads
 
     def documents(self) -> dict[str, StoredDocument]:
-        return {str(path): StoredDocument(int(did), str(path), str(digest))
-                for did, path, digest in self._rows(
-                    "SELECT id, path, content_hash FROM groove_documents WHERE kb = %s", (self.kb,))}
+        return {str(path): StoredDocument(int(did), str(path), str(digest), str(when))
+                for did, path, digest, when in self._rows(
+                    "SELECT id, path, content_hash, last_indexed FROM groove_documents "
+                    "WHERE kb = %s", (self.kb,))}
+
+    def confirm_documents(self, ids: Sequence[int], when: str) -> None:
+        """SQLite store's `confirm_documents`."""
+        with self.con.cursor() as cur:
+            cur.executemany("UPDATE groove_documents SET last_indexed = %s WHERE kb = %s AND id = %s",
+                            [(when, self.kb, i) for i in ids])
 
     def chunk_rows(self, document_id: int) -> list[ChunkRow]:
         return [ChunkRow(int(idx), heading, level, tuple(json.loads(str(anc))), str(content), ctx,
