@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from groove_cli import cli_commands, cli_kb, cli_serve, config, messages
+from groove_cli import cli_commands, cli_kb, cli_notes, cli_serve, config, messages
 from groove_cli.cli_eval import eval_app, tune_cmd
 from groove_cli.cli_options import (
     CollectionOpt,
@@ -364,6 +364,11 @@ def search_cmd(
 
 
 app.command("get")(cli_commands.get_cmd)
+
+
+# --------------------------------------------------------------------------- graph, validate, service
+
+app.command("graph")(cli_notes.graph_cmd)  # cli_notes.py
 
 
 # --------------------------------------------------------------------------- serve, mcp

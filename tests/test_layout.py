@@ -30,7 +30,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "groove_cli.npyfiles", "groove_cli.arrays", "groove_cli.signals",
               "groove_cli.dbfile", "groove_cli.failures", "groove_cli.scan", "groove_cli.chunk",
               "groove_cli.outfile", "groove_cli.statedir", "groove_cli.kbs",
-              "groove_cli.exits", "groove_cli._version", "groove_cli.jsondoc")),
+              "groove_cli.exits", "groove_cli._version", "groove_cli.jsondoc",
+              "groove_cli.validate", "groove_cli.osservice")),
     ("store", ("groove_cli.store", "groove_cli.vectors")),
     ("models", ("groove_cli.models", "groove_cli.runtime_model")),
     ("retrieve", ("groove_cli.retrieve",)),
@@ -46,6 +47,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("serve", ("groove_cli.serve",)),
     ("front", ("groove_cli.cli", "groove_cli.cli_app", "groove_cli.cli_options", "groove_cli.cli_eval",
                "groove_cli.cli_commands", "groove_cli.cli_kb", "groove_cli.cli_serve",
+               "groove_cli.cli_notes", "groove_cli.cli_service",
                "groove_cli.__main__", "groove_cli.render")),
 )
 PUBLIC_API = {"groove_cli", "groove_cli.engine"}
@@ -241,7 +243,7 @@ def test_finer_rules_inside_a_layer() -> None:
 
 COMMAND_LINE = ("groove_cli.cli", "groove_cli.cli_app", "groove_cli.cli_options",
                 "groove_cli.cli_eval", "groove_cli.cli_commands", "groove_cli.cli_kb",
-                "groove_cli.cli_serve")
+                "groove_cli.cli_serve", "groove_cli.cli_notes", "groove_cli.cli_service")
 CORE_BEHIND_THE_API = ("groove_cli.evaluate", "groove_cli.models")
 
 
