@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from groove_cli.get import Excerpt
     from groove_cli.index import IndexReport
     from groove_cli.models import ModelStatus, ResolvedModel
+    from groove_cli.osservice import ServiceUnit
     from groove_cli.results import Results
     from groove_cli.retrieve.filters import FilterSpec
     from groove_cli.retrieve.graph import Graph
@@ -514,6 +515,48 @@ def prepare_model(name: str, settings: Settings, *, offline: bool = False) -> Re
 
     kind = "reranker" if name in registry_names("reranker") else "embedder"
     return resolve_model(name, config.models_dir(settings), kind=kind, offline=offline)
+
+
+def service_unit(kbs: Sequence[PathLike], *, name: str | None = None,
+                 platform: str | None = None, port: int | None = None,
+                 home: PathLike | None = None) -> ServiceUnit:
+    """`service install --dry-run`: the systemd user unit (Linux) or launchd agent (macOS)
+    that runs `groove serve --watch KBS`, not written (osservice.py)."""
+    from groove_cli import osservice
+
+    return osservice.unit_for([Path(k) for k in kbs], name=name,
+                              platform=osservice.current_platform(platform), port=port,
+                              home=Path(home) if home is not None else Path.home())
+
+
+def install_service(kbs: Sequence[PathLike], *, name: str | None = None,
+                    platform: str | None = None, port: int | None = None,
+                    home: PathLike | None = None) -> ServiceUnit:
+    """`service install`: write `service_unit`'s file (it is started by the command its
+    `start` names; groove runs no service manager itself)."""
+    from groove_cli import osservice
+
+    where = Path(home) if home is not None else Path.home()
+    unit = service_unit(kbs, name=name, platform=platform, port=port, home=where)
+    return osservice.install(unit, where)
+
+
+def uninstall_service(name: str, *, platform: str | None = None,
+                      home: PathLike | None = None) -> ServiceUnit:
+    """`service uninstall`: remove the named service's file and what `install` made."""
+    from groove_cli import osservice
+
+    return osservice.uninstall(name, osservice.current_platform(platform),
+                               Path(home) if home is not None else Path.home())
+
+
+def services(*, platform: str | None = None, home: PathLike | None = None
+             ) -> list[ServiceUnit]:
+    """`service status`: the groove services installed for this user."""
+    from groove_cli import osservice
+
+    return osservice.installed(osservice.current_platform(platform),
+                               Path(home) if home is not None else Path.home())
 
 
 def settings_at(flags: Mapping[str, object], *, config_file: PathLike | None = None,

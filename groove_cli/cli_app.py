@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from groove_cli import cli_commands, cli_kb, cli_notes, cli_serve, config, messages
+from groove_cli import cli_commands, cli_kb, cli_notes, cli_serve, cli_service, config, messages
 from groove_cli.cli_eval import eval_app, tune_cmd
 from groove_cli.cli_options import (
     CollectionOpt,
@@ -369,6 +369,7 @@ app.command("get")(cli_commands.get_cmd)
 # --------------------------------------------------------------------------- graph, validate, service
 
 app.command("graph")(cli_notes.graph_cmd)  # cli_notes.py
+app.add_typer(cli_service.service_app, name="service")  # cli_service.py
 
 
 # --------------------------------------------------------------------------- serve, mcp
