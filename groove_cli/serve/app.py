@@ -1,7 +1,8 @@
 """The HTTP side of `groove serve`: MCP over streamable HTTP at `/mcp`, the plain JSON routes
 (`/search`, `/get`, `/status`, `/health`) that answer exactly what the command line's
-`--format json` prints, the `/cli/*` routes forwarded commands use, and the guard in front of
-all of them (Host and Origin checked against DNS rebinding, the bearer token when one is set).
+`--format json` prints, the `/cli/*` routes forwarded commands use, the web view at `/`
+(page.py), and the guard in front of all of them (Host and Origin checked against DNS
+rebinding, the bearer token when one is set).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from groove_cli.errors import GrooveError, UsageError
 from groove_cli.jsondoc import loads_bounded
 from groove_cli.serve.limits import MAX_BODY, BodyCap
+from groove_cli.serve.page import PUBLIC_PATHS, PageInfo, add_page
 from groove_cli.serve.service import Service
 from groove_cli.serve.tools import build_mcp
 
@@ -256,6 +258,7 @@ class Guard:
     def __init__(self, app: ASGIApp, *, hosts: tuple[str, ...] | None, origins: tuple[str, ...],
                  token: str | None) -> None:
         self.app, self.hosts, self.origins, self.token = app, hosts, origins, token
+        self.public = PUBLIC_PATHS | {"/health"}  # no data: /health and the page's files
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -268,7 +271,7 @@ class Guard:
             problem = (421, "this Host is not served (DNS rebinding protection)")
         elif "origin" in headers and headers["origin"] not in self.origins:
             problem = (403, "this Origin is not allowed")
-        elif self.token and scope.get("path") != "/health" and not token_ok(
+        elif self.token and scope.get("path") not in self.public and not token_ok(
                 headers.get("authorization"), self.token):
             problem = (401, "a bearer token is required")
         if problem is None:
@@ -286,11 +289,14 @@ def local_hosts(port: int) -> tuple[str, ...]:
 
 
 def build_app(service: Service, *, port: int | None, token: str | None, state_token: str,
-              origins: tuple[str, ...] = (), check_host: bool = True) -> Guard:
+              origins: tuple[str, ...] = (), check_host: bool = True,
+              watching: bool = False) -> Guard:
     """The whole HTTP app; `port` None for a unix socket (no Host check: browsers cannot
-    reach one), `check_host` False when a token guards a non-loopback bind."""
+    reach one), `check_host` False when a token guards a non-loopback bind, `watching` whether
+    a watcher keeps the KBs up to date (the web view's status band shows it)."""
     mcp = build_mcp(service)
     add_routes(mcp, service, state_token)
+    add_page(mcp, service, PageInfo(watching=watching))
     hosts = local_hosts(port) if (port is not None and check_host) else None
     allowed_origins = tuple(origins) + (tuple(f"http://{h}" for h in local_hosts(port)[:3])
                                         if port is not None else ())

@@ -228,7 +228,8 @@ def _serve_http(service: Service, listen: Listen, warm: Warm, *, watch: bool) ->
         shown = f"[{listen.host}]" if ":" in listen.host else listen.host
         address = f"http://{shown}:{port}"
     app = build_app(service, port=port, token=listen.token, state_token=state_token,
-                    origins=listen.origins, check_host=listen.host in LOOPBACK)
+                    origins=listen.origins, check_host=listen.host in LOOPBACK,
+                    watching=watch)
     config = uvicorn.Config(app, http=BoundedH11, log_level="warning", lifespan="on",
                             timeout_graceful_shutdown=GRACE_S, access_log=False,
                             backlog=MAX_CONNECTIONS)
