@@ -330,6 +330,30 @@ class Index:
                 pass
         return start
 
+    def topics(self) -> dict[str, Any]:
+        """The indexed notes counted by folder, category and topic (the MCP `list_topics`)."""
+        from collections import Counter
+
+        from groove_cli.store import open_reader
+
+        store = open_reader(self.location, str(self.kb) if self.kb else "<path>")
+        try:
+            rows = store.document_facets()
+        finally:
+            store.close()
+        folders: Counter[str] = Counter()
+        facets: dict[str, Counter[str]] = {}
+        for path, category, topic in rows:
+            parts = path.split("/")[:-1]
+            folders.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+            facets.setdefault(category or "(none)", Counter())[topic or "(none)"] += 1
+        return {"notes": len(rows),
+                "folders": [{"prefix": p, "notes": n} for p, n in sorted(folders.items())],
+                "categories": [{"category": c, "notes": sum(t.values()),
+                                "topics": [{"topic": k, "notes": n}
+                                           for k, n in sorted(t.items())]}
+                               for c, t in sorted(facets.items())]}
+
     def index(self, *, force: bool = False, progress: ProgressSink | None = None,
               stop: Callable[[], bool] | None = None, verbose: bool = False,
               quiet: bool = True, text_only: bool = False, keep_model: bool = False

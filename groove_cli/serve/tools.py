@@ -1,5 +1,6 @@
 """The MCP tools, built with the official SDK (`mcp`): `search`, `get`, `multi_get`, `status`
-and `fetch`, each read-only, each answering with structured content plus a short text form;
+and `fetch` (agent.py adds the prompts, the resources and the graph, topics and rebuild
+tools), each read-only, each answering with structured content plus a short text form;
 a failure is an MCP tool error whose text is the line the command line prints
 (`groove: error: …` and its hint), never a crash of the server.
 
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp_types import Resource as MCPResource
 from mcp_types import Tool as MCPTool
 
 from groove_cli._version import version
@@ -272,6 +274,16 @@ class GrooveMCP(MCPServer[Any]):
     def __init__(self, schemas: dict[str, dict[str, Any]], **settings: Any) -> None:
         super().__init__(MCP_NAME, **settings)
         self.schemas = schemas
+        self.resource_lists: list[Callable[[], list[MCPResource]]] = []
+        """Resources listed on each `resources/list` (agent.py: a folder's notes)."""
+
+    async def list_resources(self) -> list[MCPResource]:
+        import anyio.to_thread
+
+        listed = await super().list_resources()
+        for source in self.resource_lists:
+            listed += await anyio.to_thread.run_sync(source)
+        return listed
 
     async def list_tools(self) -> list[MCPTool]:
         tools = await super().list_tools()
@@ -360,4 +372,7 @@ def build_mcp(service: Service) -> GrooveMCP:
             return note, json.dumps(note, ensure_ascii=False)
         return guarded(run)
 
+    from groove_cli.serve.agent import register
+
+    register(server, service)  # prompts, resources, graph, topics, rebuild (agent.py)
     return server

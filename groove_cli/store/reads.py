@@ -179,6 +179,11 @@ class SearchReads:
             "JOIN documents d ON d.id = c.document_id ORDER BY d.path, c.chunk_index"):
             yield str(path), int(idx), heading, str(content), ctx
 
+    def document_facets(self) -> list[tuple[str, str | None, str | None]]:
+        """Every indexed note's (path, category, topic), by path (`list_topics`)."""
+        return [(str(path), category, topic) for path, category, topic in self.con.execute(
+            "SELECT path, category, topic FROM documents ORDER BY path")]
+
     def headings_by_path(self) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}
         for path, heading in self.con.execute(

@@ -183,6 +183,12 @@ class PgReads:
             out[chunk.chunk_id] = chunk
         return out
 
+    def document_facets(self) -> list[tuple[str, str | None, str | None]]:
+        """Every indexed note's (path, category, topic), by path (`list_topics`)."""
+        return [(str(path), category, topic) for path, category, topic in self._rows(
+            "SELECT path, category, topic FROM groove_documents WHERE kb = %s ORDER BY path",
+            (self.kb,))]
+
     def filter_meta(self, ids: Sequence[int]) -> dict[int, FilterMeta]:
         out: dict[int, FilterMeta] = {}
         for cid, quality, category, topic, path, tags, date in self._rows(
