@@ -237,6 +237,16 @@ def graph_schema(kb: dict[str, Any]) -> dict[str, Any]:
                 "kb": kb}}
 
 
+def build_mcp(service: Service) -> GrooveMCP:
+    """The whole MCP server: tools.build_mcp's search tools and what `register` adds (the
+    server's one builder: app.py and runner.py call it)."""
+    from groove_cli.serve import tools
+
+    server = tools.build_mcp(service)
+    register(server, service)
+    return server
+
+
 def register(server: GrooveMCP, service: Service) -> Rebuilds:
     """Add the prompts, resources and tools of the module doc to `server`."""
     from mcp.server.mcpserver.exceptions import ResourceError

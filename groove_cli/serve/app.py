@@ -22,10 +22,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from groove_cli.errors import GrooveError, UsageError
 from groove_cli.jsondoc import loads_bounded
+from groove_cli.serve.agent import build_mcp
 from groove_cli.serve.limits import MAX_BODY, BodyCap
 from groove_cli.serve.page import PUBLIC_PATHS, PageInfo, add_page
 from groove_cli.serve.service import Service
-from groove_cli.serve.tools import build_mcp
 
 log = logging.getLogger("groove.serve")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

@@ -483,7 +483,7 @@ class Loader(threading.Thread):
 
     def run(self) -> None:
         try:
-            from groove_cli.serve.tools import build_mcp
+            from groove_cli.serve.agent import build_mcp
 
             self.server = build_mcp(self.service)
         except BaseException as exc:

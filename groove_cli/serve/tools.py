@@ -1,6 +1,6 @@
 """The MCP tools, built with the official SDK (`mcp`): `search`, `get`, `multi_get`, `status`
-and `fetch` (agent.py adds the prompts, the resources and the graph, topics and rebuild
-tools), each read-only, each answering with structured content plus a short text form;
+and `fetch` (agent.build_mcp adds the prompts, the resources and the graph, topics and
+rebuild tools), each read-only, each answering with structured content plus a short text form;
 a failure is an MCP tool error whose text is the line the command line prints
 (`groove: error: …` and its hint), never a crash of the server.
 
@@ -99,7 +99,7 @@ def search_text(document: dict[str, Any]) -> str:
     if not lines:
         lines.append("no results")
     if document.get("low_confidence"):
-        lines.append("(low confidence)")
+        lines.append("(weak match: no hit looks clearly relevant)")
     lines += [f"warning: {w}" for w in document.get("warnings", [])]
     return "\n".join(lines)
 
@@ -372,7 +372,4 @@ def build_mcp(service: Service) -> GrooveMCP:
             return note, json.dumps(note, ensure_ascii=False)
         return guarded(run)
 
-    from groove_cli.serve.agent import register
-
-    register(server, service)  # prompts, resources, graph, topics, rebuild (agent.py)
     return server
