@@ -67,6 +67,14 @@ def test_prompts_and_resources_are_listed(connect: Connect) -> None:
     assert by_name["list_topics"].annotations.read_only_hint is True
 
 
+def test_the_instructions_name_the_agent_tools(connect: Connect) -> None:
+    async def body(client: Any) -> Any:
+        return client.instructions
+    instructions = run(connect, body)
+    assert "`list_topics` shows what the notes cover" in instructions
+    assert "summarize_topic, deep_dive, whats_new, find_gaps" in instructions
+
+
 def test_resources_read_notes_and_folders_inside_the_kb(
         connect: Connect, kb_env: tuple[Path, dict[str, str]]) -> None:
     kb, _ = kb_env

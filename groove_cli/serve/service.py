@@ -255,6 +255,10 @@ class Service:
             "`location` to read that hit's lines (`max_lines` caps them, `line_numbers` "
             "numbers them). `multi_get` reads several notes (a glob or a list), `status` "
             "tells what each index holds.",
+            "`list_topics` shows what the notes cover (per folder and topic), "
+            "`get_connection_graph` the notes nearest in meaning to one note, `rebuild_index` "
+            "brings the index up to date; the prompts (summarize_topic, deep_dive, whats_new, "
+            "find_gaps) are recipes for longer tasks.",
             "Examples:",
             '  search {"query": "retry budget for the payments API", "limit": 5}',
             '  get {"location": "<id of a hit>", "max_lines": 40, "line_numbers": true}',
