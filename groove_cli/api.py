@@ -301,6 +301,7 @@ class Index:
         (`seed`), at most `max_nodes` nodes (`truncated` says when more were found). From
         the index's vectors alone: no model is loaded (retrieve/graph.py)."""
         from groove_cli.retrieve.graph import GraphRequest, connection_graph
+        from groove_cli.vectors import VectorSnapshot
 
         if isinstance(exclude_paths, str):
             exclude_paths = (exclude_paths,)
@@ -310,8 +311,12 @@ class Index:
         with messages.capture() as given:
             searcher = self._searcher_for(self.settings, None, embeds=False)
             try:
-                snapshot = searcher.snapshot()
                 with searcher.reader() as store:
+                    searcher.knn(batch=True, store=store)  # loads (or builds) the snapshot
+                    loaded = searcher.vector_rows(store)
+                    snapshot = (loaded if isinstance(loaded, VectorSnapshot) else  # Postgres
+                                VectorSnapshot.from_store(store, searcher.dim,  # HNSW: none
+                                                          pieces=searcher.vector_pieces))
                     graph = connection_graph(snapshot, store, request)
             finally:
                 if searcher is not self._searcher:
@@ -442,6 +447,21 @@ class Index:
         kb = self._kb_for("eval compare")
         return compare_refs(a, b, lambda: history_path(kb, self.settings.str_("store.location")),
                             gate)
+
+    def history(self) -> list[dict[str, Any]]:
+        """The KB's stored eval runs, newest first (eval.md §7; [] before the first eval):
+        what `eval --report` draws."""
+        from groove_cli.evaluate.history import history_path, load_history
+
+        kb = self._kb_for("the eval history")
+        return load_history(history_path(kb, self.settings.str_("store.location")))
+
+    def baseline(self, path: PathLike) -> dict[str, Any]:
+        """The run a baseline file (`eval --save-baseline`) holds, checked as `--baseline`
+        reads it."""
+        from groove_cli.evaluate.baseline import load_baseline
+
+        return load_baseline(Path(path))
 
     def tune(self, golden: PathLike | None = None, *, space: Space = "fusion",
              k: str | None = None, limit: int | None = None, write: bool = False,

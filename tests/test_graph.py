@@ -223,3 +223,18 @@ def test_cli_bad_start_is_one_line(tiny_kb: tuple[Path, Path, Path]) -> None:
 
 def test_dot_quoting_escapes_quotes_backslashes_and_newlines() -> None:
     assert dot_quote('a "b"\\c\nd\x01') == '"a \\"b\\"\\\\c\\nd"'
+
+
+def test_the_same_graph_from_a_postgres_store(tiny_kb: tuple[Path, Path, Path], pg_url: str,
+                                              pg_kb: str) -> None:
+    """Postgres's HNSW store keeps no snapshot: the graph reads every vector once, and finds
+    what the SQLite index finds."""
+    kb, _, model = tiny_kb
+    settings = {"model": str(model), "models_dir": str(kb.parent / "models"),
+                "store.kb": pg_kb}
+    with groove_cli.open(kb, db=pg_url, **settings) as index:
+        index.index()
+        graph = index.graph("ops/backup.md", depth=2)
+    with open_kb(tiny_kb) as index:
+        expected = index.graph("ops/backup.md", depth=2)
+    assert graph.to_json() == expected.to_json()
