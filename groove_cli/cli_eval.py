@@ -43,10 +43,15 @@ if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays
     from groove_cli.evaluate.report import EvalReport
     from groove_cli.evaluate.tune.grid import Space
     from groove_cli.evaluate.tune.report import TuneReport
+    from groove_cli.render.pictures import ReportKind
 
 _SPACES: dict[str, Space] = {"fusion": "fusion", "retrieval": "retrieval",
                              "fusion-method": "fusion-method"}
 """`--space` values that sweep a grid (calibration is its own command)."""
+ReportOpt = Annotated[tuple[str, str] | None, typer.Option(
+    "--report", metavar="html|png FILE",
+    help="Also write pictures of the run (needs matplotlib: the pictures extra): html, a "
+         "self-contained page of SVG plots, or png, one image.")]
 KOpt = Annotated[str | None, typer.Option(
     "--k", help="Comma list of cut-offs >= 1 for recall@k / nDCG@k (default [eval].k_values).")]
 
@@ -102,6 +107,7 @@ def eval_cmd(
     gate_metric: Annotated[str | None, typer.Option(
         "--gate-metric", help="Metric the baseline gate judges: recall@K, mrr or ndcg@K "
                               "(default: nDCG at the largest k).")] = None,
+    report: ReportOpt = None,
     verbose_flag: VerboseOpt = False,
 ) -> None:
     """Score retrieval against a golden query file and compare with the previous run.
@@ -112,6 +118,7 @@ def eval_cmd(
     * `groove eval --kb-path ~/notes --save-baseline eval-baseline.json`
     * `groove eval --kb-path ~/notes --baseline eval-baseline.json --fail-on-regression`   (in CI)
     * `groove eval compare eval-baseline.json 0 --kb-path ~/notes`   (baseline vs newest run)
+    * `groove eval --kb-path ~/notes --report html eval.html`   (history and per-query plots)
     """
     if ctx.invoked_subcommand is not None:  # `groove eval compare …`
         return
@@ -121,6 +128,8 @@ def eval_cmd(
     fmt = check_format(format, ("text", "json", "markdown") if ablate
                        else ("text", "json", "junit", "markdown"))
     verbose(verbose_flag)
+    pictures = run_core(lambda: report_target(report))
+    drawn: dict[str, Any] = {}  # what the report draws besides the run: the stored runs, baseline
 
     def run() -> EvalReport | dict[str, Any]:
         flags = retrieval.config_flags()
@@ -132,14 +141,23 @@ def eval_cmd(
                 raise UsageError("--ablate cannot be combined with --baseline, --save-baseline, "
                                  "--trec-run or --fail-on-regression")
             return index.ablate(golden, k=k, limit=limit, topics=topics)
-        return index.evaluate(golden, k=k, limit=limit, history=not no_history, no_diff=no_diff,
-                              fail_on_regression=fail_on_regression, baseline=baseline,
-                              save_baseline=save_baseline, max_drop=max_drop,
-                              gate_metric=gate_metric, topics=topics, trec_run=trec_run)
+        result = index.evaluate(golden, k=k, limit=limit, history=not no_history,
+                                no_diff=no_diff, fail_on_regression=fail_on_regression,
+                                baseline=baseline, save_baseline=save_baseline,
+                                max_drop=max_drop, gate_metric=gate_metric, topics=topics,
+                                trec_run=trec_run)
+        if pictures is not None:
+            drawn["history"] = [] if no_history else index.history()
+            drawn["baseline"] = index.baseline(baseline) if baseline else None
+        return result
 
     outcome = run_core(run)
     if isinstance(outcome, dict):
         output.print_ablation(outcome, fmt)
+        if pictures is not None:
+            from groove_cli.render.eval_pictures import write_ablation_report
+
+            run_core(lambda: write_ablation_report(*pictures, outcome))
         return
     messages.replay(outcome.messages)
     try:
@@ -148,6 +166,11 @@ def eval_cmd(
         if outcome.regression_error:
             raise typer.Exit(1) from None
         raise
+    if pictures is not None:  # before the gate's exit: a failed gate's pictures matter most
+        from groove_cli.render.eval_pictures import write_eval_report
+
+        run_core(lambda: write_eval_report(*pictures, outcome, drawn["history"],
+                                           drawn["baseline"]))
     if outcome.regression_error:
         messages.error(outcome.regression_error)
         raise typer.Exit(1)
@@ -210,6 +233,7 @@ def tune_cmd(
     force: Annotated[bool, typer.Option(
         "--force", help="With --write: write even when the verdict is keep-defaults (or, with "
                         "--space calibration, when the refit is no better calibrated).")] = False,
+    report: ReportOpt = None,
     verbose_flag: VerboseOpt = False,
 ) -> None:
     """Sweep the fusion knobs with nested cross-validation; recommend only a real gain.
@@ -218,7 +242,8 @@ def tune_cmd(
     held-out gain is above 0.02 nDCG@5, above 3x its paired standard error, stable across
     folds, and costs no recall or MRR.
 
-    Example: `groove tune --kb-path ~/notes --write`
+    Examples: `groove tune --kb-path ~/notes --write`;
+    `groove tune --kb-path ~/notes --report html tune.html` (the sweep as pictures)
     """
     from groove_cli.api import Index
     from groove_cli.render.progress import tune_progress
@@ -227,7 +252,10 @@ def tune_cmd(
     grid_space = choice("--space", space, ("fusion", "retrieval", "fusion-method",
                                            "calibration"))
     verbose(verbose_flag)
+    pictures = run_core(lambda: report_target(report))
     if grid_space == "calibration":
+        if pictures is not None:
+            run_core(lambda: _no_calibration_pictures())
         cli_commands.calibrate_cmd(ctx, kb_path, golden, model, fmt, write, force)
         return
 
@@ -240,4 +268,27 @@ def tune_cmd(
                               force=force, progress=bar, config_flag=global_options(ctx).config,
                               new_config_folder=Path.cwd())
 
-    output.print_tune(run_core(run), fmt, full=verbose_flag)
+    outcome = run_core(run)
+    output.print_tune(outcome, fmt, full=verbose_flag)
+    if pictures is not None:
+        from groove_cli.render.tune_pictures import write_tune_report
+
+        run_core(lambda: write_tune_report(*pictures, outcome))
+
+
+def report_target(report: tuple[str, str] | None) -> tuple[ReportKind, str] | None:
+    """`--report KIND FILE` checked before any work: the kind, and a FILE the output writer
+    accepts (a usage error otherwise)."""
+    if report is None:
+        return None
+    from groove_cli.outfile import output_kind
+    from groove_cli.render.pictures import report_kind
+
+    kind = report_kind(report[0])
+    output_kind(report[1], "--report")
+    return kind, report[1]
+
+
+def _no_calibration_pictures() -> None:
+    raise UsageError("--report draws the grid sweeps; --space calibration has none",
+                     hint="use --space fusion, retrieval or fusion-method with --report")
