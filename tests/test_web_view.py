@@ -143,6 +143,14 @@ def test_typing_a_query_shows_the_command_lines_top_5_and_opens_a_hit(
         keep(png, name)
 
 
+def test_light_and_dark_follow_the_system(page: Any) -> None:
+    background = "getComputedStyle(document.body).backgroundColor"
+    page.emulate_media(color_scheme="light")
+    assert page.evaluate(background) == "rgb(251, 251, 250)"
+    page.emulate_media(color_scheme="dark")
+    assert page.evaluate(background) == "rgb(23, 24, 27)"
+
+
 def test_filters_reach_the_search(page: Any, web_kb: tuple[Path, dict[str, str]]) -> None:
     kb, env = web_kb
     page.click("#filters summary")
