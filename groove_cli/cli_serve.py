@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from groove_cli.cli_options import global_options, run_core
+from groove_cli.cli_options import KbOpt, global_options, run_core
 
 if TYPE_CHECKING:
     from groove_cli.api import Index
@@ -32,6 +32,14 @@ def one_blas_thread() -> None:
     same: each distance is one dot product, however the rows are split."""
     for name in BLAS_THREAD_VARS:
         os.environ.setdefault(name, "1")
+
+
+def served_kbs(kbs: list[str] | None, kb_path: Path | None) -> list[str] | None:
+    """The KB folders named positionally and by `--kb-path` (one way to name a KB whatever
+    the command: cli.md §1), each once, in the order given."""
+    named = [*(kbs or []), *([str(kb_path)] if kb_path is not None else [])]
+    unique = list(dict.fromkeys(os.path.realpath(kb) for kb in named))
+    return [next(kb for kb in named if os.path.realpath(kb) == real) for real in unique] or None
 
 
 def open_indexes(ctx: typer.Context, kbs: list[str] | None) -> list[Index]:
@@ -61,6 +69,7 @@ def open_indexes(ctx: typer.Context, kbs: list[str] | None) -> list[Index]:
 def serve_cmd(
     ctx: typer.Context,
     kbs: KbsArg = None,
+    kb_path: KbOpt = None,
     host: Annotated[str, typer.Option("--host", help=(
         "Address to listen on; anything but loopback needs a token."))] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="TCP port (0: any free port).")] = 7531,
@@ -92,12 +101,13 @@ def serve_cmd(
                         token=token or os.environ.get(TOKEN_ENV) or None,
                         origins=tuple(allow_origin or ()))
         listen.check()
-        serve_http(Service(open_indexes(ctx, kbs)), listen, watch=watch)
+        serve_http(Service(open_indexes(ctx, served_kbs(kbs, kb_path))), listen, watch=watch)
 
     run_core(run)
 
 
-def mcp_cmd(ctx: typer.Context, kbs: KbsArg = None, watch: WatchOpt = False) -> None:
+def mcp_cmd(ctx: typer.Context, kbs: KbsArg = None, kb_path: KbOpt = None,
+            watch: WatchOpt = False) -> None:
     """Serve KBs to one MCP client over stdin/stdout (desktop and editor agents).
 
     Exits when the client closes the connection.
@@ -108,5 +118,6 @@ def mcp_cmd(ctx: typer.Context, kbs: KbsArg = None, watch: WatchOpt = False) -> 
     from groove_cli.serve.runner import leave, serve_stdio
     from groove_cli.serve.service import Service
 
-    run_core(lambda: serve_stdio(Service(open_indexes(ctx, kbs)), watch=watch))
+    run_core(lambda: serve_stdio(Service(open_indexes(ctx, served_kbs(kbs, kb_path))),
+                                 watch=watch))
     leave()  # the indexes are closed: skip the interpreter's slow teardown

@@ -117,7 +117,7 @@ SCHEMA: tuple[KeySpec, ...] = (
             help="search drops chunks whose quality score is below threshold.", ranks=False),
     KeySpec("quality_filter.threshold", "float", 0.3, 0.0, 1.0,
             help="search's quality threshold (eval and tune never apply it).", ranks=False),
-    KeySpec("search.min_confidence_ratio", "float", 1.5, 0.0, None, finite=True,
+    KeySpec("search.min_confidence_ratio", "float", 1.06, 0.0, None, finite=True,
             help="Without the vector leg (fts mode): low_confidence when max/mean score is "
                  "below this; 0 disables.", ranks=False, param="min_confidence_ratio"),
     KeySpec("search.relevance.low_confidence_below", "float", 0.35, 0.0, 1.0,
@@ -126,6 +126,13 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("search.relevance.min_relevance", "float", 0.0, 0.0, 1.0,
             help="Drop hits whose estimated relevance is below this; may leave no hit.",
             ranks=True, flag="--min-relevance", param="min_relevance"),
+    # floor, unsupported_below and the ratio above: bench/results/noise_floor.md
+    KeySpec("search.relevance.floor", "float", 0.15, 0.0, 1.0,
+            help="Hybrid, when no full-text leg finds anything: hits need at least this "
+                 "relevance (0: keep every hit).", ranks=True, param="relevance_floor"),
+    KeySpec("search.relevance.unsupported_below", "float", 0.002, 0.0, 1.0,
+            help="Hybrid: a hit no full-text leg found needs at least this relevance (0: keep "
+                 "every hit).", ranks=True, param="unsupported_below"),
     KeySpec("search.relevance.calibration", "list_float", None,
             help="Relevance model (unset: the model's shipped one; tune --space calibration fits it).",
             ranks=True),

@@ -215,7 +215,7 @@ def test_search_several_kbs_merges_by_relevance(groove: Groove, tmp_path: Path) 
     text = ok("search", "cats on the plain", "--all", "--format", "text").stdout.splitlines()
     weak = [k["name"] for k in doc["kbs"] if k["low_confidence"]]
     assert weak == ["a"]  # the sample KB has no plain, no cat hunting
-    assert text[:3] == ["[low_confidence in: a]", "", f"[{hits[0]['kb']}] #1 in {hits[0]['kb']}"]
+    assert text[:3] == ["[weak match in: a]", "", f"[{hits[0]['kb']}] #1 in {hits[0]['kb']}"]
     assert sum(line.startswith(("[a] #", "[b] #")) for line in text) == len(hits)
     files = ok("search", "cats on the plain", "--all", "--format", "files").stdout
     assert len(files.splitlines()) == len({(h["kb"], h["path"]) for h in hits})

@@ -41,8 +41,11 @@ K = 60.0  # rrf_k
 
 def rrf_params(**settings: Any) -> SearchParams:
     """Settings of weighted RRF, whose formulas these tests compute (search.md §5); score
-    fusion, the default, is pinned in test_score_fusion.py and test_fusion_length.py."""
-    return SearchParams(**{"fusion": "rrf", **settings})
+    fusion, the default, is pinned in test_score_fusion.py and test_fusion_length.py. Every
+    fused candidate is returned: the relevance cuts of hybrid (search.md §12) are off unless a
+    test sets them (test_no_noise.py pins them)."""
+    return SearchParams(**{"fusion": "rrf", "relevance_floor": 0.0, "unsupported_below": 0.0,
+                           **settings})
 
 
 # --------------------------------------------------------------------------- building indexes

@@ -324,7 +324,11 @@ def test_cjk_weight_flag_weighs_the_cjk_leg(warm: Warm, config_file: Path, workd
 
 def test_min_score_warning_and_dropped_count(warm: Warm, config_file: Path, workdir: Path) -> None:
     # weighted RRF with equal weights: a one-leg candidate reaches 0.5 (score fusion's ceiling
-    # is tested in test_fusion_length.py)
+    # is tested in test_fusion_length.py); every fused candidate is returned (no relevance cut)
+    every = workdir / "every-hit.toml"
+    every.write_text(config_file.read_text() + "[search.relevance]\nunsupported_below = 0\n",
+                     encoding="utf-8")
+    config_file = every
     everything = ok_json(groove(config_file, warm.db, "retry budget", "--limit", "1000",
                                 "--fusion", "rrf"))
     below = [h for h in everything["results"] if h["score"] < 0.6]
@@ -531,12 +535,12 @@ def _text_block(hit: dict[str, Any]) -> str:
 
 def test_text_format(golden_index: tuple[Path, Path], config_file: Path, workdir: Path) -> None:
     db = golden_index[1]
-    args = ("retry budget", "--mode", "fts", "--limit", "3")
+    args = ("retry budget", "--mode", "fts", "--limit", "3", "--min-confidence-ratio", "1.5")
     doc = ok_json(groove(config_file, db, *args))
     text = groove(config_file, db, *args, "--format", "text", "--full")
     assert text.exit_code == 0
     assert doc["low_confidence"] is True
-    expected = ("[low_confidence: max / mean ratio < 1.5]\n\n"
+    expected = ("[weak match: no hit stands out from the rest (max / mean score below 1.5)]\n\n"
                 + "\n\n---\n\n".join(_text_block(h) for h in doc["results"]) + "\n")
     assert text.stdout == expected
     assert text.stdout.splitlines()[2:7] == [
@@ -611,14 +615,16 @@ def test_files_format_prints_each_path_once(golden_index: tuple[Path, Path], con
     assert len(unique) < 10 < len(many["results"])  # fewer notes than hits: one has several
     first_ten = ok_json(groove(config_file, db, *args))["results"]
     assert len({h["path"] for h in first_ten}) < len(unique)  # 10 hits do not show every file
-    files = groove(config_file, db, *args, "--format", "files", "--explain")
+    files = groove(config_file, db, *args, "--format", "files", "--explain",
+                   "--min-confidence-ratio", "1.5")
     assert files.exit_code == 0
     # hits collapse to files: more hits are fetched to fill the limit, and the shortfall is said
     assert files.stdout == "".join(f"{p}\n" for p in unique)
     assert (f"groove: note: {len(unique)} files, not 10: the {len(many['results'])} hits found "
             "are all in these files (hits collapse to files)") in files.stderr.splitlines()
     paths = [h["path"] for h in many["results"]]
-    assert "groove: note: low confidence (max / mean ratio < 1.5)" in files.stderr.splitlines()
+    assert ("groove: note: weak match: no hit stands out from the rest (max / mean score below "
+            "1.5)") in files.stderr.splitlines()
     per_hit = [line for line in files.stderr.splitlines() if ": explain: fts=" in line]
     assert len(per_hit) == len(paths)
     assert per_hit[0] == (f"{paths[0]}: explain: fts=- words=#1 cjk=- vec=- fused=#1 (1.0000) "

@@ -43,7 +43,7 @@ def print_multi(outcome: MultiOutcome, fmt: str, *, explain: bool,
     painter = Painter(no_color=no_color)
     if fmt == "files":
         if weak:
-            messages.note(f"low confidence in {', '.join(weak)}")
+            messages.note(f"weak match in {', '.join(weak)}")
         seen: set[tuple[str | None, str]] = set()
         for h in outcome.hits:
             if (h.kb_root, h.hit.chunk.path) not in seen:
@@ -54,7 +54,7 @@ def print_multi(outcome: MultiOutcome, fmt: str, *, explain: bool,
         painter.flush()
         return
     if weak:
-        painter.line([(f"[low_confidence in: {', '.join(weak)}]", "yellow")])
+        painter.line([(f"[weak match in: {', '.join(weak)}]", "yellow")])
         painter.line([])
     painter.flush()
     params = dict(outcome.outcomes)

@@ -84,10 +84,12 @@ def _weak_text(result: SearchResult, params: SearchParams) -> str:
     when the vector leg did not run."""
     relevances = [h.relevance for h in result.hits if h.relevance is not None]
     if relevances:
-        return f"best relevance {max(relevances):.2f} < {params.low_confidence_below}"
+        return (f"the best hit's relevance is {max(relevances):.2f}, below "
+                f"{params.low_confidence_below}")
     if not result.hits:
         return f"no hit reaches relevance {params.min_relevance}"
-    return f"max / mean ratio < {params.min_confidence_ratio}"
+    return (f"no hit stands out from the rest (max / mean score below "
+            f"{params.min_confidence_ratio})")
 
 
 def display_title(hit: SearchHit, kb_root: str | Path | None = None) -> str:
@@ -152,7 +154,7 @@ def print_search(results: Results, fmt: str, *, explain: bool, no_color: bool = 
     painter = Painter(no_color=no_color)
     if fmt == "files":
         if result.low_confidence and result.hits:
-            messages.note(f"low confidence ({weak})")
+            messages.note(f"weak match: {weak}")
         if files_short:
             messages.note(files_short)
         seen: set[str] = set()
@@ -168,7 +170,7 @@ def print_search(results: Results, fmt: str, *, explain: bool, no_color: bool = 
         painter.flush()
         return
     if result.low_confidence and result.hits:
-        painter.line([(f"[low_confidence: {weak}]", "yellow")])
+        painter.line([(f"[weak match: {weak}]", "yellow")])
         painter.line([])
     for number, hit in enumerate(result.hits):
         if number and full:

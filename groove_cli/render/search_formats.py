@@ -43,7 +43,7 @@ def print_markdown(rows: Sequence[Row], kb_root: str | Path | None, *, full: boo
     """Each hit as a `##` title, its location in backticks and its lines as a block quote."""
     out = sys.stdout
     if low_confidence:
-        out.write(f"> low confidence: {low_confidence}\n\n")
+        out.write(f"> weak match: {low_confidence}\n\n")
     for number, (hit, title, crumb) in enumerate(rows):
         if number:
             out.write("\n")

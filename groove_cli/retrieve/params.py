@@ -113,6 +113,11 @@ class SearchParams:
     reranker's score (relevance.py)."""
     min_relevance: float = ranks(0.0)
     """Hits whose relevance is below this are dropped (after every ranking stage)."""
+    relevance_floor: float = ranks(_default("search.relevance.floor"))
+    """Hybrid, when the full-text legs found nothing: hits below this relevance are dropped
+    (search.md §12)."""
+    unsupported_below: float = ranks(_default("search.relevance.unsupported_below"))
+    """Hybrid: a hit no full-text leg found is dropped below this relevance (search.md §12)."""
     low_confidence_below: float = shows(_default("search.relevance.low_confidence_below"),
                                         "the low-confidence marker only")
     disabled_legs: frozenset[str] = ranks(frozenset())

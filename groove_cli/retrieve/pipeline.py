@@ -134,6 +134,9 @@ class SearchTrace:
     timings_ms: dict[str, float | None]
     alpha: tuple[float, str] | None = None
     """Score fusion: the query's vector share and why (`SearchParams.alpha_of`); None: RRF."""
+    text_found: int = 0
+    """How many chunks the full-text legs returned, together (0: the query's terms are in no
+    note, or no full-text leg ran): what the relevance floor reads (search.md §12)."""
 
     def expr(self, leg: str) -> str | None:
         """The MATCH expression the full-text leg named `leg` ran (None: it did not run)."""
@@ -330,13 +333,17 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     if params.min_relevance > 0 and vector is not None:
         kept = tuple(h for h in hits if (h.relevance or 0.0) >= params.min_relevance)
         weak_dropped, hits = bool(hits) and not kept, kept
+    text_found = len({cid for rows in text_rows.values() for cid in rows})
+    if vector is not None and legs.text:  # search.md §12: nothing neither leg supports
+        hits = unsupported_dropped(hits, params, text_found)
     timings["total"] = _ms(total_start) + (embed_ms or 0.0)
     running = {leg.name for leg in legs.text}
     trace = SearchTrace(tuple((leg.name, leg.expr(query) if leg.name in running else None)
                               for leg in registered()),
                         pools.vec if legs.vector else 0, pools.fts if legs.text else 0,
                         len(fused), dropped, timings,
-                        params.alpha_of(query) if params.fusion == "score" else None)
+                        params.alpha_of(query) if params.fusion == "score" else None,
+                        text_found)
     if not hits:  # search.md §12: nothing found is nothing to trust
         weak = True
     elif vector is not None:  # search.md §12: the best hit's relevance
@@ -345,6 +352,23 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     else:  # no relevance without the vector leg: the shape of the fused scores
         weak = low_confidence([h.score for h in hits], params.min_confidence_ratio)
     return SearchResult(hits, weak, trace)
+
+
+def unsupported_dropped(hits: tuple[SearchHit, ...], params: SearchParams,
+                        text_found: int) -> tuple[SearchHit, ...]:
+    """Hybrid's hits without what neither leg supports (search.md §12): when the full-text
+    legs found nothing, a hit needs relevance >= `relevance_floor`; otherwise a hit no
+    full-text leg found needs relevance >= `unsupported_below` (noise at relevance ≈ 0)."""
+    def found(hit: SearchHit) -> bool:
+        return any(r.rank is not None for r in hit.explain.leg_ranks)
+
+    if not text_found:
+        floor = params.relevance_floor
+        return tuple(h for h in hits if (h.relevance or 0.0) >= floor) if floor > 0 else hits
+    least = params.unsupported_below
+    if least <= 0:
+        return hits
+    return tuple(h for h in hits if found(h) or (h.relevance or 0.0) >= least)
 
 
 def _fuse(params: SearchParams, legs: Legs, vec_rows: list[int], text_rows: dict[str, list[int]],

@@ -17,6 +17,7 @@ logit and the reranker's score, and `--write` stores `rerank_calibration`; the b
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -205,8 +206,12 @@ def labelled_hits(settings: Settings, db: IndexLocation, kb: Path, golden_path: 
     golden = load_golden_set(settings, kb, golden_path)
     usable = [q for q in golden.queries if q.expected]
     reranker = search_reranker(settings)
-    params = build_params(settings, limit=TOP, rerank=reranker is not None,
-                          filters=FilterSpec(), spans=False)
+    # every hit of the top TOP, whatever its relevance: the cuts that read relevance (search.md
+    # §12) would otherwise hide from the fit the very hits it is about
+    params = dataclasses.replace(
+        build_params(settings, limit=TOP, rerank=reranker is not None, filters=FilterSpec(),
+                     spans=False),
+        min_relevance=0.0, relevance_floor=0.0, unsupported_below=0.0)
     if params.mode == "fts":
         raise UsageError("relevance needs the vector leg; calibrate with mode hybrid or vector")
     searcher = Searcher.from_settings(settings, db, kb, reranker=reranker)
