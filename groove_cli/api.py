@@ -463,7 +463,7 @@ class Index:
 
         return load_baseline(Path(path))
 
-    def tune(self, golden: PathLike | None = None, *, space: Space = "fusion",
+    def tune(self, golden: PathLike | None = None, *, space: Space | None = None,
              k: str | None = None, limit: int | None = None, write: bool = False,
              force: bool = False, progress: ProgressSink | None = None,
              config_flag: PathLike | None = None, new_config_folder: PathLike | None = None
@@ -471,8 +471,14 @@ class Index:
         """Sweep `space`'s grid with nested cross-validation (tune.md); `write` applies an
         adopted recommendation to the loaded groove.toml (or creates one in
         `new_config_folder`), `force` even a keep-defaults one. `config_flag`: the command
-        line's `--config`, which decides whether the user's own file may be written."""
+        line's `--config`, which decides whether the user's own file may be written. Without
+        `space`, the knobs of the fusion in use: `fusion-method` under score fusion, `fusion`
+        under weighted RRF (tune.md §4)."""
         from groove_cli.evaluate.tune.run import TuneRequest, run_tune, tune_k_values
+
+        if space is None:
+            space = ("fusion-method" if self.settings.str_("search.fusion.method") == "score"
+                     else "fusion")
 
         request = TuneRequest(
             settings=self.settings, db=self.location, kb=self._kb_for("tune"),

@@ -215,13 +215,15 @@ def tune_cmd(
     collection: CollectionOpt = None,
     golden: GoldenOpt = None,
     model: ModelOpt = None,
-    space: Annotated[str, typer.Option(
-        "--space", help="Grid to sweep: fusion (RRF: rrf_k x bm25 weights), retrieval "
+    space: Annotated[str | None, typer.Option(
+        "--space", help="Grid to sweep (default: the knobs of the fusion in use, "
+                        "fusion-method under score fusion, fusion under RRF): fusion (RRF: "
+                        "rrf_k x bm25 weights), retrieval "
                         "(RRF: vector/fts weight ratio x cjk_weight x min_score) or "
                         "fusion-method (the built-in score fusion vs RRF, score fusion at "
                         "one score_alpha, and the length rule at narrower or wider word "
                         "counts, x score_cjk_weight); "
-                        "calibration refits the relevance model on the golden set.")] = "fusion",
+                        "calibration refits the relevance model on the golden set.")] = None,
     k: Annotated[str | None, typer.Option(
         "--k", help="Comma list of cut-offs (0s dropped, 5 always added).")] = None,
     limit: Annotated[int | None, typer.Option(
@@ -261,10 +263,9 @@ def tune_cmd(
 
     def run() -> TuneReport:
         paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True)
-        assert grid_space is not None
         index = Index(paths.settings, paths.kb, paths.db)
         with tune_progress() as bar:
-            return index.tune(golden, space=_SPACES[grid_space], k=k, limit=limit, write=write,
+            return index.tune(golden, space=_SPACES[grid_space] if grid_space else None, k=k, limit=limit, write=write,
                               force=force, progress=bar, config_flag=global_options(ctx).config,
                               new_config_folder=Path.cwd())
 

@@ -81,7 +81,7 @@ def test_workflow_commands_run_on_the_sample_kb(sample: Sample, workdir: Path,
     assert junit.get("failures") == str(len(failing)) and len(failing) <= 3
     assert (workdir / "eval.run").read_text(encoding="utf-8").count(" Q0 ") > 66
     written = summary.read_text(encoding="utf-8")
-    for title in ("## groove eval — .groove-eval.yml", "## groove tune — fusion space",
+    for title in ("## groove eval — .groove-eval.yml", "## groove tune — fusion-method space",
                   "## groove eval --ablate"):
         assert title in written
     assert "**Gate:** ✅ pass" in written

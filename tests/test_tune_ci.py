@@ -52,7 +52,7 @@ def test_tune_markdown_step_summary_and_repeat_warning(warm: Sample, workdir: Pa
                      "--format", "markdown"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0] == "## groove tune — fusion space"
+    assert lines[0] == "## groove tune — fusion-method space"  # score fusion in use
     assert any(line.startswith("**Verdict: ") for line in lines)
     assert "| nested leave-one-query-out CV | value | adoption needs |" in lines
     assert summary.read_text(encoding="utf-8") == result.stdout + "\n"

@@ -216,8 +216,11 @@ def write_config(workdir: Path, models_dir: Path, rest: str = "") -> Path:
 
 
 def run_tune(t: TuneKb, golden: Path, *args: str) -> Result:
+    """`groove tune` on the RRF fusion space unless `args` name another (plain `tune` sweeps
+    the fusion in use: test_plain_tune_sweeps_the_fusion_in_use)."""
+    space = [] if "--space" in args else ["--space", "fusion"]
     return invoke(["--db", str(t.db), "tune", "--kb-path", str(t.kb), "--golden", str(golden),
-                   *args])
+                   *space, *args])
 
 
 def tune_json(t: TuneKb, golden: Path, *args: str) -> dict[str, Any]:
@@ -425,6 +428,23 @@ def test_no_effective_query_exits_2_with_nothing_on_stdout(tune_kb: TuneKb, work
     assert result.stdout == ""
     assert result.stderr.endswith(NO_EFFECTIVE_ERROR)
     assert config.read_text(encoding="utf-8") == before
+
+
+def test_plain_tune_sweeps_the_fusion_in_use(tune_kb: TuneKb, workdir: Path,
+                                             real_models_dir: Path) -> None:
+    """Issue 46 item 6: plain `groove tune` sweeps the knobs that rank under the fusion the
+    settings use — score fusion's (fusion-method) by default, RRF's under method = "rrf"."""
+    plain = ["--db", str(tune_kb.db), "tune", "--kb-path", str(tune_kb.kb), "--golden",
+             str(tune_kb.win), "--format", "json"]
+    write_config(workdir, real_models_dir)
+    score = invoke(plain)
+    assert score.exit_code == 0, score.output
+    assert json.loads(score.stdout)["space"] == "fusion-method"
+    assert "sweeps weighted RRF" not in score.stderr
+    write_config(workdir, real_models_dir, '[search.fusion]\nmethod = "rrf"\n')
+    rrf = invoke(plain)
+    assert rrf.exit_code == 0, rrf.output
+    assert json.loads(rrf.stdout)["space"] == "fusion"
 
 
 def test_retrieval_space_sweeps_60_conditions_and_keeps_min_score_0(
