@@ -265,8 +265,9 @@ def tune_cmd(
         paths = resolve_paths(ctx, kb_flags(kb_path, model=model), kb_required=True)
         index = Index(paths.settings, paths.kb, paths.db)
         with tune_progress() as bar:
-            return index.tune(golden, space=_SPACES[grid_space] if grid_space else None, k=k, limit=limit, write=write,
-                              force=force, progress=bar, config_flag=global_options(ctx).config,
+            return index.tune(golden, space=_SPACES[grid_space] if grid_space else None, k=k,
+                              limit=limit, write=write, force=force, progress=bar,
+                              config_flag=global_options(ctx).config,
                               new_config_folder=Path.cwd())
 
     outcome = run_core(run)
