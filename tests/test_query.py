@@ -13,6 +13,7 @@ from groove_cli.retrieve.query import (
     MIN_PHRASE_CHARS,
     CompiledQuery,
     compile_query,
+    ignored_symbols,
     query_phrases,
 )
 from groove_cli.text.words import ENGLISH_STOPWORDS, MAX_WORD_TERMS, MIN_WORD_CHARS
@@ -461,3 +462,26 @@ def test_cjk_pinned_expressions(query: str, trigram: str | None, cjk_expr: str |
     compiled = compile_query(query)
     assert (compiled.match_expr, compiled.cjk_expr, compiled.cjk_negative_expr) == (
         trigram, cjk_expr, cjk_negative)
+
+
+# --------------------------------------------------------------------------- punctuation alone
+
+
+@pytest.mark.parametrize(("text", "ignored"), [
+    ('"?"', ("?",)), ("what is ? in rust", ("?",)), ("->", ("->",)), ('"::" path', ("::",)),
+    ("検索 ？", ("？",)),
+    ("&& ||", ()),  # three or more characters: the trigram leg searches them literally
+    ("C++", ()), ("E-0382", ()), ("retry budget", ()),
+])
+def test_punctuation_only_terms_are_named(text: str, ignored: tuple[str, ...]) -> None:
+    assert ignored_symbols(compile_query(text)) == ignored
+
+
+def test_search_says_which_terms_it_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    from groove_cli.retrieve.params import query_warnings
+
+    with caplog.at_level("INFO", logger="groove"):
+        query_warnings([compile_query('the "?" operator')])
+    assert [r.getMessage() for r in caplog.records] == [
+        "groove: note: `?` ignored: punctuation alone is not searched (a full-text term needs a "
+        "letter, a digit or 3 characters); describe it in words"]

@@ -16,7 +16,7 @@ from groove_cli import config, messages
 from groove_cli.config import MAX_LIMIT, Settings
 from groove_cli.retrieve.filters import FilterSpec
 from groove_cli.retrieve.fuse import min_score_warning
-from groove_cli.retrieve.query import MAX_CJK_TERMS, CompiledQuery
+from groove_cli.retrieve.query import MAX_CJK_TERMS, CompiledQuery, ignored_symbols
 from groove_cli.retrieve.relevance import Calibration, RerankCalibration
 
 T = TypeVar("T")
@@ -292,6 +292,9 @@ def query_warnings(queries: Sequence[CompiledQuery]) -> None:
         messages.warning(f"{which} more than {MAX_CJK_TERMS} CJK tokens (or 32 words); only the "
                          "first are searched")
     if len(queries) == 1:
+        for term in ignored_symbols(queries[0]):
+            messages.note(f"`{term}` ignored: punctuation alone is not searched (a full-text "
+                          "term needs a letter, a digit or 3 characters); describe it in words")
         if phrases:
             messages.warning("the query has more than 32 distinct phrases; only the first 32 "
                              "are searched")

@@ -360,6 +360,20 @@ def _split_identifiers(phrases: tuple[str, ...]) -> list[str]:
 
 
 @functools.lru_cache(maxsize=4096)
+def ignored_symbols(query: CompiledQuery) -> tuple[str, ...]:
+    """The query's punctuation-only terms (`?`, `->`, a quoted `"::"`) that no full-text leg
+    searches: no letter, digit or CJK character, and not in the trigram expression (which does
+    search a run of 3 or more symbols, `&&&`). The search says so by name (search.md §2)."""
+    terms: list[str] = []
+    for seg in _segments(query.positive_text):
+        parts = [seg.content.strip()] if seg.kind == "quoted" else seg.content.split()
+        terms += [t for t in parts if t and not any(
+            ch.isalnum() or _char_class(ch) != _OTHER_WORD and _is_word_char(ch) for ch in t)]
+    searched = query.match_expr or ""
+    return tuple(dict.fromkeys(t for t in terms if f'"{t}' not in searched
+                               and f"{t}\"" not in searched and t not in searched))
+
+
 def compile_query(text: str) -> CompiledQuery:
     """Compile a query into phrases, negatives and the FTS5 MATCH expressions (§2).
 
