@@ -40,6 +40,17 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet -c constraints.txt $(EDITABLE) '.[dev]'
 	touch $(STAMP)
 
+# `make demo` runs what a user installs (`pipx install .`): the runtime dependencies only, in
+# a venv of their own, so the demo neither needs nor pulls the test and lint tools
+RUN_VENV  := .venv-run
+RUN_STAMP := $(RUN_VENV)/.installed
+RUN       := $(RUN_VENV)/bin/groove
+
+$(RUN_STAMP): pyproject.toml constraints.txt
+	$(PY) -m venv $(RUN_VENV)
+	$(RUN_VENV)/bin/pip install --quiet -c constraints.txt $(EDITABLE) .
+	touch $(RUN_STAMP)
+
 install: $(STAMP)  ## create .venv and install groove with its dev tools
 
 test: $(STAMP)  ## run the test suite (installs first when needed)
@@ -51,12 +62,12 @@ lint: $(STAMP)  ## ruff + mypy --strict
 
 # demo compiles groove's bytecode first, as an installed package has it (PYTHONDONTWRITEBYTECODE
 # would otherwise make every command compile its modules from source).
-demo: $(STAMP)  ## resolve the default model, index the sample KB, run two searches
-	$(BIN)/python -m compileall -q groove_cli > /dev/null
-	$(GROOVE) models resolve multilingual-e5-small
-	$(GROOVE) index --kb-path $(DEMO_KB)
-	$(GROOVE) search --kb-path $(DEMO_KB) --format text --limit 3 "how do retry budgets stop retry storms?"
-	$(GROOVE) search --kb-path $(DEMO_KB) --format text --limit 3 "障害が起きたときの連絡手順"
+demo: $(RUN_STAMP)  ## runtime install; resolve the default model, index the sample KB, two searches
+	$(RUN_VENV)/bin/python -m compileall -q groove_cli > /dev/null
+	$(RUN) models resolve multilingual-e5-small
+	$(RUN) index $(DEMO_KB)
+	$(RUN) search --kb-path $(DEMO_KB) --format text --limit 3 "how do retry budgets stop retry storms?"
+	$(RUN) search --kb-path $(DEMO_KB) --format text --limit 3 "障害が起きたときの連絡手順"
 
 eval: $(STAMP)  ## score retrieval on the sample KB against its golden file
 	$(GROOVE) index --kb-path $(DEMO_KB) --quiet
@@ -91,4 +102,4 @@ lock: $(STAMP)  ## re-pin constraints.txt from the current .venv (after a delibe
 	{ sed -n '/^#/p' constraints.txt; $(BIN)/pip freeze --exclude-editable; } > constraints.txt.new && mv constraints.txt.new constraints.txt
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) $(RUN_VENV) .pytest_cache .mypy_cache .ruff_cache build *.egg-info
