@@ -42,9 +42,9 @@ def reports(golden_index: tuple[Path, Path], real_models_dir: Path,
     last = groove(env, "eval", "--kb-path", str(kb), *RUNS[-1], "--no-history",
                   "--report", "png", str(out / "eval.png"))
     assert last.returncode == 0, last.stderr
-    for kind in ("html", "png"):
-        tuned = groove(env, "tune", "--kb-path", str(kb), "--report", kind,
-                       str(out / f"tune.{kind}"))
+    for space, kind in (("fusion", "html"), ("fusion", "png"), ("fusion-method", "html")):
+        tuned = groove(env, "tune", "--kb-path", str(kb), "--space", space, "--report", kind,
+                       str(out / f"tune-{space}.{kind}"))
         assert tuned.returncode == 0, tuned.stderr
     return {"kb": kb, "env": env, "out": out}
 
@@ -97,7 +97,7 @@ def test_the_eval_report_marks_both_settings_changes(page: Any, reports: dict[st
 def test_the_tune_report_shows_the_sweep_and_the_chosen_point(
         page: Any, reports: dict[str, Any], tmp_path: Path) -> None:
     png = tmp_path / "tune-report.png"
-    rendered(page, reports["out"] / "tune.html", png)
+    rendered(page, reports["out"] / "tune-fusion.html", png)
     assert page.locator("svg#plot-sweep #sweep-surface").count() == 1
     assert page.locator("svg#plot-sweep #tune-chosen").count() == 1
     assert page.locator("svg#plot-sweep #tune-current").count() == 1
@@ -108,10 +108,20 @@ def test_the_tune_report_shows_the_sweep_and_the_chosen_point(
     keep(png, "tune-report.png")
 
 
+def test_the_fusion_method_report_marks_the_candidates(page: Any, reports: dict[str, Any],
+                                                      tmp_path: Path) -> None:
+    rendered(page, reports["out"] / "tune-fusion-method.html", tmp_path / "tune-method.png")
+    assert page.locator("svg#plot-sweep #sweep-surface").count() == 1
+    assert page.locator("svg#plot-sweep #tune-chosen").count() == 1
+    assert page.locator("svg#plot-sweep #tune-current").count() == 1
+    ticks = page.locator("svg#plot-sweep text").all_text_contents()
+    assert "RRF" in ticks and "α=0.5" in ticks
+
+
 def test_the_png_reports_are_pictures(reports: dict[str, Any]) -> None:
     from PIL import Image
 
-    for name, height in (("eval.png", 2.0), ("tune.png", 8.0)):
+    for name, height in (("eval.png", 2.0), ("tune-fusion.png", 8.0)):
         path = reports["out"] / name
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert not blank(path)

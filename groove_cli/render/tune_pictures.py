@@ -119,13 +119,19 @@ def _mark_cell(ax: Axes, rows: list[list[int]], c: int, *, colour: str, marker: 
                 return
 
 
-def _nearest_cell(rows: list[list[int]], c: int, space: str) -> int:
-    """The phase-1 cell of a condition that phase 2 moved along its own axis (same weights)."""
-    target = grid_indices(space, c)  # type: ignore[arg-type]
-    for row in rows:
-        for cell in row:
-            if grid_indices(space, cell)[:-1] == target[:-1]:  # type: ignore[arg-type]
-                return cell
+def phase1_counterpart(sweep: Sweep, c: int) -> int:
+    """The first-phase condition of `c`: the same on every axis but the one the second phase
+    sweeps (a chosen condition whose second-phase value differs from the first phase's)."""
+    phase1, phase2 = sweep.selection.phase1, sweep.selection.phase2
+    if c in phase1:
+        return c
+    axes = [grid_indices(sweep.space, p) for p in phase2]
+    swept = {i for i in range(len(axes[0])) if len({a[i] for a in axes}) > 1} if axes else set()
+    target = grid_indices(sweep.space, c)
+    for p in phase1:
+        other = grid_indices(sweep.space, p)
+        if all(other[i] == target[i] for i in range(len(target)) if i not in swept):
+            return p
     return c
 
 
@@ -134,8 +140,8 @@ def surface_plot(sweep: Sweep) -> Plot:
     if layout is None:
         return _candidates_plot(sweep)
     rows, row_labels, column_labels, row_title, column_title = layout
-    chosen_cell = _nearest_cell(rows, sweep.chosen, sweep.space)
-    current_cell = _nearest_cell(rows, sweep.current, sweep.space)
+    chosen_cell = phase1_counterpart(sweep, sweep.chosen)
+    current_cell = phase1_counterpart(sweep, sweep.current)
 
     def draw(ax: Axes) -> None:
         values = [[sweep.mean(c) for c in row] for row in rows]
@@ -174,10 +180,11 @@ def _candidates_plot(sweep: Sweep) -> Plot:
         line = ax.errorbar(xs, means, yerr=errors, marker="o", color=COLOURS[0], capsize=3)
         line[0].set_gid("sweep-surface")
         ax.set_xticks(xs, [_short(c, sweep, phase1) for c in phase1], fontsize=7)
-        for c, colour, marker, gid, name in ((sweep.current, CURRENT, "o", "tune-current",
-                                              "built-in"),
-                                             (sweep.chosen, CHOSEN, "*", "tune-chosen",
-                                              "chosen")):
+        for c, colour, marker, gid, name in (
+                (phase1_counterpart(sweep, sweep.current), CURRENT, "o", "tune-current",
+                 "built-in"),
+                (phase1_counterpart(sweep, sweep.chosen), CHOSEN, "*", "tune-chosen",
+                 "chosen")):
             if c in phase1:
                 point = ax.scatter([phase1.index(c)], [sweep.mean(c)], s=160, marker=marker,
                                    color=colour, zorder=3, label=name)
