@@ -339,7 +339,7 @@ def test_status_reports_files_index_skips_as_skipped_not_pending(groove: Groove)
     as_json = json.loads(ok(groove.run("status", "--kb-path", str(groove.kb),
                                        "--format", "json")).stdout)
     assert as_json["pending"] == {"new": 0, "changed": 0, "deleted": 0, "renamed": 0,
-                                  "skipped": 3}
+                                  "skipped": 3, "files": []}
 
 
 # --------------------------------------------------------------------------- 9. fts without model

@@ -391,7 +391,8 @@ def test_read_source_returns_bytes_and_sha256(tmp_path: Path) -> None:
     raw = "---\ntitle: メモ\n---\n本文\r\n".encode()
     (tmp_path / "n.md").write_bytes(raw)
     result = read_source(source(tmp_path, "n.md"))
-    assert result == SourceBytes(rel="n.md", raw=raw, sha256=hashlib.sha256(raw).hexdigest())
+    assert result == SourceBytes(rel="n.md", raw=raw, sha256=hashlib.sha256(raw).hexdigest(),
+                                 mtime_ns=(tmp_path / "n.md").stat().st_mtime_ns)
     assert isinstance(result, SourceBytes)
     assert result.size == len(raw)
     assert result.sha256 == result.sha256.lower()

@@ -78,7 +78,7 @@ def test_piped_and_no_color_output_is_plain(golden_index: tuple[Path, Path],
     db = golden_index[1]
     piped = subprocess.run(_command(config_file, db, *ARGS), capture_output=True, text=True,
                            env=_environment(), check=True)
-    assert ESC not in piped.stdout and piped.stdout.startswith("[low_confidence")
+    assert ESC not in piped.stdout and piped.stdout.startswith("[weak match")
     no_color = run_on_pty(_command(config_file, db, *ARGS), _environment(NO_COLOR="1"))
     assert ESC not in no_color
     assert no_color.replace("\r\n", "\n") == piped.stdout
