@@ -80,7 +80,7 @@ def test_kill_9_during_a_watched_reindex_leaves_a_valid_index(
     status = json.loads(groove(env, "status", "--kb-path", str(kb), "--format", "json").stdout)
     assert status["documents"] == 27 + 60
     assert status["pending"] == {"new": 0, "changed": 0, "deleted": 0, "renamed": 0,
-                                 "skipped": 0}
+                                 "skipped": 0, "files": []}
 
 
 def test_a_folder_of_notes_moved_in_or_out_is_reindexed(
