@@ -47,6 +47,18 @@ def golden_of(queries: Path, target: Path) -> Path:
     return target
 
 
+def dev_collections(datasets: Path, work: Path) -> dict[str, tuple[Path, Path]]:
+    """The dev suite as (KB folder, golden file) by name: golden/, CISI and JSQuAD (its first
+    1,000 queries), the collections defaults are chosen on (golden files written to `work`)."""
+    return {
+        "golden": (ROOT / "golden", ROOT / "golden" / ".groove-eval.yml"),
+        "cisi": (datasets / "cisi" / "docs",
+                 golden_of(datasets / "cisi" / "queries.jsonl", work / "cisi.yml")),
+        "jsquad": (datasets / "jsquad" / "docs",
+                   golden_of(datasets / "jsquad" / "queries-1000.jsonl", work / "jsquad.yml")),
+    }
+
+
 def groove(args: list[str], *, code: Path | None, config: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     if code is not None:
@@ -99,13 +111,7 @@ def main() -> None:
     git("worktree", "add", "--detach", str(base), base_commit)
     config = WORK / "groove.toml"
     config.write_text("", encoding="utf-8")
-    collections = {
-        "golden": (ROOT / "golden", ROOT / "golden" / ".groove-eval.yml"),
-        "cisi": (datasets / "cisi" / "docs",
-                 golden_of(datasets / "cisi" / "queries.jsonl", WORK / "cisi.yml")),
-        "jsquad": (datasets / "jsquad" / "docs",
-                   golden_of(datasets / "jsquad" / "queries-1000.jsonl", WORK / "jsquad.yml")),
-    }
+    collections = dev_collections(datasets, WORK)
     try:
         results = {name: compare(name, kb, golden, base, config)
                    for name, (kb, golden) in collections.items()}

@@ -31,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import datasets_root, empty_config, machine, machine_line, write_results
-from eval_parity import golden_of
+from eval_parity import dev_collections
 from relevance import nonsense_queries
 
 from groove_cli.engine import (
@@ -178,14 +178,7 @@ def main() -> None:
     parser.add_argument("--datasets", default=None)
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
-    data_root = datasets_root(args.datasets)
-    collections = {
-        "golden": (ROOT / "golden", ROOT / "golden" / ".groove-eval.yml"),
-        "cisi": (data_root / "cisi" / "docs",
-                 golden_of(data_root / "cisi" / "queries.jsonl", WORK / "cisi.yml")),
-        "jsquad": (data_root / "jsquad" / "docs",
-                   golden_of(data_root / "jsquad" / "queries-1000.jsonl", WORK / "jsquad.yml")),
-    }
+    collections = dev_collections(datasets_root(args.datasets), WORK)
     results = {name: measure(name, build(name, kb), golden)
                for name, (kb, golden) in collections.items()}
     def largest(values: tuple[float, ...], key: str) -> float:
