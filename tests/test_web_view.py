@@ -22,7 +22,9 @@ XSS_TITLE = '<script>window.__xss = 1</script><img src=x onerror="window.__xss =
 XSS_HEADING = '<img src=y onerror="window.__xss = 3"> zebrafish payloads'
 XSS_TEXT = ('The zebrafish note <script>window.__xss = 4</script> and '
             '<img src=z onerror="window.__xss = 5"> and <b onmouseover="x()">bold</b>.')
-XSS_NOTE = (f"---\ntitle: '{XSS_TITLE}'\ntags: [xss]\n---\n\n## {XSS_HEADING}\n\n{XSS_TEXT}\n")
+XSS_TAG = "<img src=t onerror=window.__xss=6>"
+XSS_NOTE = (f"---\ntitle: '{XSS_TITLE}'\ntags: [xss, '{XSS_TAG}']\n---\n\n## {XSS_HEADING}\n\n"
+            f"{XSS_TEXT}\n")
 WAIT_MS = HANG_GUARD_S * 1000
 
 
@@ -175,6 +177,7 @@ def test_a_hostile_note_renders_as_text(page: Any) -> None:
     assert hit.locator("h2").text_content() == XSS_TITLE
     assert hit.locator(".heading").text_content() == f"§ {XSS_HEADING}"
     assert "<script>window.__xss = 4</script>" in (hit.locator(".snippet").text_content() or "")
+    assert hit.locator(".tags").text_content() == f"tags: xss, {XSS_TAG}"
     hit.locator("button.open").click()
     hit.locator("pre.note").wait_for()
     assert XSS_TEXT in (hit.locator("pre.note").text_content() or "").replace("\n", "")
