@@ -242,6 +242,9 @@ SCHEMA: tuple[KeySpec, ...] = (
             help="The cut-offs eval (and tune) report metrics at.", ranks=True),
     KeySpec("eval.regression_threshold", "float", 0.05, 0.0, 1.0, finite=True,
             help="A metric drop larger than this fails --fail-on-regression.", ranks=False),
+    KeySpec("serve.editor_url", "str", "vscode://file/{path}:{line}",
+            help="The web view's link to a hit (groove serve): {path} is the note's absolute "
+                 "path without its leading /, {line} the hit's first line.", ranks=False),
     KeySpec("contextual.enabled", "bool", False,
             help="Desired context mode (the index's recorded mode decides).", ranks=False),
 )
