@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from groove_cli.retrieve.searcher import Searcher
     from groove_cli.status import DoctorReport, StatusReport
     from groove_cli.types import ProgressSink
+    from groove_cli.validate import ValidationReport
 
 PathLike = str | os.PathLike[str]
 
@@ -334,6 +335,12 @@ class Index:
             except (ValueError, OSError):
                 pass
         return start
+
+    def validate(self) -> ValidationReport:
+        """Every note's frontmatter against the `[frontmatter]` schema (cli.md `validate`)."""
+        from groove_cli.validate import validate_kb
+
+        return validate_kb(self.settings, self._kb_for("validate"))
 
     def topics(self) -> dict[str, Any]:
         """The indexed notes counted by folder, category and topic (the MCP `list_topics`)."""

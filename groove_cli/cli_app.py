@@ -369,6 +369,7 @@ app.command("get")(cli_commands.get_cmd)
 # --------------------------------------------------------------------------- graph, validate, service
 
 app.command("graph")(cli_notes.graph_cmd)  # cli_notes.py
+app.command("validate")(cli_notes.validate_cmd)
 app.add_typer(cli_service.service_app, name="service")  # cli_service.py
 
 

@@ -1,8 +1,9 @@
-"""`groove graph`: registered by cli_app.py; like every command they
+"""`groove graph` and `groove validate`: registered by cli_app.py; like every command they
 resolve settings, make one `Index` call and render the result."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -19,6 +20,7 @@ from groove_cli.render import output
 
 if TYPE_CHECKING:
     from groove_cli.retrieve.graph import Graph
+    from groove_cli.validate import ValidationReport
 
 GRAPH_FORMATS = ("text", "json", "dot", "svg")
 
@@ -82,3 +84,37 @@ def graph_cmd(
         output.print_line(run_core(lambda: svg(graph.dot())).rstrip("\n"))
     else:
         output.print_line(graph.text())
+
+
+def validate_cmd(
+    ctx: typer.Context,
+    folder: Annotated[Path | None, typer.Argument(
+        help="The KB folder (the same as --kb-path).", show_default=False)] = None,
+    kb_path: KbOpt = None,
+    collection: CollectionOpt = None,
+    format: Annotated[str, typer.Option("--format", case_sensitive=False, help=(
+        "text (one `path:line: problem` line per finding) or json."))] = "text",
+) -> None:
+    """Check every note's frontmatter against the [frontmatter] schema of groove.toml.
+
+    Required keys, types, allowed values and the date format; one line per finding, exit 1
+    when there is any (0 when every note passes). `groove index` warns on the same findings.
+
+    Example: `groove validate ~/notes --format json`
+    """
+    from groove_cli.api import Index
+
+    fmt = check_format(format, ("text", "json"))
+
+    def run() -> ValidationReport:
+        paths = resolve_paths(ctx, kb_flags(kb_path or folder), kb_required=True,
+                              announce=False)
+        return Index(paths.settings, paths.kb, paths.db).validate()
+
+    report = run_core(run)
+    if fmt == "json":
+        output.print_json(report.to_json())
+    else:
+        output.print_line(report.text())
+    if report.findings:
+        raise typer.Exit(1)

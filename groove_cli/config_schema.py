@@ -247,6 +247,18 @@ SCHEMA: tuple[KeySpec, ...] = (
                  "path without its leading /, {line} the hit's first line.", ranks=False),
     KeySpec("contextual.enabled", "bool", False,
             help="Desired context mode (the index's recorded mode decides).", ranks=False),
+    KeySpec("frontmatter.required", "list_str", [],
+            help="groove validate: frontmatter keys every note must have (not empty).",
+            ranks=False),
+    KeySpec("frontmatter.types", "list_str", [],
+            help='groove validate: "key:type" entries, type one of string, int, number, '
+                 'bool, list, date.', ranks=False),
+    KeySpec("frontmatter.enums", "list_str", [],
+            help='groove validate: "key:a|b|c" entries, the values a key may take (each item '
+                 "of a list).", ranks=False),
+    KeySpec("frontmatter.date_format", "str", "%Y-%m-%d",
+            help="groove validate: the strftime format of the values of date-typed keys.",
+            ranks=False),
 )
 
 SPECS: dict[str, KeySpec] = {s.key: s for s in SCHEMA}

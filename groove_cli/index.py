@@ -55,6 +55,7 @@ from groove_cli.types import (
     ProgressSink,
     StoredDocument,
 )
+from groove_cli.validate import Rules, check_text
 from groove_cli.vector_fill import (
     BatchResult,
     CancellableRuns,
@@ -119,6 +120,8 @@ class IndexOptions:
     """Embed a long chunk's text past the window as extra pieces (index.md §4)."""
     threads: int | None = None
     """The model's intra-op threads (None: the cores this process may use)."""
+    frontmatter: Rules = field(default_factory=Rules)
+    """The `[frontmatter]` schema: each note read is checked and warned about (validate.py)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, kb: Path, db: IndexLocation, *, force: bool = False,
@@ -136,6 +139,7 @@ class IndexOptions:
             contextual=s.bool_("contextual.enabled"), verbose=verbose, quiet=quiet,
             offline=config.offline_mode(), text_only=text_only,
             vector_pieces=s.bool_("vector_pieces"), threads=config.model_threads(s),
+            frontmatter=Rules.of(s),
         )
 
 
@@ -525,6 +529,8 @@ class Indexer:
         parsed = parse_document(text, source.rel, self.opt.chunk_rules)
         for warning in parsed.warnings:
             messages.warning(warning)
+        for finding in check_text(text, source.rel, self.opt.frontmatter):  # `groove validate`
+            messages.warning(f"frontmatter: {finding.line_text()}")
         if not parsed.chunks:
             if existing is not None:
                 with writes.file():
