@@ -368,7 +368,7 @@ def ignored_symbols(query: CompiledQuery) -> tuple[str, ...]:
     for seg in _segments(query.positive_text):
         parts = [seg.content.strip()] if seg.kind == "quoted" else seg.content.split()
         terms += [t for t in parts if t and not any(
-            ch.isalnum() or _char_class(ch) != _OTHER_WORD and _is_word_char(ch) for ch in t)]
+            ch.isalnum() or (_char_class(ch) != _OTHER_WORD and _is_word_char(ch)) for ch in t)]
     searched = query.match_expr or ""
     return tuple(dict.fromkeys(t for t in terms if f'"{t}' not in searched
                                and f"{t}\"" not in searched and t not in searched))
