@@ -298,19 +298,22 @@ def configured_model_errors(model: str | None, reranker: str | None,
 
 
 def check_config_models(settings: Settings) -> Settings:
-    """`config check`: a configured model that can never load fails every search, so the
-    config is not valid; `settings` is returned unchanged when every model can load.
+    """`config check`: a configured model that can never load fails every search, and a
+    malformed `[frontmatter]` entry fails `validate` and `index`'s warnings, so either makes
+    the config invalid; `settings` is returned unchanged when both are sound.
 
     Raises:
-        ConfigError: naming the config file, the key and why the model cannot load.
+        ConfigError: naming the config file, the key and what is wrong.
     """
     from groove_cli import config
+    from groove_cli.validate import Rules
 
     problems = configured_model_errors(settings.str_("model"), settings.str_("reranker"),
                                        config.models_dir(settings))
     if problems:
         where = settings.config.path if settings.config else "groove.toml"
         raise ConfigError(f"{where}: {problems[0]}")
+    Rules.of(settings)
     return settings
 
 

@@ -117,6 +117,24 @@ def test_bad_schemas_are_one_line_errors(tmp_path: Path, schema: str, code: int,
     assert err.splitlines()[0] == error.format(config=config)
 
 
+@pytest.mark.parametrize(("schema", "error"), [
+    ('[frontmatter]\ntypes = ["title"]\n',
+     "groove: error: {config}: frontmatter.types entry 'title' is not KEY:TYPE"),
+    ('[frontmatter]\nenums = ["status:"]\n',
+     "groove: error: {config}: frontmatter.enums entry 'status:' is not KEY:a|b|c"),
+    ('[frontmatter]\ndate_format = "YYYY"\n',
+     "groove: error: {config}: frontmatter.date_format 'YYYY' has no % directive"),
+])
+def test_config_check_refuses_a_malformed_schema(tmp_path: Path, schema: str, error: str) -> None:
+    _, config = make_kb(tmp_path, {"good.md": GOOD}, schema)
+    result = runner.invoke(app, ["--config", str(config), "config", "check"])
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.splitlines()[0] == error.format(config=config)
+    config.write_text(SCHEMA, encoding="utf-8")
+    result = runner.invoke(app, ["--config", str(config), "config", "check"])
+    assert (result.exit_code, result.stdout) == (0, f"{config}: ok\n")
+
+
 def test_index_warns_on_the_same_findings(tmp_path: Path) -> None:
     kb, _ = make_kb(tmp_path, {"good.md": GOOD, "team/enum.md": NOTES["team/enum.md"]})
     with groove_cli.open(kb, db=tmp_path / "index.db", **{
