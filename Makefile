@@ -79,10 +79,11 @@ eval-datasets: $(STAMP)  ## quality on the CISI and JSQuAD collections -> bench/
 	$(BIN)/python bench/baseline_commit.py  # CISI before issue 13, on this machine
 	$(BIN)/python bench/eval_datasets.py --render-only
 
-suite: $(STAMP)  ## 8 public collections: peers, groove legs, LOCO fusion -> bench/results/suite.*
+suite: $(STAMP)  ## 12 public collections: peers, groove legs, LOCO fusion; fresh ones apart -> bench/results/suite.*
 	$(BIN)/pip install --quiet -c constraints.txt $(EDITABLE) '.[bench]'
 	$(BIN)/python bench/suite_collections.py
 	$(BIN)/python bench/suite.py
+	$(BIN)/python bench/suite.py --fresh
 
 bench: $(STAMP)  ## speed benchmarks -> bench/results/*.json + .md
 	$(BIN)/python bench/bench_models.py

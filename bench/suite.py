@@ -144,29 +144,44 @@ def ci_row(values: list[float]) -> dict[str, Any]:
     return {"ndcg@10": sum(values) / len(values), "ci95": ci, "n": len(values)}
 
 
+def collection_summary(data: dict[str, Any]) -> dict[str, Any]:
+    """One collection's systems with CIs, groove's modes paired against the best BM25 peer,
+    and the default hybrid paired against its better leg."""
+    systems = {s: ci_row(v) for s, v in data["systems"].items()}
+    peers = [s for s in systems if s.startswith("bm25s")]
+    best_peer = max(peers, key=lambda s: systems[s]["ndcg@10"])
+    paired = {s: _paired(data["systems"][s], data["systems"][best_peer])
+              for s in ("groove fts", "groove vector", "groove hybrid")}
+    best_leg = max(("groove fts", "groove vector"), key=lambda s: systems[s]["ndcg@10"])
+    return {"language": data["language"], "kind": data["kind"],
+            "queries": len(data["query_ids"]), "documents": data["documents"],
+            "chunks": data["chunks"], "systems": systems, "best_peer": best_peer,
+            "paired_vs_best_peer": paired, "best_leg": best_leg,
+            "hybrid_vs_best_leg": _paired(data["systems"]["groove hybrid"],
+                                          data["systems"][best_leg])}
+
+
+def measure_fresh(coll: SuiteCollection) -> dict[str, Any]:
+    """A fresh collection (issue 44): groove's modes and the peers only. No fusion family is
+    scored on it, so no default can be chosen while looking at it."""
+    index_run = coll.ensure_suite_index()
+    queries = with_grades(load_queries(coll))
+    systems = measure_systems(coll, queries)
+    ids = [str(q["id"]) for q in queries]
+    status = coll.status()
+    return {"name": coll.name, "language": coll.language,
+            "kind": (coll.entry or {}).get("kind"), "query_ids": ids,
+            "documents": status.get("documents"), "chunks": status.get("chunks"),
+            "indexed_now_s": index_run.wall_s if index_run else None,
+            "systems": {name: [per[i] for i in ids] for name, per in systems.items()}}
+
+
 def summarise(per: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Aggregates, CIs, paired tests vs the best BM25 peer, and the LOCO tables."""
     out: dict[str, Any] = {"collections": {}, "loco": {}}
     means: dict[str, dict[str, dict[str, float]]] = {}
     for name, data in per.items():
-        systems = {s: ci_row(v) for s, v in data["systems"].items()}
-        peers = [s for s in systems if s.startswith("bm25s")]
-        best_peer = max(peers, key=lambda s: systems[s]["ndcg@10"])
-        paired = {}
-        for s in ("groove fts", "groove vector", "groove hybrid"):
-            deltas = [a - b for a, b in zip(data["systems"][s], data["systems"][best_peer],
-                                            strict=True)]
-            paired[s] = {"delta": sum(deltas) / len(deltas),
-                         "ci95": bootstrap_ci({"d": deltas})["d"],
-                         "p": randomization_p(deltas)}
-        best_leg = max(("groove fts", "groove vector"), key=lambda s: systems[s]["ndcg@10"])
-        out["collections"][name] = {
-            "language": data["language"], "kind": data["kind"], "queries": len(data["query_ids"]),
-            "documents": data["documents"], "chunks": data["chunks"], "systems": systems,
-            "best_peer": best_peer, "paired_vs_best_peer": paired, "best_leg": best_leg,
-            "hybrid_vs_best_leg": _paired(data["systems"]["groove hybrid"],
-                                          data["systems"][best_leg]),
-            "pseudo": data["pseudo"]}
+        out["collections"][name] = {**collection_summary(data), "pseudo": data["pseudo"]}
         for family, values in data["candidates"].items():
             means.setdefault(family, {})[name] = {lab: sum(v) / len(v) for lab, v in values.items()}
     out["refit"] = {}
@@ -213,21 +228,45 @@ def with_notes(text: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--collections", help="comma-separated names (default: all)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="measure the collections marked fresh (suite_fresh.json) instead")
     parser.add_argument("--render-only", action="store_true",
                         help="rewrite suite.md from suite.json without measuring")
     args = parser.parse_args()
     if args.render_only:
         data = json.loads((RESULTS / "suite.json").read_text(encoding="utf-8"))
-        (RESULTS / "suite.md").write_text(with_notes(markdown(data)) + "\n", encoding="utf-8")
+        (RESULTS / "suite.md").write_text(with_notes(markdown(data, load_fresh())) + "\n",
+                                          encoding="utf-8")
+        return
+    chosen = [c for c in suite_collections(args.collections)
+              if args.collections or bool((c.entry or {}).get("fresh")) == args.fresh]
+    if args.fresh:
+        fresh = {}
+        for coll in chosen:
+            print(f"suite (fresh): {coll.name}", flush=True)
+            fresh[coll.name] = collection_summary(measure_fresh(coll))
+        record = {"benchmark": "suite_fresh", "machine": machine(),
+                  "suite_packages": package_versions(SUITE_PACKAGES), "collections": fresh}
+        (RESULTS / "suite_fresh.json").write_text(json.dumps(record, indent=2) + "\n",
+                                                 encoding="utf-8")
+        data = json.loads((RESULTS / "suite.json").read_text(encoding="utf-8"))
+        (RESULTS / "suite.md").write_text(with_notes(markdown(data, record)) + "\n",
+                                          encoding="utf-8")
         return
     per = {}
-    for coll in suite_collections(args.collections):
+    for coll in chosen:
         print(f"suite: {coll.name}", flush=True)
         per[coll.name] = measure(coll)
     data = {"benchmark": "suite", "machine": machine(),
             "suite_packages": package_versions(SUITE_PACKAGES), **summarise(per)}
-    write_results("suite", data, with_notes(markdown(data)))
+    write_results("suite", data, with_notes(markdown(data, load_fresh())))
     print(markdown(data))
+
+
+def load_fresh() -> dict[str, Any] | None:
+    """The last `--fresh` run's results, rendered apart in suite.md."""
+    path = RESULTS / "suite_fresh.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 if __name__ == "__main__":

@@ -274,9 +274,91 @@ def build_sections(src: Source, p: dict[str, Any]) -> Built:
     return out
 
 
+WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def usable_heading(text: str, language: str) -> bool:
+    """A heading that reads as a query: ≥ 3 CJK characters for `ja`, ≥ 2 words otherwise;
+    headings that are only code (`` `Box<T>` ``) are not."""
+    if language == "ja":
+        return len(CJK.findall(text)) >= 3
+    return len(WORD.findall(re.sub(r"`[^`]*`", "", text))) >= 2
+
+
+def build_pages(src: Source, p: dict[str, Any]) -> Built:
+    """Long Markdown pages kept whole, headings and all (what users keep). Queries are the
+    texts of `##`–`####` headings that name one section in the whole set (anchors and
+    backticks dropped, `usable_heading`); relevant = the page. A seeded sample of them is
+    taken, and each sampled heading's line is removed from its page so that the query is not
+    a free exact match: the page must be found by what the section says."""
+    texts = src.folder(p["files"])
+    if p.get("drop_html_comments"):  # book-ja keeps the English original in comments
+        texts = {k: re.sub(r"<!--.*?-->\n?", "", v, flags=re.DOTALL) for k, v in texts.items()}
+    found: dict[str, list[tuple[str, int]]] = {}
+    lines_of: dict[str, list[str]] = {}
+    for path in sorted(texts):
+        lines_of[path] = texts[path].split("\n")
+        fenced = False
+        for n, line in enumerate(lines_of[path]):
+            fenced = fenced != line.lstrip().startswith("```")
+            match = None if fenced else HEADING.match(line)
+            if match and 2 <= len(match.group(1)) <= 4:
+                query = " ".join(match.group(2).replace("`", "").split())
+                found.setdefault(query, []).append((path, n))
+    usable = sorted(h for h, where in found.items()
+                    if len(where) == 1 and usable_heading(h, p["language"]))
+    rng = random.Random(p["seed"])
+    picked = sorted(rng.sample(usable, min(p["queries_sample"], len(usable))))
+    dropped: dict[str, set[int]] = {}
+    out = Built()
+    ids: dict[str, str] = {}
+    taken: set[str] = set()
+    for path in sorted(texts):
+        ids[path] = safe_id(str(Path(path).relative_to(p["strip_prefix"]).with_suffix("")),
+                            taken)
+    for i, heading in enumerate(picked):
+        path, n = found[heading][0]
+        dropped.setdefault(path, set()).add(n)
+        out.queries.append({"id": f"q{i + 1}", "query": heading, "relevant": [ids[path]],
+                            "grades": {ids[path]: 1}})
+    for path, lines in lines_of.items():
+        gone = dropped.get(path, set())
+        out.docs[ids[path]] = ("", "\n".join(line for n, line in enumerate(lines)
+                                             if n not in gone))
+    return out
+
+
+def build_sts(src: Source, p: dict[str, Any]) -> Built:
+    """A sentence-similarity set turned to retrieval (JSTS): docs = the distinct second
+    sentences, queries = first sentences with a pair scored ≥ `min_label`; grade 2 for a pair
+    scored ≥ 4, 1 for ≥ `min_label`, 0 (judged, not relevant) below. A seeded query sample."""
+    pairs = [json.loads(line) for line in src.text(p["file"]).split("\n") if line.strip()]
+    out = Built()
+    doc_of: dict[str, str] = {}
+    for row in pairs:
+        text = row["sentence2"].strip()
+        if text not in doc_of:
+            doc_of[text] = f"s{len(doc_of) + 1:05d}"
+            out.docs[doc_of[text]] = ("", text)
+    grades: dict[str, dict[str, int]] = {}
+    for row in pairs:
+        label = float(row["label"])
+        grade = 2 if label >= 4 else 1 if label >= p["min_label"] else 0
+        doc = doc_of[row["sentence2"].strip()]
+        per = grades.setdefault(row["sentence1"].strip(), {})
+        per[doc] = max(per.get(doc, 0), grade)
+    usable = sorted(q for q, g in grades.items() if any(v > 0 for v in g.values()))
+    rng = random.Random(p["seed"])
+    for i, query in enumerate(sorted(rng.sample(usable, min(p["queries_sample"], len(usable))))):
+        g = grades[query]
+        out.queries.append({"id": f"q{i + 1}", "query": query,
+                            "relevant": [d for d, v in g.items() if v > 0], "grades": g})
+    return out
+
+
 BUILDERS: dict[str, Callable[[Source, dict[str, Any]], Built]] = {
     "smart": build_smart, "beir": build_beir, "livedoor": build_livedoor,
-    "sections": build_sections,
+    "sections": build_sections, "pages": build_pages, "sts": build_sts,
 }
 
 

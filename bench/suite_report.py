@@ -147,7 +147,49 @@ def _refit_table(data: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def markdown(data: dict[str, Any]) -> str:
+def _fresh_summary(fresh: dict[str, Any]) -> list[str]:
+    """How many fresh collections meet issue 44's bars, counted from the paired deltas."""
+    colls = fresh["collections"].values()
+    n = len(fresh["collections"])
+
+    def count(test: Any) -> int:
+        return sum(1 for c in colls if test(c))
+
+    def leg(c: dict[str, Any]) -> float:
+        return float(c["hybrid_vs_best_leg"]["delta"])
+
+    def peer(c: dict[str, Any]) -> float:
+        return float(c["paired_vs_best_peer"]["groove hybrid"]["delta"])
+
+    return [f"Of {n}: hybrid ≥ its best leg + 0.02 on {count(lambda c: leg(c) >= 0.02)}; "
+            f"below its best leg by more than 0.005 on {count(lambda c: leg(c) < -0.005)}; "
+            f"≥ the best BM25 peer + 0.02 on {count(lambda c: peer(c) >= 0.02)}."]
+
+
+def fresh_section(fresh: dict[str, Any]) -> list[str]:
+    """The collections added in issue 44, reported apart: no default was chosen on them."""
+    return [
+        "## Fresh collections (issue 44): reported apart",
+        "",
+        "Marked `fresh` in `bench/collections.json`: no default or fusion candidate was "
+        "chosen while looking at them, and no LOCO family above is scored on them; they "
+        "confirm or refute the defaults chosen on the collections above (`bench/suite.py "
+        "--fresh`, same metric, CIs and tests).",
+        "",
+        *_systems_table(fresh),
+        "",
+        *_paired_table(fresh),
+        "",
+        *_leg_table(fresh),
+        "",
+        *_fresh_summary(fresh),
+        "",
+        machine_line(fresh["machine"]),
+        "",
+    ]
+
+
+def markdown(data: dict[str, Any], fresh: dict[str, Any] | None = None) -> str:
     lines = [
         "# Benchmark suite: public collections nobody tuned on (issue 25)",
         "",
@@ -185,6 +227,8 @@ def markdown(data: dict[str, Any]) -> str:
     for family in data["loco"]:
         lines += _loco_table(data, family)
     lines += _refit_table(data)
+    if fresh:
+        lines += fresh_section(fresh)
     lines += [machine_line(data["machine"]), "",
               "Packages: " + ", ".join(f"{k} {v}" for k, v in data["suite_packages"].items()),
               "", "Command: `make suite` (`bench/suite_collections.py`, then `bench/suite.py`)."]
