@@ -36,6 +36,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("models", ("groove_cli.models", "groove_cli.runtime_model")),
     ("retrieve", ("groove_cli.retrieve",)),
     ("evaluate", ("groove_cli.evaluate",)),
+    # the plots of eval and tune: the command line's --report and the server's history page
+    ("pictures", ("groove_cli.pictures",)),
     ("operations", ("groove_cli.index", "groove_cli.index_lock", "groove_cli.index_batches",
                     "groove_cli.vector_fill",
                     "groove_cli.state_migration",

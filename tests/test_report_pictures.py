@@ -154,4 +154,5 @@ def test_an_eval_without_report_loads_no_plotting(reports: dict[str, Any],
                                    str(reports["kb"]), "--no-history")
     assert proc.returncode == 0, proc.stderr
     assert [m for m in modules if m.startswith(("matplotlib", "PIL", "groove_cli.render.pic",
-                                                "groove_cli.render.eval_pic"))] == []
+                                                "groove_cli.render.eval_pic",
+                                                "groove_cli.pictures"))] == []
