@@ -10,13 +10,15 @@ Microsoft with monthly releases.
 
 Screenshots and rendered reports are test artifacts: they go to `$GROOVE_TEST_ARTIFACTS`
 (default `.cache/test-artifacts/` in the checkout, git-ignored). With `GROOVE_UPDATE_IMAGES=1`
-the tests also refresh the pictures the README shows (docs/images/).
+the tests also refresh the pictures the README shows (docs/images/); a README picture whose
+page shows a path of this machine (a temp or home folder) fails its test instead.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,8 +50,20 @@ def artifacts() -> Path:
     return folder
 
 
-def keep(png: Path, readme_name: str | None = None) -> None:
-    """Copy a picture into the artifacts (and, with GROOVE_UPDATE_IMAGES=1, docs/images/)."""
+def machine_paths() -> list[str]:
+    """Paths of this machine a picture must never show: the temp folder (pytest's folders are
+    below it) and the home folder."""
+    return [p for p in {tempfile.gettempdir(), str(Path.home())} if p not in ("", "/")]
+
+
+def keep(png: Path, readme_name: str | None = None, *, shown: str | None = None) -> None:
+    """Copy a picture into the artifacts (and, with GROOVE_UPDATE_IMAGES=1, docs/images/). A
+    README picture comes with `shown`, the text on the page it photographs, which must name no
+    path of this machine (machine_paths): the README is read everywhere."""
+    if readme_name is not None:
+        assert shown, f"{readme_name}: pass the text the picture shows"
+        leaks = [path for path in machine_paths() if path in shown]
+        assert leaks == [], f"{readme_name} would show {leaks}"
     shutil.copy2(png, artifacts() / png.name)
     if readme_name and os.environ.get("GROOVE_UPDATE_IMAGES") == "1":
         shutil.copy2(png, IMAGES / readme_name)

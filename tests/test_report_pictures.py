@@ -61,10 +61,12 @@ def page(browser: Any) -> Iterator[Any]:  # noqa: F811
     assert errors == []  # the page loads nothing and runs nothing
 
 
-def rendered(page: Any, report: Path, picture: Path) -> None:
+def rendered(page: Any, report: Path, picture: Path) -> str:
+    """Photograph the report; the text it shows."""
     page.goto(report.as_uri())
     page.screenshot(path=str(picture), full_page=True)
     assert not blank(picture)
+    return str(page.text_content("body") or "")
 
 
 def test_the_eval_report_marks_both_settings_changes(page: Any, reports: dict[str, Any],
@@ -75,7 +77,7 @@ def test_the_eval_report_marks_both_settings_changes(page: Any, reports: dict[st
     assert "<script" not in text and "<metadata>" not in text
     assert re.findall(r'(?:src|href)="(?!#)[^"]*"', text) == []
     png = tmp_path / "eval-report.png"
-    rendered(page, html, png)
+    shown = rendered(page, html, png)
     assert page.locator("svg#plot-history").count() == 1
     # one dashed line per settings change, numbered, and nothing else marked
     assert page.locator("#settings-change-1").count() == 1
@@ -91,13 +93,13 @@ def test_the_eval_report_marks_both_settings_changes(page: Any, reports: dict[st
     caption = page.locator("#section-plot-query-deltas figcaption").text_content() or ""
     assert re.fullmatch(r"[1-9]\d* queries changed against the baseline: \d+ worse \(red\), "
                         r"\d+ better \(green\)\.", caption), caption
-    keep(png, "eval-report.png")
+    keep(png, "eval-report.png", shown=shown)
 
 
 def test_the_tune_report_shows_the_sweep_and_the_chosen_point(
         page: Any, reports: dict[str, Any], tmp_path: Path) -> None:
     png = tmp_path / "tune-report.png"
-    rendered(page, reports["out"] / "tune-fusion.html", png)
+    shown = rendered(page, reports["out"] / "tune-fusion.html", png)
     assert page.locator("svg#plot-sweep #sweep-surface").count() == 1
     assert page.locator("svg#plot-sweep #tune-chosen").count() == 1
     assert page.locator("svg#plot-sweep #tune-current").count() == 1
@@ -105,7 +107,7 @@ def test_the_tune_report_shows_the_sweep_and_the_chosen_point(
     assert page.locator("svg#plot-held-out").count() == 1
     meta = " ".join(page.locator("p.meta").all_text_contents())
     assert "space fusion" in meta and "chosen: h=" in meta
-    keep(png, "tune-report.png")
+    keep(png, "tune-report.png", shown=shown)
 
 
 def test_the_fusion_method_report_marks_the_candidates(page: Any, reports: dict[str, Any],
@@ -116,6 +118,16 @@ def test_the_fusion_method_report_marks_the_candidates(page: Any, reports: dict[
     assert page.locator("svg#plot-sweep #tune-current").count() == 1
     ticks = page.locator("svg#plot-sweep text").all_text_contents()
     assert "RRF" in ticks and "α=0.5" in ticks
+
+
+def test_reports_name_the_golden_file_without_its_path(reports: dict[str, Any]) -> None:
+    """Reports are shared (CI artifacts, the README): the golden file is named by its folder
+    and its own name, never by a path of the machine that ran the eval."""
+    kb = reports["kb"]
+    for name in ("eval.html", "tune-fusion.html", "tune-fusion-method.html"):
+        text = (reports["out"] / name).read_text(encoding="utf-8")
+        assert "golden kb/.groove-eval.yml" in text, name
+        assert str(kb.parent) not in text, name
 
 
 def test_the_png_reports_are_pictures(reports: dict[str, Any]) -> None:

@@ -140,9 +140,10 @@ def test_typing_a_query_shows_the_command_lines_top_5_and_opens_a_hit(
     phone = tmp_path / "web-view-390.png"
     page.screenshot(path=str(phone))
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
+    shown = str(page.text_content("body") or "")
     for png, name in ((desktop, "web-view-desktop.png"), (phone, "web-view-phone.png")):
         assert not blank(png)
-        keep(png, name)
+        keep(png, name, shown=shown)
 
 
 def test_light_and_dark_follow_the_system(page: Any) -> None:

@@ -20,6 +20,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from groove_cli.errors import GrooveError
@@ -58,6 +59,15 @@ class NoMatplotlib(GrooveError):
 
 _DRAWING = threading.Lock()
 """Held while a figure is drawn: pyplot keeps global state."""
+
+
+def file_label(path: str | PurePath | None) -> str:
+    """A file as a report names it: its folder's name and its own (`kb/.groove-eval.yml`),
+    never the whole path — reports are shared, and a path names the machine it ran on."""
+    if path is None or str(path) == "":
+        return "none"
+    place = PurePath(path)
+    return f"{place.parent.name}/{place.name}" if place.parent.name else place.name
 
 
 def plain(text: object) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from groove_cli.pictures.draw import file_label
 from groove_cli.pictures.eval_plots import (
     ablation_plot,
     deltas_plot,
@@ -35,7 +36,7 @@ def write_eval_report(kind: ReportKind, path: str, report: EvalReport,
     if reference is not None:
         plots.append(deltas_plot(report.run, *reference))
     meta = [run_meta(report.run)
-            + (f" · golden {report.golden}" if report.golden else "")]
+            + (f" · golden {file_label(report.golden)}" if report.golden else "")]
     if reference is None:
         meta.append("no earlier run to compare queries with")
     write_report(kind, path, "groove eval", meta, plots, what="eval report")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from groove_cli.evaluate.tune.grid import label
-from groove_cli.pictures.draw import Plot
+from groove_cli.pictures.draw import Plot, file_label
 from groove_cli.pictures.tune_plots import Sweep, line_plot, loo_plot, surface_plot
 from groove_cli.render.pictures import ReportKind, Table, write_report
 
@@ -19,7 +19,7 @@ def write_tune_report(kind: ReportKind, path: str, report: TuneReport) -> None:
     verdict = ("adopt: " + label(sweep.conditions[sweep.chosen]) if sweep.decision == "adopt"
                else "keep the defaults")
     meta = [f"space {sweep.space} · {len(report.diagnostics)} queries · model {report.model}"
-            f" · golden {report.golden_path}",
+            f" · golden {file_label(report.golden_path)}",
             f"chosen: {label(sweep.conditions[sweep.chosen])} · built-in: "
             f"{label(sweep.conditions[sweep.current])} · verdict: {verdict}"]
     plots: list[Plot] = [surface_plot(sweep), line_plot(sweep)]
