@@ -463,6 +463,18 @@ class Index:
         kb = self._kb_for("the eval history")
         return load_history(history_path(kb, self.settings.str_("store.location")))
 
+    def history_pictures(self) -> dict[str, Any]:
+        """The stored eval runs as pictures (eval.md §15.1; the web view's history page):
+        `{runs, meta, plots: [{id, title, caption, notes, svg}]}`, each plot an SVG element —
+        the metrics over the runs, the newest run's per-query deltas. No stored run: no plots.
+        Drawing needs matplotlib (the `pictures` extra), loaded by the first call only."""
+        history = self.history()
+        if not history:
+            return {"runs": 0, "meta": [], "plots": []}
+        from groove_cli.pictures.eval_plots import history_document
+
+        return history_document(history)
+
     def baseline(self, path: PathLike) -> dict[str, Any]:
         """The run a baseline file (`eval --save-baseline`) holds, checked as `--baseline`
         reads it."""

@@ -81,8 +81,8 @@ def serve_cmd(
         "A browser Origin allowed besides the server's own (repeatable)."))] = None,
     watch: WatchOpt = False,
 ) -> None:
-    """Serve KBs over HTTP: a web page to search from at /, MCP at /mcp, JSON at /search,
-    /get, /status, /health.
+    """Serve KBs over HTTP: a web page to search from at / (each KB's eval history at
+    /report), MCP at /mcp, JSON at /search, /get, /status, /health.
 
     Models and index readers stay loaded, so searches are fast; `groove search`, `status`
     for a served KB go through the server (add --no-server to bypass). Loopback only unless

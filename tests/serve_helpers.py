@@ -29,7 +29,8 @@ PROBE = ("import atexit, json, sys\n"
          "main()\n")
 """Runs the command line and writes the modules it loaded to the file named first."""
 HEAVY = ("numpy", "onnxruntime", "mcp", "starlette", "uvicorn", "watchfiles", "anyio",
-         "groove_cli.serve.service", "groove_cli.serve.app")
+         "groove_cli.serve.service", "groove_cli.serve.app", "matplotlib", "PIL",
+         "groove_cli.pictures", "groove_cli.render.pictures")
 """Modules a forwarded search or a cold full-text search must not load."""
 
 

@@ -2,7 +2,8 @@
 opens the page of a real server on the sample KB, reads the status band, searches by typing,
 opens a hit in place, and is photographed at desktop and phone widths; a note carrying
 `<script>` and `onerror=` payloads shows as text; a token-guarded server's page asks for the
-token. Without a browser: the page's security headers and the cold search's imports."""
+token, and its history page sends the token too. Without a browser: the page's security headers
+and the cold search's imports. The history page with two KBs: test_web_report.py."""
 
 from __future__ import annotations
 
@@ -213,6 +214,7 @@ def test_a_token_guarded_page_asks_for_the_token(
     with serving(kb, env, "--token", "s3cret-token") as guarded:
         assert guarded.get("/")[0] == 200  # the page holds no data
         assert guarded.get("/info")[0] == 401 and guarded.get("/status")[0] == 401
+        assert guarded.get("/report")[0] == 200 and guarded.get("/report/plots")[0] == 401
         context = browser.new_context()
         page = context.new_page()
         page.set_default_timeout(WAIT_MS)
@@ -224,6 +226,10 @@ def test_a_token_guarded_page_asks_for_the_token(
         assert page.text_content("#s-notes") == "27"
         page.focus("#q")
         assert search(page, "retry budget")[0] == "reliability/retry-budgets.md"
+        # the history page of the same tab sends the kept token too (this KB has no runs)
+        page.goto(guarded.url + "/report")
+        page.wait_for_selector("body[data-shown='kb']")
+        assert page.locator("#no-history").count() == 1
         context.close()
 
 
@@ -235,4 +241,4 @@ def test_the_page_adds_nothing_to_a_cold_search(web_kb: tuple[Path, dict[str, st
     assert proc.returncode == 0, proc.stderr
     assert [m for m in modules if m.startswith(("groove_cli.serve", "matplotlib",
                                                 "playwright", "groove_cli.render.pictures",
-                                                "starlette"))] == []
+                                                "groove_cli.pictures", "starlette"))] == []

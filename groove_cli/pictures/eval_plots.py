@@ -4,7 +4,9 @@ against its reference, and, for `--ablate`, one bar per configuration.
 
 `eval --report` (render/eval_pictures.py) draws them from the public API's answers: the run and
 its compared run (`Index.evaluate`), the stored runs (`Index.history`), a baseline file's run
-(`Index.baseline`), the ablation document (`Index.ablate`). Drawing is draw.py's.
+(`Index.baseline`), the ablation document (`Index.ablate`). The web view's history page draws
+the stored runs alone (`history_document`, through `Index.history_pictures`). Drawing is
+draw.py's.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from groove_cli.evaluate.baseline import settings_diff, value_text
-from groove_cli.evaluate.history import is_judged
+from groove_cli.evaluate.history import find_compared, is_judged
 from groove_cli.evaluate.metrics import metric_label
-from groove_cli.pictures.draw import COLOURS, Plot, plain
+from groove_cli.pictures.draw import COLOURS, Plot, plain, svg
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -206,3 +208,34 @@ def run_meta(run: Run) -> str:
     return (f"run {run.get('timestamp')} · model {fp.get('model')} · reranker "
             f"{fp.get('reranker') or 'none'} · {run['aggregate'].get('query_count')} judged "
             "queries")
+
+
+def history_reference(runs: Sequence[Run]) -> tuple[Run, str] | None:
+    """What the newest stored run's per-query deltas compare with (`runs` newest first): the
+    newest older run with its fingerprint (the run `eval` compared it with), else the run
+    before it; None for a single run."""
+    if len(runs) < 2:
+        return None
+    compared = find_compared([dict(run) for run in runs[1:]], runs[0]["fingerprint"])
+    if compared is not None:
+        return compared, "the previous compatible run"
+    return runs[1], "the previous run"
+
+
+def history_document(history: Sequence[Run]) -> dict[str, Any]:
+    """The stored runs as pictures, for a page to show (`Index.history_pictures`; `history`
+    newest first, as the history file keeps it): `{runs, meta, plots: [{id, title, caption,
+    notes, svg}]}` — the history plot and the newest run's per-query deltas against
+    `history_reference`. No run: no plots, and matplotlib is not loaded."""
+    if not history:
+        return {"runs": 0, "meta": [], "plots": []}
+    plots = [history_plot(list(reversed(history)))]
+    reference = history_reference(history)
+    meta = [f"newest {run_meta(history[0])}"]
+    if reference is None:
+        meta.append("one stored run: no earlier run to compare queries with")
+    else:
+        plots.append(deltas_plot(history[0], *reference))
+    return {"runs": len(history), "meta": meta,
+            "plots": [{"id": plot.id, "title": plot.title, "caption": plot.caption,
+                       "notes": list(plot.notes), "svg": svg(plot)} for plot in plots]}

@@ -1,8 +1,9 @@
 """The HTTP side of `groove serve`: MCP over streamable HTTP at `/mcp`, the plain JSON routes
 (`/search`, `/get`, `/status`, `/health`) that answer exactly what the command line's
-`--format json` prints, the `/cli/*` routes forwarded commands use, the web view at `/`
-(page.py), and the guard in front of all of them (Host and Origin checked against DNS
-rebinding, the bearer token when one is set).
+`--format json` prints, the `/cli/*` routes forwarded commands use, the web view at `/` and
+its eval history page at `/report` (page.py; its pictures from `/report/plots`), and the
+guard in front of all of them (Host and Origin checked against DNS rebinding, the bearer token
+when one is set).
 """
 
 from __future__ import annotations
@@ -208,6 +209,10 @@ def add_routes(server: MCPServer[Any], service: Service, state_token: str) -> No
         return await guarded(request, lambda args: json_body(
             service.status(text_arg(args, "kb")).to_json()))
 
+    async def report_plots(request: Request) -> Response:
+        return await guarded(request, lambda args: json_body(
+            service.history_pictures(text_arg(args, "kb"))))
+
     def forwarded(action: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
         async def route(request: Request) -> Response:
             if not token_ok(request.headers.get("authorization"), state_token):
@@ -229,6 +234,7 @@ def add_routes(server: MCPServer[Any], service: Service, state_token: str) -> No
     server.custom_route("/search", methods=["GET", "POST"])(search)
     server.custom_route("/get", methods=["GET", "POST"])(get)
     server.custom_route("/status", methods=["GET"])(status)
+    server.custom_route("/report/plots", methods=["GET"])(report_plots)
     server.custom_route("/cli/search", methods=["POST"])(forwarded(service.forwarded_search))
     server.custom_route("/cli/status", methods=["POST"])(forwarded(service.forwarded_status))
 

@@ -1,5 +1,7 @@
 """The web view of `groove serve` (serve.md §4.1): one static page at `/`, its script and style
-under `/web/`, and `/info`, the JSON the page's status band reads besides `/status`.
+under `/web/`, and `/info`, the JSON the page's status band reads besides `/status`; and the
+eval history page at `/report` (serve.md §4.2), which shows the pictures `/report/plots`
+(app.py) answers.
 
 The page is a hand-written script with no framework and no build step, shipped as package data
 (`groove_cli/serve/web/`). It searches and reads notes through the same JSON routes as any
@@ -26,10 +28,13 @@ if TYPE_CHECKING:
     from groove_cli.serve.service import Service
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-       "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-"""The page's Content-Security-Policy: nothing inline, nothing from another origin."""
+       "img-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+"""The page's Content-Security-Policy: nothing inline, nothing from another origin; images
+also from `blob:` URLs, which only the page's own script makes (the history page's plots,
+fetched with the token)."""
 ASSETS: dict[str, tuple[str, str]] = {
     "/": ("index.html", "text/html; charset=utf-8"),
+    "/report": ("report.html", "text/html; charset=utf-8"),
     "/web/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/web/style.css": ("style.css", "text/css; charset=utf-8"),
     "/web/icon.svg": ("icon.svg", "image/svg+xml"),
@@ -85,7 +90,8 @@ def info(service: Service, page: PageInfo) -> dict[str, Any]:
 
 
 def add_page(server: MCPServer[Any], service: Service, page: PageInfo) -> None:
-    """`/`, `/web/app.js`, `/web/style.css` and `/info` on the server's Starlette app."""
+    """`/`, `/report`, `/web/app.js`, `/web/style.css`, `/web/icon.svg` and `/info` on the
+    server's Starlette app."""
     from starlette.responses import JSONResponse
 
     def static(route: str) -> Any:

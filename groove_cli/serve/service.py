@@ -308,6 +308,13 @@ class Service:
         with self.served(kb).lease() as index:
             return index.status()
 
+    def history_pictures(self, kb: str | None = None) -> dict[str, Any]:
+        """The web view's history page (serve.md §4.2): the KB's stored eval runs as
+        pictures (`Index.history_pictures`), with the KB's served name."""
+        served = self.served(kb)
+        with served.lease() as index:
+            return {"kb": served.name, **index.history_pictures()}
+
     def forwarded_status(self, request: Mapping[str, Any]) -> dict[str, Any]:
         served = self.by_index(str(request.get("index")))
         if served is None:

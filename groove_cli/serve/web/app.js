@@ -1,7 +1,10 @@
-// groove serve's web view (docs/design/serve.md §4.1). Hand-written, no framework, no build
-// step: it talks to the same JSON routes as any client (/info, /status, /search, /get).
+// groove serve's web view (docs/design/serve.md §4.1) and its eval history page (§4.2, the
+// page whose body says data-page="report"). Hand-written, no framework, no build step: it
+// talks to the same JSON routes as any client (/info, /status, /search, /get, /report/plots).
 // Everything that comes from the notes is put into the page with textContent or as a text
-// node, never as HTML; the server's Content-Security-Policy forbids inline script anyway.
+// node, never as HTML; the server's Content-Security-Policy forbids inline script anyway. The
+// history's plots are SVG documents shown as images (blob: URLs of what /report/plots sent),
+// so nothing in them can run.
 "use strict";
 
 (function () {
@@ -79,16 +82,25 @@
     uptimeBase = info.uptime_s;
     started = Date.now();
     tickUptime();
-    const select = $("kb");
-    if (!select.options.length) {
-      for (const name of info.kbs) select.append(el("option", { value: name }, name));
-    }
+    const select = fillKbs(info.kbs);
+    $("report-link").href = "/report?kb=" + encodeURIComponent(select.value);
     const status = (await call("/status", { kb: select.value })).body;
     $("s-notes").textContent = String(status.documents);
     $("s-chunks").textContent = String(status.chunks);
     $("s-pending").textContent = String(status.pending_vectors ?? "–");
     $("s-model").textContent = status.model && status.model.name ? status.model.name : "–";
     document.body.dataset.ready = "1";
+  }
+
+  /** The KB choice: the served KBs, the one the address names (?kb=NAME) chosen first. */
+  function fillKbs(kbs) {
+    const select = $("kb");
+    if (!select.options.length) {
+      for (const name of kbs) select.append(el("option", { value: name }, name));
+      const wanted = new URLSearchParams(location.search).get("kb");
+      if (wanted !== null && kbs.includes(wanted)) select.value = wanted;
+    }
+    return select;
   }
 
   /** The editor link of a hit (config `[serve] editor_url`), or null when unsafe/absent. */
@@ -242,15 +254,89 @@
     }
   }
 
-  function start() {
-    $("search").addEventListener("submit", search);
+  /** The history page: the chosen KB's stored eval runs as pictures (/report/plots). */
+  const plotUrls = [];
+
+  async function loadReport() {
+    const kb = $("kb").value;
+    const box = $("report");
+    box.setAttribute("aria-busy", "true");
+    $("messages").replaceChildren();
+    delete document.body.dataset.shown;
+    try {
+      const doc = (await call("/report/plots", { kb })).body;
+      plotUrls.splice(0).forEach((url) => URL.revokeObjectURL(url));
+      $("r-runs").textContent = String(doc.runs);
+      const parts = [];
+      if (!doc.runs) {
+        parts.push(el("p", { class: "empty", id: "no-history" },
+          "No eval history for " + doc.kb + " yet. Run ", el("code", {}, "groove eval"),
+          " in its folder (the golden queries are its .groove-eval.yml) to record a run; " +
+          "each run adds a point to the pictures here."));
+      }
+      for (const line of doc.meta) parts.push(el("p", { class: "run-meta" }, line));
+      const images = [];
+      for (const plot of doc.plots) {
+        const url = URL.createObjectURL(new Blob([plot.svg], { type: "image/svg+xml" }));
+        plotUrls.push(url);
+        const image = el("img", { id: plot.id, class: "plot", src: url, alt: plot.title });
+        images.push(image);
+        const section = el("section", { class: "plot", id: "section-" + plot.id },
+          el("h2", {}, plot.title), el("figure", {}, image, el("figcaption", {}, plot.caption)));
+        if (plot.notes.length) {
+          section.append(el("ol", { class: "notes" }, ...plot.notes.map((note) => el("li", {}, note))));
+        }
+        parts.push(section);
+      }
+      box.replaceChildren(...parts);
+      await Promise.all(images.map((image) => image.decode()));
+      document.body.dataset.shown = doc.kb;
+    } catch (error) {
+      box.replaceChildren();
+      say("error", String(error.message || error));
+      document.body.dataset.shown = "error";
+    } finally {
+      box.removeAttribute("aria-busy");
+    }
+  }
+
+  async function loadKbsAndReport() {
+    const kbs = fillKbs((await call("/info")).body.kbs);
+    $("search-link").href = "/?kb=" + encodeURIComponent(kbs.value);
+    await loadReport();
+  }
+
+  /** The token form: keep the token for the tab, then `reload`. */
+  function askToken(reload) {
     $("token-form").addEventListener("submit", (event) => {
       event.preventDefault();
       sessionStorage.setItem(TOKEN_KEY, $("token").value);
       $("token-form").hidden = true;
       $("messages").replaceChildren();
-      loadStatus().catch((error) => say("error", String(error.message || error)));
+      reload().catch((error) => say("error", String(error.message || error)));
+    });
+  }
+
+  function startReport() {
+    askToken(loadKbsAndReport);
+    $("kb").addEventListener("change", () => {
+      const kb = encodeURIComponent($("kb").value);
+      history.replaceState(null, "", "/report?kb=" + kb);
+      $("search-link").href = "/?kb=" + kb;
+      loadReport();
+    });
+    loadKbsAndReport().catch((error) => say("error", String(error.message || error)));
+  }
+
+  function start() {
+    if (document.body.dataset.page === "report") {
+      startReport();
+      return;
+    }
+    $("search").addEventListener("submit", search);
+    askToken(async () => {
       $("q").focus();
+      await loadStatus();
     });
     $("kb").addEventListener("change", () => loadStatus().catch((e) => say("error", String(e.message || e))));
     document.addEventListener("keydown", onKey);
