@@ -215,6 +215,15 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("search.fusion.bm25_content_weight", "float", 1.0, 0.0, 1e6, finite=True,
             help="Word-level leg: bm25 weight of the content column.", ranks=True,
             tune="fusion"),
+    # Off by default until the suite shows a gain held out (bench/results/feedback.md).
+    KeySpec("search.feedback.vector_beta", "float", 0.0, 0.0, 1.0,
+            help="Vector pseudo-relevance feedback (Rocchio): the vector leg runs a second "
+                 "time with the query vector plus beta × the mean vector of the first fused "
+                 "hits, and the legs are fused again; 0: off.",
+            ranks=True, flag="--feedback-beta", param="feedback_beta"),
+    KeySpec("search.feedback.docs", "int", 3, 1, 20,
+            help="Vector feedback: how many of the first fusion's hits feed the query vector.",
+            ranks=True, flag="--feedback-docs", param="feedback_docs"),
     KeySpec("search.mmr.enabled", "bool", False, help="MMR diversity stage.", ranks=True,
             flag="--mmr", param="mmr"),
     KeySpec("search.mmr.lambda", "float", 0.7, 0.0, 1.0,

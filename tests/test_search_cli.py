@@ -470,8 +470,9 @@ def test_json_explain_object(golden_index: tuple[Path, Path], config_file: Path,
     assert lines[2] == 'explain: words MATCH "retry" OR "budget"'
     assert lines[3] == "explain: cjk skipped (no CJK text)"
     assert lines[4] == "explain: pool vec=- fts=50 fused=5 (dropped by min_score: 0)"
-    assert re.fullmatch(r"explain: timings ms: embed=- vec=- fts=\d+\.\d fuse=\d+\.\d rerank=- "
-                        r"mmr=- parent=\d+\.\d spans=\d+\.\d total=\d+\.\d", lines[5]), lines[5]
+    assert re.fullmatch(r"explain: timings ms: embed=- vec=- fts=\d+\.\d fuse=\d+\.\d "
+                        r"feedback=- rerank=- mmr=- parent=\d+\.\d spans=\d+\.\d "
+                        r"total=\d+\.\d", lines[5]), lines[5]
 
 
 def test_explain_of_a_mixed_script_query(golden_index: tuple[Path, Path], config_file: Path,

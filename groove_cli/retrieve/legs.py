@@ -354,7 +354,16 @@ def cosines(store: IndexReader, ids: list[int], vector: npt.NDArray[np.float32] 
     return found
 
 
-def listed_knn(found: Sequence[tuple[int, float]]) -> Knn:
-    """A KNN answering from one query's precomputed neighbours (a prefix serves any k)."""
+def listed_knn(found: Sequence[tuple[int, float]], *,
+               own: npt.NDArray[np.float32] | None = None, others: Knn | None = None) -> Knn:
+    """A KNN answering from one query's precomputed neighbours (a prefix serves any k). With
+    `own` (the query's vector) and `others`, any other vector (vector feedback's, search.md
+    §5.1) is answered by `others`."""
     answer = list(found)
-    return lambda _vector, k: answer[:k]
+
+    def knn(vector: npt.NDArray[np.float32], k: int) -> list[tuple[int, float]]:
+        if others is not None and own is not None and vector is not own:
+            return others(vector, k)
+        return answer[:k]
+
+    return knn

@@ -90,6 +90,10 @@ class SearchParams:
     `score_alpha` applies."""
     bm25_weights: tuple[float, float, float] = ranks(config.DEFAULT_BM25_WEIGHTS,
                                                      member="fusion.bm25_*")
+    feedback_beta: float = ranks(_default("search.feedback.vector_beta"))
+    """Vector pseudo-relevance feedback's weight (search.md §5.1); 0: off."""
+    feedback_docs: int = ranks(config.default_int("search.feedback.docs"))
+    """How many first-fusion hits feed the query vector when `feedback_beta` > 0."""
     rerank: bool = shows(False, "set when a reranker runs; the reranker is fingerprinted")
     mmr: bool = ranks(False, member="mmr")
     mmr_lambda: float = ranks(_default("search.mmr.lambda"), member="mmr", when={"mmr": True})

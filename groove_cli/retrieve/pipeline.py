@@ -20,6 +20,7 @@ from groove_cli.config import MAX_LIMIT
 from groove_cli.errors import IndexReadError
 from groove_cli.retrieve.confidence import low_confidence
 from groove_cli.retrieve.expand import expand_hit, whole_doc_row_limit
+from groove_cli.retrieve.feedback import feedback_vector
 from groove_cli.retrieve.filters import FilterSpec, compile_filters
 from groove_cli.retrieve.fuse import Fused, ScoredLeg, apply_min_score, score_fuse, weighted_rrf
 from groove_cli.retrieve.legs import (
@@ -204,7 +205,8 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     `legs`: which legs run, when the caller (the Searcher) has decided it already."""
     total_start = time.perf_counter()
     timings: dict[str, float | None] = {k: None for k in (
-        "embed", "vec", "fts", "fuse", "rerank", "mmr", "parent", "spans", "total")}
+        "embed", "vec", "fts", "fuse", "feedback", "rerank", "mmr", "parent", "spans",
+        "total")}
     timings["embed"] = embed_ms
     row_filter = compile_filters(_effective_filters(store, params.filters))
     pools = pool_sizes(params)
@@ -227,22 +229,35 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
                                               row_filter, excluded)
         timings["fts"] = _ms(start)
     vec_rows: list[int] = []
+
+    def run_vector_leg(source: Knn, query_vector: npt.NDArray[np.float32]) -> list[int]:
+        if not scored:
+            return vector_leg(source, store, query_vector, pools.vec, row_filter, excluded)
+        listed = vector_leg_scored(source, store, query_vector, pools.vec, row_filter, excluded,
+                                   dim=dim, vectors=vectors)
+        scores["vec"] = [value for _, value in listed]
+        return [cid for cid, _ in listed]
+
     if legs.vector:
         if vector is None or knn is None:
             raise ValueError("the vector leg runs but no query vector or KNN was given")
         start = time.perf_counter()
-        if scored:
-            listed = vector_leg_scored(knn, store, vector, pools.vec, row_filter, excluded,
-                                       dim=dim, vectors=vectors)
-            vec_rows = [cid for cid, _ in listed]
-            scores["vec"] = [value for _, value in listed]
-        else:
-            vec_rows = vector_leg(knn, store, vector, pools.vec, row_filter, excluded)
+        vec_rows = run_vector_leg(knn, vector)
         timings["vec"] = _ms(start)
+    nearest = list(vec_rows[:1])  # the vector leg's first hit: the query's best cosine
 
     start = time.perf_counter()
     fusing = params.for_query(query)  # score fusion's alpha follows the query (search.md §5)
     fused_all, fused_legs = _fuse(fusing, legs, vec_rows, text_rows, scores)
+    if params.feedback_beta > 0 and vector is not None and knn is not None and fused_all:
+        feedback_start = time.perf_counter()  # search.md §5.1: Rocchio, then fuse again
+        moved = feedback_vector(store, vector,
+                                [f.chunk_id for f in fused_all[: params.feedback_docs]],
+                                params.feedback_beta, dim, vectors)
+        if moved is not None:
+            vec_rows = run_vector_leg(knn, moved)
+            fused_all, fused_legs = _fuse(fusing, legs, vec_rows, text_rows, scores)
+        timings["feedback"] = _ms(feedback_start)
     fused = apply_min_score(fused_all, params.min_score)
     dropped = len(fused_all) - len(fused)
     if pools.fused is not None:
@@ -250,7 +265,7 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
     by_id = store.chunks_by_id(f.chunk_id for f in fused)
     candidates = [_Candidate(by_id[f.chunk_id], f, i + 1, f.score)
                   for i, f in enumerate(fused) if f.chunk_id in by_id]
-    timings["fuse"] = _ms(start)
+    timings["fuse"] = _ms(start) - (timings["feedback"] or 0.0)
 
     limit = min(params.limit, MAX_LIMIT)
     if reranker is not None and params.rerank and candidates:
@@ -293,7 +308,6 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
                                                  ranks[leg.name].get(c.chunk.chunk_id))
                                          for leg in registered())
                  for c in candidates}
-    nearest = list(vec_rows[:1])  # the vector leg's first hit: the query's best cosine
     found_cosines = cosines(store, [c.chunk.chunk_id for c in candidates] + nearest, vector, dim,
                             vectors)
     best = max(found_cosines.values()) if found_cosines else None

@@ -379,7 +379,8 @@ class Searcher:
                   ) -> list[SearchResult]:
         """The prepared batch through the pipeline, on `readers` (from `pinned`; default the
         Searcher's connection), results in query order."""
-        return search_all(readers or (self.store,), batch, self.dim, self.vector_rows())
+        others = self.knn(batch=True) if batch.params.feedback_beta > 0 else None
+        return search_all(readers or (self.store,), batch, self.dim, self.vector_rows(), others)
 
     def search_prepared(self, batch: Batch, index: int, store: Store | PgStore | None = None
                         ) -> SearchResult:
@@ -451,9 +452,12 @@ def extra_readers(queries: int, rerank: bool) -> int:
 
 
 def search_all(stores: Sequence[Store | PgStore], batch: Batch, dim: int,
-               vectors: VectorRows | None = None) -> list[SearchResult]:
+               vectors: VectorRows | None = None, others: Knn | None = None
+               ) -> list[SearchResult]:
     """Every query's result, in batch order; with several stores (one consistent state, see
-    `Store.pinned_readers`) each thread takes the next query off a shared counter."""
+    `Store.pinned_readers`) each thread takes the next query off a shared counter. Each query's
+    vector leg answers from the batch's neighbours; `others` answers any other vector (vector
+    feedback's second pass)."""
     queries = batch.queries
     results: list[SearchResult | None] = [None] * len(queries)
     counter = itertools.count()
@@ -464,8 +468,9 @@ def search_all(stores: Sequence[Store | PgStore], batch: Batch, dim: int,
             for i in counter:
                 if i >= len(queries) or errors:
                     return
-                knn: Knn = listed_knn(batch.neighbours.get(i, []))
-                results[i] = search(store, queries[i], batch.params, vector=batch.vectors.get(i),
+                vector = batch.vectors.get(i)
+                knn: Knn = listed_knn(batch.neighbours.get(i, []), own=vector, others=others)
+                results[i] = search(store, queries[i], batch.params, vector=vector,
                                     knn=knn, reranker=batch.reranker, dim=dim, vectors=vectors,
                                     legs=batch.legs[i] if batch.legs else None)
         except BaseException as exc:  # Ctrl-C included: the other threads stop, then re-raised
