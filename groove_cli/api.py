@@ -76,6 +76,8 @@ def checked_overrides(overrides: Mapping[str, object]) -> dict[str, object]:
         if value is None:
             continue
         key = setting_key(name)
+        if isinstance(value, os.PathLike) and config.SPECS[key].kind == "path":
+            value = os.fspath(value)  # open(kb, models_dir=Path(...)) as for kb and db
         flags[key] = config.check_flag(name, key, value)
     return flags
 

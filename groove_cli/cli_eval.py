@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays
     from groove_cli.render.pictures import ReportKind
 
 _SPACES: dict[str, Space] = {"fusion": "fusion", "retrieval": "retrieval",
-                             "fusion-method": "fusion-method"}
+                             "fusion-method": "fusion-method", "feedback": "feedback"}
 """`--space` values that sweep a grid (calibration is its own command)."""
 ReportOpt = Annotated[tuple[str, str] | None, typer.Option(
     "--report", metavar="html|png FILE",
@@ -222,7 +222,8 @@ def tune_cmd(
                         "(RRF: vector/fts weight ratio x cjk_weight x min_score) or "
                         "fusion-method (the built-in score fusion vs RRF, score fusion at "
                         "one score_alpha, and the length rule at narrower or wider word "
-                        "counts, x score_cjk_weight); "
+                        "counts, x score_cjk_weight); feedback (vector pseudo-relevance "
+                        "feedback's vector_beta, off included); "
                         "calibration refits the relevance model on the golden set.")] = None,
     k: Annotated[str | None, typer.Option(
         "--k", help="Comma list of cut-offs (0s dropped, 5 always added).")] = None,
@@ -251,8 +252,7 @@ def tune_cmd(
     from groove_cli.render.progress import tune_progress
 
     fmt = check_format(format, ("text", "json", "markdown"))
-    grid_space = choice("--space", space, ("fusion", "retrieval", "fusion-method",
-                                           "calibration"))
+    grid_space = choice("--space", space, (*_SPACES, "calibration"))
     verbose(verbose_flag)
     pictures = run_core(lambda: report_target(report))
     if grid_space == "calibration":
@@ -293,4 +293,5 @@ def report_target(report: tuple[str, str] | None) -> tuple[ReportKind, str] | No
 
 def _no_calibration_pictures() -> None:
     raise UsageError("--report draws the grid sweeps; --space calibration has none",
-                     hint="use --space fusion, retrieval or fusion-method with --report")
+                     hint="use --space fusion, retrieval, fusion-method or feedback with "
+                          "--report")

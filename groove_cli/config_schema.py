@@ -13,7 +13,7 @@ from typing import Literal
 
 Kind = Literal["path", "str", "int", "float", "bool", "list_str", "list_int", "list_float", "enum",
                "enum_opt"]
-TuneSpace = Literal["fusion", "retrieval", "fusion-method"]
+TuneSpace = Literal["fusion", "retrieval", "fusion-method", "feedback"]
 """The grids `groove tune --space` sweeps (tune.md §4)."""
 
 DEFAULT_MODEL = "multilingual-e5-small"
@@ -220,7 +220,7 @@ SCHEMA: tuple[KeySpec, ...] = (
             help="Vector pseudo-relevance feedback (Rocchio): the vector leg runs a second "
                  "time with the query vector plus beta × the mean vector of the first fused "
                  "hits, and the legs are fused again; 0: off.",
-            ranks=True, flag="--feedback-beta", param="feedback_beta"),
+            ranks=True, flag="--feedback-beta", param="feedback_beta", tune="feedback"),
     KeySpec("search.feedback.docs", "int", 3, 1, 20,
             help="Vector feedback: how many of the first fusion's hits feed the query vector.",
             ranks=True, flag="--feedback-docs", param="feedback_docs"),

@@ -104,3 +104,26 @@ def test_eval_batches_give_what_one_search_gives(golden_index: tuple[Path, Path]
     # the batch's second pass ran against the real KNN: feedback moved some list
     assert [[h.chunk.chunk_id for h in r.hits] for r in single] != [
         [h.chunk.chunk_id for h in r.hits] for r in plain]
+
+
+def test_tune_sweeps_beta_and_scores_off_as_eval_does(golden_index: tuple[Path, Path],
+                                                      real_models_dir: Path) -> None:
+    """The feedback space re-runs searches (tune.md §4, §5): at beta 0 every query's recall@5
+    is eval's with the relevance cuts off, which no space applies."""
+    import groove_cli
+
+    kb, db = golden_index
+    with groove_cli.open(kb, db=db, models_dir=real_models_dir, floor=0.0,
+                         unsupported_below=0.0) as index:
+        report = index.tune(space="feedback")
+        evaluated = index.evaluate(k=[5], history=False)
+    assert report.to_json()["grid"]["vector_betas"] == [0.0, 0.1, 0.2, 0.35, 0.5]
+    assert [e["condition"] for e in report.to_json()["grid"]["beta_sweep"]] == [
+        {"vector_beta": b} for b in (0.0, 0.1, 0.2, 0.35, 0.5)]
+    sweep = report.sweep
+    recall = sweep.scores["recall"][sweep.k_values.index(5)]
+    by_eval = {q["id"]: q["metrics"]["recall_at_k"]["5"] for q in evaluated.run["per_query"]
+               if q["expected"]}
+    assert len(sweep.query_ids) == len(by_eval) > 50
+    assert {qid: float(recall[0, i]) for i, qid in enumerate(sweep.query_ids)} == pytest.approx(
+        {qid: by_eval[qid] for qid in sweep.query_ids})

@@ -169,7 +169,8 @@ def surface_plot(sweep: Sweep) -> Plot:
 
 
 def _candidates_plot(sweep: Sweep) -> Plot:
-    """fusion-method's first phase: its candidates side by side, CI bars, marks."""
+    """fusion-method's first phase (or feedback's only one): its candidates side by side, CI
+    bars, marks."""
     phase1 = list(sweep.selection.phase1)
 
     def draw(ax: Axes) -> None:
@@ -191,6 +192,10 @@ def _candidates_plot(sweep: Sweep) -> Plot:
         ax.set_ylabel(f"mean nDCG@{PRIMARY_K} (95 % CI)")
         ax.legend(fontsize=8)
 
+    if sweep.space == "feedback":
+        return Plot("plot-sweep", "Sweep: vector feedback's beta",
+                    "Each beta's mean nDCG@5 with its 95 % CI (0: feedback off).", draw,
+                    height=3.8)
     return Plot("plot-sweep", "Sweep: the fusion candidates",
                 "First phase: each candidate fusion's mean nDCG@5 with its 95 % CI.", draw,
                 height=3.8)

@@ -22,7 +22,9 @@ def write_tune_report(kind: ReportKind, path: str, report: TuneReport) -> None:
             f" · golden {file_label(report.golden_path)}",
             f"chosen: {label(sweep.conditions[sweep.chosen])} · built-in: "
             f"{label(sweep.conditions[sweep.current])} · verdict: {verdict}"]
-    plots: list[Plot] = [surface_plot(sweep), line_plot(sweep)]
+    plots: list[Plot] = [surface_plot(sweep)]
+    if len(sweep.selection.phase2) > 1:  # a one-phase space (feedback) has no second axis
+        plots.append(line_plot(sweep))
     if report.loo.held_out_diffs:
         plots.append(loo_plot(report))
     tables: list[Table] = []

@@ -20,6 +20,7 @@ from groove_cli.config import (
     DEFAULT_SCORE_CJK_WEIGHT,
     MAX_LIMIT,
     KeySpec,
+    default_float,
     default_int,
 )
 from groove_cli.config_schema import TuneSpace, tune_keys, tune_table
@@ -69,6 +70,9 @@ SCORE_CJK_WEIGHTS: tuple[float, ...] = (0.5 * DEFAULT_SCORE_CJK_WEIGHT, DEFAULT_
                                         2.0 * DEFAULT_SCORE_CJK_WEIGHT)
 """Score fusion's CJK-leg weight: half, equal to and twice the built-in value."""
 
+FEEDBACK_BETAS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.35, 0.5)
+"""Vector feedback's beta (search.md §5.1): off and four strengths (bench/results/feedback.md)."""
+
 BUILTIN_RRF_K = DEFAULT_RRF_K
 BUILTIN_BM25_WEIGHTS: tuple[float, float, float] = DEFAULT_BM25_WEIGHTS
 BUILTIN_LEG_WEIGHT = DEFAULT_LEG_WEIGHT
@@ -81,6 +85,7 @@ BUILTIN_SCORE_ALPHA_MID = DEFAULT_SCORE_ALPHA_MID
 BUILTIN_SCORE_ALPHA_LONG = DEFAULT_SCORE_ALPHA_LONG
 BUILTIN_SHORT_WORDS = default_int("search.fusion.short_query_words")
 BUILTIN_MID_WORDS = default_int("search.fusion.mid_query_words")
+BUILTIN_FEEDBACK_BETA = default_float("search.feedback.vector_beta")
 LENGTH_TIERS: tuple[tuple[int, int], ...] = (
     (BUILTIN_SHORT_WORDS, BUILTIN_MID_WORDS),
     (BUILTIN_SHORT_WORDS - 1, BUILTIN_MID_WORDS - 2),
@@ -110,6 +115,8 @@ DEFAULT_METHOD_INDEX = (LENGTH_RULE_INDEX + DEFAULT_SCORE_CJK_INDEX if DEFAULT_F
                         else RRF_METHOD_INDEX)
 """The built-in fusion in the fusion-method grid: score fusion with the length rule at the
 built-in score_cjk_weight (20)."""
+DEFAULT_FEEDBACK_INDEX = FEEDBACK_BETAS.index(BUILTIN_FEEDBACK_BETA)
+"""The built-in vector feedback (off) in the feedback grid."""
 
 BM25_PROBE_WEIGHT_INDICES: tuple[int, int] = ((3 * 4 + 0) * 4 + 0, (0 * 4 + 0) * 4 + 3)
 """Weight sets behind `bm25_sensitive`: (h=4, ctx=0.5, c=0.5) = 48, (h=0.5, ctx=0.5, c=4) = 3."""
@@ -121,6 +128,7 @@ Condition has one field per key name."""
 FUSION_KEYS = tuple(spec.name for spec in SPACE_KEYS["fusion"])
 RETRIEVAL_KEYS = tuple(spec.name for spec in SPACE_KEYS["retrieval"])
 METHOD_KEYS = tuple(spec.name for spec in SPACE_KEYS["fusion-method"])
+FEEDBACK_KEYS = tuple(spec.name for spec in SPACE_KEYS["feedback"])
 TABLES: dict[Space, str] = {space: tune_table(space) for space in get_args(TuneSpace)}
 
 
@@ -146,11 +154,12 @@ class Condition:
     score_alpha_long: float = BUILTIN_SCORE_ALPHA_LONG
     short_query_words: int = BUILTIN_SHORT_WORDS
     mid_query_words: int = BUILTIN_MID_WORDS
+    vector_beta: float = BUILTIN_FEEDBACK_BETA
 
     @property
     def grid_indices(self) -> tuple[int, ...]:
         """Fusion: (h, ctx, content, k) indices; retrieval: (ratio, cjk, min_score) indices;
-        fusion-method: (method, alpha, cjk, length tier) indices."""
+        fusion-method: (method, alpha, cjk, length tier) indices; feedback: (beta,)."""
         return grid_indices(self.space, self.index)
 
     @property
@@ -216,10 +225,17 @@ def method_grid() -> list[Condition]:
         for t, (short, mid) in enumerate(LENGTH_TIERS) for c, cjk in enumerate(SCORE_CJK_WEIGHTS))]
 
 
+def feedback_grid() -> list[Condition]:
+    """The 5 feedback conditions, one per beta (index = beta index; 0 = off)."""
+    return [Condition("feedback", i, vector_beta=beta) for i, beta in enumerate(FEEDBACK_BETAS)]
+
+
 def grid(space: Space) -> list[Condition]:
     """The grid of `space`, in condition-index order."""
     if space == "fusion-method":
         return method_grid()
+    if space == "feedback":
+        return feedback_grid()
     return fusion_grid() if space == "fusion" else retrieval_grid()
 
 
@@ -227,6 +243,8 @@ def default_index(space: Space) -> int:
     """The condition index of the built-in defaults in `space`."""
     if space == "fusion-method":
         return DEFAULT_METHOD_INDEX
+    if space == "feedback":
+        return DEFAULT_FEEDBACK_INDEX
     return DEFAULT_FUSION_INDEX if space == "fusion" else DEFAULT_RETRIEVAL_INDEX
 
 
@@ -237,6 +255,8 @@ def default_condition(space: Space) -> Condition:
 
 def grid_indices(space: Space, index: int) -> tuple[int, ...]:
     """Per-axis grid indices of a condition index."""
+    if space == "feedback":
+        return (index,)
     if space == "fusion":
         weight_index, k_index = divmod(index, len(RRF_K_VALUES))
         h, rest = divmod(weight_index, 16)
@@ -264,6 +284,8 @@ def _rrf_k_text(value: float) -> str:
 
 def label_of(values: Mapping[str, Any]) -> str:
     """Label of a JSON `condition` object (its keys tell the space)."""
+    if "vector_beta" in values:
+        return f"vector_beta={_num(values['vector_beta'])}"
     if "method" in values:
         if values["method"] != "score":
             return f"method={values['method']}"

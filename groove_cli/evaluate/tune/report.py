@@ -13,6 +13,7 @@ from groove_cli.evaluate.metrics import metric_blocks
 from groove_cli.evaluate.tune.grid import (
     BM25_WEIGHT_VALUES,
     CJK_WEIGHTS,
+    FEEDBACK_BETAS,
     LENGTH_TIERS,
     PRIMARY_K,
     RRF_K_VALUES,
@@ -57,6 +58,9 @@ def _grid_json(sweep: SweepScores, selection: Selection) -> dict[str, Any]:
         return {"condition": conditions[index].values(), "ndcg": float(selection.means[index])}
 
     top = sorted(selection.phase1, key=lambda i: -float(selection.means[i]))[:5]
+    if sweep.space == "feedback":
+        return {"vector_betas": list(FEEDBACK_BETAS),
+                "beta_sweep": [entry(i) for i in selection.phase1]}
     if sweep.space == "fusion-method":
         return {
             "methods": list(FUSION_METHODS),

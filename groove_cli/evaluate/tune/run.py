@@ -24,6 +24,7 @@ from groove_cli.evaluate.tune.grid import (
     MAX_TUNE_K,
     Space,
     candidate_pool,
+    grid,
     normalise_k_values,
     tune_limit,
     weight_sets,
@@ -44,7 +45,7 @@ from groove_cli.evaluate.tune.preflight import (
 )
 from groove_cli.evaluate.tune.report import TuneReport, WrittenKeys
 from groove_cli.evaluate.tune.select import loo_cv
-from groove_cli.evaluate.tune.sweep import score_matrix
+from groove_cli.evaluate.tune.sweep import ranked_matrix, score_matrix
 from groove_cli.evaluate.tune.verdict import Verdict, verdict
 from groove_cli.evaluate.tune.write import (
     check_writable,
@@ -54,7 +55,9 @@ from groove_cli.evaluate.tune.write import (
     write_target,
     written_note,
 )
-from groove_cli.retrieve.query import compile_query
+from groove_cli.retrieve.filters import FilterSpec
+from groove_cli.retrieve.params import build_params
+from groove_cli.retrieve.query import CompiledQuery, compile_query
 from groove_cli.retrieve.searcher import Searcher
 from groove_cli.types import ProgressSink
 
@@ -170,6 +173,13 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
                 ids.update(cid for ql in lists for leg_lists in ql.leg_ids.values()
                            for ids_ in leg_lists for cid in ids_)
                 meta = {cid: (c.path, c.heading) for cid, c in store.chunks_by_id(ids).items()}
+        ranked: list[list[list[int]]] = []
+        if req.space == "feedback":  # the second vector pass needs a KNN per condition
+            with _timed("fetch_grid", on_phase):
+                ranked = feedback_rankings(searcher, s, compiled, limit)
+                extra = {cid for per in ranked for found in per for cid in found} - set(meta)
+                meta.update({cid: (c.path, c.heading)
+                             for cid, c in store.chunks_by_id(extra).items()})
         model_name = searcher.runtime.name
     finally:
         searcher.close()
@@ -184,7 +194,9 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
     if progress is not None:
         progress.start(len(lists))
     with _timed("sweep", on_phase):
-        sweep = score_matrix(lists, meta, req.space, limit, req.k_values, progress=advance)
+        sweep = (ranked_matrix(lists, meta, req.space, ranked, req.k_values) if ranked
+                 else score_matrix(lists, meta, req.space, limit, req.k_values,
+                                   progress=advance))
     if progress is not None:
         progress.finish()
     with _timed("loo_cv", on_phase):
@@ -195,6 +207,22 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
     with _timed("verdict", on_phase):
         return TuneReport(str(req.kb), str(golden.path), model_name, limit, chunk_total,
                           context_noop, tuple(diags), sweep, loo, decision, written)
+
+
+def feedback_rankings(searcher: Searcher, settings: Settings,
+                      compiled: list[CompiledQuery], limit: int) -> list[list[list[int]]]:
+    """The feedback space's sweep input (tune.md §4): every golden query through the search
+    pipeline at each beta of the grid, the rest of the settings as configured, ranks before
+    the relevance cuts (as every space) and without the optional stages; [condition][query]
+    ranked chunk ids."""
+    base = replace(build_params(settings, limit=limit, rerank=False, filters=FilterSpec(),
+                                spans=False),
+                   relevance_floor=0.0, unsupported_below=0.0, min_relevance=0.0, mmr=False,
+                   parent_retriever=False)
+    return [[[hit.chunk.chunk_id for hit in result.hits]
+             for result in searcher.search_many(compiled, replace(
+                 base, feedback_beta=condition.vector_beta))]
+            for condition in grid("feedback")]
 
 
 def _maybe_write(req: TuneRequest, decision: Verdict) -> WrittenKeys | None:

@@ -17,6 +17,7 @@ from groove_cli.evaluate.tune.grid import (
     CJK_WEIGHTS,
     DEFAULT_K_INDEX,
     DEFAULT_SCORE_CJK_INDEX,
+    FEEDBACK_BETAS,
     LENGTH_RULE_INDEX,
     LENGTH_TIERS,
     MIN_SCORES,
@@ -50,7 +51,10 @@ class Selection:
 def phase1_conditions(space: Space) -> tuple[int, ...]:
     """Fusion: the 64 weight sets at k = 60; retrieval: the 15 (ratio, CJK weight) pairs at
     min_score 0; fusion-method: the built-in RRF, every one-for-all score_alpha and the
-    built-in length rule at each word-boundary tier, at the built-in score_cjk_weight."""
+    built-in length rule at each word-boundary tier, at the built-in score_cjk_weight;
+    feedback: every beta."""
+    if space == "feedback":
+        return tuple(range(len(FEEDBACK_BETAS)))
     if space == "fusion-method":
         return (RRF_METHOD_INDEX, *(1 + a * len(SCORE_CJK_WEIGHTS) + DEFAULT_SCORE_CJK_INDEX
                                         for a in range(len(SCORE_ALPHAS))),
@@ -64,7 +68,9 @@ def phase1_conditions(space: Space) -> tuple[int, ...]:
 def phase2_conditions(space: Space, phase1_choice: int) -> tuple[int, ...]:
     """Fusion: the 6 k values at the chosen weights; retrieval: the 4 floors at the chosen
     weights; fusion-method: every score_cjk_weight at the chosen alpha or length rule (RRF:
-    itself)."""
+    itself); feedback: the chosen beta alone (one axis)."""
+    if space == "feedback":
+        return (phase1_choice,)
     if space == "fusion-method":
         if phase1_choice == RRF_METHOD_INDEX:
             return (RRF_METHOD_INDEX,)
@@ -77,7 +83,7 @@ def phase2_conditions(space: Space, phase1_choice: int) -> tuple[int, ...]:
 
 def _centre_distance(space: Space, index: int) -> float:
     centre = {"fusion": (1.5, 1.5, 1.5, 2.5), "retrieval": (2.0, 1.0, 0.0),
-              "fusion-method": (1.0, 2.5, 1.0, 0.0)}[space]
+              "fusion-method": (1.0, 2.5, 1.0, 0.0), "feedback": (0.0,)}[space]
     return sum(abs(i - c) for i, c in zip(grid_indices(space, index), centre, strict=True))
 
 

@@ -223,6 +223,31 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
     return SweepScores(space, ks, tuple(q.id for q in queries), scores)
 
 
+def ranked_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Space,
+                  ranked: Sequence[Sequence[Sequence[int]]], k_values: Sequence[int]
+                  ) -> SweepScores:
+    """`score_matrix` for a space whose conditions are not fusions of fetched lists (the
+    feedback space, whose second vector pass needs a KNN per condition): `ranked[c][q]` is
+    condition c's ranked chunk ids for query q, as search returned them; scored the same way."""
+    ks = normalise_k_values(k_values)
+    n_cond = len(ranked)
+    scores = {m.name: np.zeros(((len(ks),) if m.at_k else ()) + (n_cond, len(queries)))
+              for m in METRICS}
+    for q, query in enumerate(queries):
+        width = max(1, max(len(ranked[c][q]) for c in range(n_cond)))
+        ids = np.zeros((n_cond, width), dtype=np.int64)
+        valid = np.zeros((n_cond, width), dtype=bool)
+        for c in range(n_cond):
+            found = list(ranked[c][q])
+            ids[c, :len(found)] = found
+            valid[c, :len(found)] = True
+        rel = _relevance(query, chunk_meta, ids, valid)
+        has_heading = np.array([e[1] is not None for e in query.expected], dtype=bool)
+        for name, values in rank_metrics(Ranked(rel, has_heading), ks).items():
+            scores[name][..., q] = values
+    return SweepScores(space, ks, tuple(q.id for q in queries), scores)
+
+
 def _check_lists(query: QueryLists, n_lists: int) -> None:
     names = {leg.name for leg in registered()}
     for name, lists in query.leg_ids.items():
