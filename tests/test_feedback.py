@@ -85,9 +85,9 @@ def test_a_listed_knn_sends_other_vectors_to_the_real_one() -> None:
     assert listed_knn([(1, 0.1)])(own.copy(), 5) == [(1, 0.1)]  # no fallback: the list
 
 
-def test_eval_batches_give_what_one_search_gives(golden_index: tuple[Path, Path],
+def test_eval_batches_give_what_one_search_gives(golden_copy: tuple[Path, Path],
                                                  real_models_dir: Path) -> None:
-    kb, db = golden_index
+    kb, db = golden_copy  # searches cache query vectors: never in the shared index
     searcher = Searcher.open(db, kb, model=None, max_length=None, models_dir=real_models_dir,
                              offline=True)
     try:
@@ -106,13 +106,13 @@ def test_eval_batches_give_what_one_search_gives(golden_index: tuple[Path, Path]
         [h.chunk.chunk_id for h in r.hits] for r in plain]
 
 
-def test_tune_sweeps_beta_and_scores_off_as_eval_does(golden_index: tuple[Path, Path],
+def test_tune_sweeps_beta_and_scores_off_as_eval_does(golden_copy: tuple[Path, Path],
                                                       real_models_dir: Path) -> None:
     """The feedback space re-runs searches (tune.md §4, §5): at beta 0 every query's recall@5
     is eval's with the relevance cuts off, which no space applies."""
     import groove_cli
 
-    kb, db = golden_index
+    kb, db = golden_copy
     with groove_cli.open(kb, db=db, models_dir=real_models_dir, floor=0.0,
                          unsupported_below=0.0) as index:
         report = index.tune(space="feedback")
