@@ -215,6 +215,10 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("search.fusion.bm25_content_weight", "float", 1.0, 0.0, 1e6, finite=True,
             help="Word-level leg: bm25 weight of the content column.", ranks=True,
             tune="fusion"),
+    KeySpec("search.per_note", "int", 0, 0, 1000,
+            help="Hits per note: a note's chunks after its best this many leave the fused "
+                 "list, so a result names more notes (0: no cap).",
+            ranks=True, flag="--per-note", param="per_note"),
     # Off by default until the suite shows a gain held out (bench/results/feedback.md).
     KeySpec("search.feedback.vector_beta", "float", 0.0, 0.0, 1.0,
             help="Vector pseudo-relevance feedback (Rocchio): the vector leg runs a second "

@@ -161,6 +161,23 @@ def apply_min_score(fused: Sequence[Fused], min_score: float) -> list[Fused]:
     return kept
 
 
+def per_note(fused: Sequence[Fused], note_of: Mapping[int, int], cap: int) -> list[Fused]:
+    """`fused` without each note's chunks after its first `cap` (search.md §5.2); `note_of`
+    maps a chunk id to its note (document id); 0 keeps every chunk."""
+    if cap <= 0:
+        return list(fused)
+    seen: dict[int, int] = {}
+    kept: list[Fused] = []
+    for candidate in fused:
+        note = note_of.get(candidate.chunk_id)
+        if note is not None:
+            seen[note] = seen.get(note, 0) + 1
+            if seen[note] > cap:
+                continue
+        kept.append(candidate)
+    return kept
+
+
 def min_score_warning(
     mode: str, vector_weight: float, fts_weight: float, min_score: float
 ) -> str | None:

@@ -90,6 +90,8 @@ class SearchParams:
     `score_alpha` applies."""
     bm25_weights: tuple[float, float, float] = ranks(config.DEFAULT_BM25_WEIGHTS,
                                                      member="fusion.bm25_*")
+    per_note: int = ranks(config.default_int("search.per_note"))
+    """At most this many hits per note, taken from the fused list (search.md §5.2); 0: no cap."""
     feedback_beta: float = ranks(_default("search.feedback.vector_beta"))
     """Vector pseudo-relevance feedback's weight (search.md §5.1); 0: off."""
     feedback_docs: int = ranks(config.default_int("search.feedback.docs"))

@@ -22,7 +22,14 @@ from groove_cli.retrieve.confidence import low_confidence
 from groove_cli.retrieve.expand import expand_hit, whole_doc_row_limit
 from groove_cli.retrieve.feedback import feedback_vector
 from groove_cli.retrieve.filters import FilterSpec, compile_filters
-from groove_cli.retrieve.fuse import Fused, ScoredLeg, apply_min_score, score_fuse, weighted_rrf
+from groove_cli.retrieve.fuse import (
+    Fused,
+    ScoredLeg,
+    apply_min_score,
+    per_note,
+    score_fuse,
+    weighted_rrf,
+)
 from groove_cli.retrieve.legs import (
     Knn,
     Legs,
@@ -260,9 +267,15 @@ def search(store: IndexReader, query: CompiledQuery, params: SearchParams, *,
         timings["feedback"] = _ms(feedback_start)
     fused = apply_min_score(fused_all, params.min_score)
     dropped = len(fused_all) - len(fused)
+    by_id = None
+    if params.per_note > 0:  # search.md §5.2: a note's further chunks leave the list
+        by_id = store.chunks_by_id(f.chunk_id for f in fused)
+        fused = per_note(fused, {cid: c.document_id for cid, c in by_id.items()},
+                         params.per_note)
     if pools.fused is not None:
         fused = fused[: pools.fused]
-    by_id = store.chunks_by_id(f.chunk_id for f in fused)
+    if by_id is None:
+        by_id = store.chunks_by_id(f.chunk_id for f in fused)
     candidates = [_Candidate(by_id[f.chunk_id], f, i + 1, f.score)
                   for i, f in enumerate(fused) if f.chunk_id in by_id]
     timings["fuse"] = _ms(start) - (timings["feedback"] or 0.0)
