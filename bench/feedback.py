@@ -19,12 +19,13 @@ import hashlib
 import json
 from typing import Any
 
-from _common import ROOT, machine, machine_line, run_groove, write_results
+from _common import ROOT, machine, machine_line, run_groove, with_kept_part, write_results
 from suite import load_queries, with_grades, write_golden
 from suite_index import SuiteCollection, defaults_digest, suite_collections
 
 from groove_cli.engine import bootstrap_ci, randomization_p
 
+NOTES = "<!-- findings written by hand from here on: feedback.py keeps this part -->"
 OFF = "off"
 GRID = [(beta, docs) for docs in (3, 5) for beta in (0.1, 0.2, 0.35, 0.5)]
 """(feedback_beta, feedback_docs) points tried besides off."""
@@ -163,7 +164,7 @@ def main() -> None:
     if args.measure_only:
         return
     data = {"benchmark": "feedback", "machine": machine(), "grid": GRID, **summarise(per, fresh)}
-    write_results("feedback", data, markdown(data))
+    write_results("feedback", data, with_kept_part("feedback", NOTES, markdown(data)))
     print(json.dumps({n: r["vs_off"]["delta"] for n, r in data["rows"].items()}))
 
 

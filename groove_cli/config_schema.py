@@ -219,7 +219,7 @@ SCHEMA: tuple[KeySpec, ...] = (
             help="Hits per note: a note's chunks after its best this many leave the fused "
                  "list, so a result names more notes (0: no cap).",
             ranks=True, flag="--per-note", param="per_note"),
-    # Off by default until the suite shows a gain held out (bench/results/feedback.md).
+    # Off by default: no held-out gain on the suite (bench/results/feedback.md); tune adopts it.
     KeySpec("search.feedback.vector_beta", "float", 0.0, 0.0, 1.0,
             help="Vector pseudo-relevance feedback (Rocchio): the vector leg runs a second "
                  "time with the query vector plus beta × the mean vector of the first fused "
