@@ -46,7 +46,8 @@ if TYPE_CHECKING:  # the core is imported inside each command, so start-up stays
     from groove_cli.render.pictures import ReportKind
 
 _SPACES: dict[str, Space] = {"fusion": "fusion", "retrieval": "retrieval",
-                             "fusion-method": "fusion-method", "feedback": "feedback"}
+                             "fusion-method": "fusion-method", "feedback": "feedback",
+                             "per-note": "per-note"}
 """`--space` values that sweep a grid (calibration is its own command)."""
 ReportOpt = Annotated[tuple[str, str] | None, typer.Option(
     "--report", metavar="html|png FILE",
@@ -223,7 +224,8 @@ def tune_cmd(
                         "fusion-method (the built-in score fusion vs RRF, score fusion at "
                         "one score_alpha, and the length rule at narrower or wider word "
                         "counts, x score_cjk_weight); feedback (vector pseudo-relevance "
-                        "feedback's vector_beta, off included); "
+                        "feedback's vector_beta, off included), per-note (hits per note, "
+                        "no cap included); "
                         "calibration refits the relevance model on the golden set.")] = None,
     k: Annotated[str | None, typer.Option(
         "--k", help="Comma list of cut-offs (0s dropped, 5 always added).")] = None,
@@ -293,5 +295,5 @@ def report_target(report: tuple[str, str] | None) -> tuple[ReportKind, str] | No
 
 def _no_calibration_pictures() -> None:
     raise UsageError("--report draws the grid sweeps; --space calibration has none",
-                     hint="use --space fusion, retrieval, fusion-method or feedback with "
-                          "--report")
+                     hint="use --space fusion, retrieval, fusion-method, feedback or "
+                          "per-note with --report")

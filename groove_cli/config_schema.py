@@ -13,7 +13,7 @@ from typing import Literal
 
 Kind = Literal["path", "str", "int", "float", "bool", "list_str", "list_int", "list_float", "enum",
                "enum_opt"]
-TuneSpace = Literal["fusion", "retrieval", "fusion-method", "feedback"]
+TuneSpace = Literal["fusion", "retrieval", "fusion-method", "feedback", "per-note"]
 """The grids `groove tune --space` sweeps (tune.md §4)."""
 
 DEFAULT_MODEL = "multilingual-e5-small"
@@ -218,7 +218,7 @@ SCHEMA: tuple[KeySpec, ...] = (
     KeySpec("search.per_note", "int", 0, 0, 1000,
             help="Hits per note: a note's chunks after its best this many leave the fused "
                  "list, so a result names more notes (0: no cap).",
-            ranks=True, flag="--per-note", param="per_note"),
+            ranks=True, flag="--per-note", param="per_note", tune="per-note"),
     # Off by default: no held-out gain on the suite (bench/results/feedback.md); tune adopts it.
     KeySpec("search.feedback.vector_beta", "float", 0.0, 0.0, 1.0,
             help="Vector pseudo-relevance feedback (Rocchio): the vector leg runs a second "

@@ -3,6 +3,8 @@ fused list before it is cut to the limit, so the freed places go to other notes.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from groove_cli.retrieve.fuse import Fused, per_note
@@ -41,3 +43,19 @@ def test_the_cap_keeps_order_and_unknown_chunks() -> None:
     kept = per_note(fused, {5: 1, 6: 1, 7: 2}, 1)  # 8: no note known, kept
     assert [f.chunk_id for f in kept] == [5, 7, 8]
     assert per_note(fused, {5: 1, 6: 1}, 0) == fused
+
+
+def test_tune_weighs_the_cap_on_the_sample_kbs_section_questions(
+        golden_copy: tuple[Path, Path], real_models_dir: Path) -> None:
+    """`groove tune --space per-note` (tune.md §4): golden/ judges sections, two of one note
+    often both expected, so capping loses there and tune keeps no cap."""
+    import groove_cli
+
+    kb, db = golden_copy
+    with groove_cli.open(kb, db=db, models_dir=real_models_dir) as index:
+        report = index.tune(space="per-note")
+    grid = report.to_json()["grid"]
+    assert grid["per_note_values"] == [0, 1, 2, 3]
+    means = {e["condition"]["per_note"]: e["ndcg"] for e in grid["per_note_sweep"]}
+    assert means[1] < means[2] <= means[0]
+    assert report.verdict.decision == "keep_default"

@@ -148,7 +148,8 @@ def test_bad_report_requests_are_one_line(reports: dict[str, Any]) -> None:
          "groove: error: --report 'pdf': use --report html FILE or --report png FILE\n"),
         (("tune", "--space", "calibration", "--report", "html", str(out / "x.html")),
          "groove: error: --report draws the grid sweeps; --space calibration has none\n"
-         "groove: hint: use --space fusion, retrieval, fusion-method or feedback with --report\n"),
+         "groove: hint: use --space fusion, retrieval, fusion-method, feedback or per-note "
+         "with --report\n"),
         (("eval", "--report", "html", str(out / "missing" / "x.html")),
          f"groove: error: --report {out / 'missing' / 'x.html'}: the folder "
          f"{out / 'missing'} does not exist\n"

@@ -106,8 +106,10 @@ def test_the_shipped_tune_lists_are_the_declared_ones() -> None:
                                 "score_alpha_long", "short_query_words", "mid_query_words",
                                 "score_cjk_weight")
     assert grid.FEEDBACK_KEYS == ("vector_beta",)
+    assert grid.PER_NOTE_KEYS == ("per_note",)
     assert grid.TABLES == {"fusion": "search.fusion", "retrieval": "search.retrieval",
-                           "fusion-method": "search.fusion", "feedback": "search.feedback"}
+                           "fusion-method": "search.fusion", "feedback": "search.feedback",
+                           "per-note": "search"}
     condition = grid.default_condition("fusion-method")
     assert list(condition.values()) == list(grid.METHOD_KEYS)
     assert isinstance(condition.values()["short_query_words"], int)

@@ -196,6 +196,9 @@ def _candidates_plot(sweep: Sweep) -> Plot:
         return Plot("plot-sweep", "Sweep: vector feedback's beta",
                     "Each beta's mean nDCG@5 with its 95 % CI (0: feedback off).", draw,
                     height=3.8)
+    if sweep.space == "per-note":
+        return Plot("plot-sweep", "Sweep: hits per note",
+                    "Each cap's mean nDCG@5 with its 95 % CI (0: no cap).", draw, height=3.8)
     return Plot("plot-sweep", "Sweep: the fusion candidates",
                 "First phase: each candidate fusion's mean nDCG@5 with its 95 % CI.", draw,
                 height=3.8)

@@ -72,6 +72,8 @@ SCORE_CJK_WEIGHTS: tuple[float, ...] = (0.5 * DEFAULT_SCORE_CJK_WEIGHT, DEFAULT_
 
 FEEDBACK_BETAS: tuple[float, ...] = (0.0, 0.1, 0.2, 0.35, 0.5)
 """Vector feedback's beta (search.md §5.1): off and four strengths (bench/results/feedback.md)."""
+PER_NOTE_VALUES: tuple[int, ...] = (0, 1, 2, 3)
+"""The per-note cap (search.md §5.2): none, then 1 to 3 hits per note."""
 
 BUILTIN_RRF_K = DEFAULT_RRF_K
 BUILTIN_BM25_WEIGHTS: tuple[float, float, float] = DEFAULT_BM25_WEIGHTS
@@ -86,6 +88,7 @@ BUILTIN_SCORE_ALPHA_LONG = DEFAULT_SCORE_ALPHA_LONG
 BUILTIN_SHORT_WORDS = default_int("search.fusion.short_query_words")
 BUILTIN_MID_WORDS = default_int("search.fusion.mid_query_words")
 BUILTIN_FEEDBACK_BETA = default_float("search.feedback.vector_beta")
+BUILTIN_PER_NOTE = default_int("search.per_note")
 LENGTH_TIERS: tuple[tuple[int, int], ...] = (
     (BUILTIN_SHORT_WORDS, BUILTIN_MID_WORDS),
     (BUILTIN_SHORT_WORDS - 1, BUILTIN_MID_WORDS - 2),
@@ -117,6 +120,11 @@ DEFAULT_METHOD_INDEX = (LENGTH_RULE_INDEX + DEFAULT_SCORE_CJK_INDEX if DEFAULT_F
 built-in score_cjk_weight (20)."""
 DEFAULT_FEEDBACK_INDEX = FEEDBACK_BETAS.index(BUILTIN_FEEDBACK_BETA)
 """The built-in vector feedback (off) in the feedback grid."""
+DEFAULT_PER_NOTE_INDEX = PER_NOTE_VALUES.index(BUILTIN_PER_NOTE)
+"""The built-in per-note cap (none) in the per-note grid."""
+RERUN_SPACES: tuple[str, ...] = ("feedback", "per-note")
+"""Spaces whose conditions change what the legs return or which candidates stay, so the sweep
+runs each golden query through the search per condition (tune.md §5): one axis, one phase."""
 
 BM25_PROBE_WEIGHT_INDICES: tuple[int, int] = ((3 * 4 + 0) * 4 + 0, (0 * 4 + 0) * 4 + 3)
 """Weight sets behind `bm25_sensitive`: (h=4, ctx=0.5, c=0.5) = 48, (h=0.5, ctx=0.5, c=4) = 3."""
@@ -129,6 +137,7 @@ FUSION_KEYS = tuple(spec.name for spec in SPACE_KEYS["fusion"])
 RETRIEVAL_KEYS = tuple(spec.name for spec in SPACE_KEYS["retrieval"])
 METHOD_KEYS = tuple(spec.name for spec in SPACE_KEYS["fusion-method"])
 FEEDBACK_KEYS = tuple(spec.name for spec in SPACE_KEYS["feedback"])
+PER_NOTE_KEYS = tuple(spec.name for spec in SPACE_KEYS["per-note"])
 TABLES: dict[Space, str] = {space: tune_table(space) for space in get_args(TuneSpace)}
 
 
@@ -155,11 +164,13 @@ class Condition:
     short_query_words: int = BUILTIN_SHORT_WORDS
     mid_query_words: int = BUILTIN_MID_WORDS
     vector_beta: float = BUILTIN_FEEDBACK_BETA
+    per_note: int = BUILTIN_PER_NOTE
 
     @property
     def grid_indices(self) -> tuple[int, ...]:
         """Fusion: (h, ctx, content, k) indices; retrieval: (ratio, cjk, min_score) indices;
-        fusion-method: (method, alpha, cjk, length tier) indices; feedback: (beta,)."""
+        fusion-method: (method, alpha, cjk, length tier) indices; feedback: (beta,);
+        per-note: (cap,)."""
         return grid_indices(self.space, self.index)
 
     @property
@@ -230,12 +241,19 @@ def feedback_grid() -> list[Condition]:
     return [Condition("feedback", i, vector_beta=beta) for i, beta in enumerate(FEEDBACK_BETAS)]
 
 
+def per_note_grid() -> list[Condition]:
+    """The 4 per-note conditions, one per cap (index = cap index; 0 = no cap)."""
+    return [Condition("per-note", i, per_note=cap) for i, cap in enumerate(PER_NOTE_VALUES)]
+
+
 def grid(space: Space) -> list[Condition]:
     """The grid of `space`, in condition-index order."""
     if space == "fusion-method":
         return method_grid()
     if space == "feedback":
         return feedback_grid()
+    if space == "per-note":
+        return per_note_grid()
     return fusion_grid() if space == "fusion" else retrieval_grid()
 
 
@@ -245,6 +263,8 @@ def default_index(space: Space) -> int:
         return DEFAULT_METHOD_INDEX
     if space == "feedback":
         return DEFAULT_FEEDBACK_INDEX
+    if space == "per-note":
+        return DEFAULT_PER_NOTE_INDEX
     return DEFAULT_FUSION_INDEX if space == "fusion" else DEFAULT_RETRIEVAL_INDEX
 
 
@@ -255,7 +275,7 @@ def default_condition(space: Space) -> Condition:
 
 def grid_indices(space: Space, index: int) -> tuple[int, ...]:
     """Per-axis grid indices of a condition index."""
-    if space == "feedback":
+    if space in RERUN_SPACES:
         return (index,)
     if space == "fusion":
         weight_index, k_index = divmod(index, len(RRF_K_VALUES))
@@ -286,6 +306,8 @@ def label_of(values: Mapping[str, Any]) -> str:
     """Label of a JSON `condition` object (its keys tell the space)."""
     if "vector_beta" in values:
         return f"vector_beta={_num(values['vector_beta'])}"
+    if "per_note" in values:
+        return f"per_note={int(values['per_note'])}"
     if "method" in values:
         if values["method"] != "score":
             return f"method={values['method']}"

@@ -15,6 +15,7 @@ from groove_cli.evaluate.tune.grid import (
     CJK_WEIGHTS,
     FEEDBACK_BETAS,
     LENGTH_TIERS,
+    PER_NOTE_VALUES,
     PRIMARY_K,
     RRF_K_VALUES,
     SCORE_ALPHAS,
@@ -61,6 +62,9 @@ def _grid_json(sweep: SweepScores, selection: Selection) -> dict[str, Any]:
     if sweep.space == "feedback":
         return {"vector_betas": list(FEEDBACK_BETAS),
                 "beta_sweep": [entry(i) for i in selection.phase1]}
+    if sweep.space == "per-note":
+        return {"per_note_values": list(PER_NOTE_VALUES),
+                "per_note_sweep": [entry(i) for i in selection.phase1]}
     if sweep.space == "fusion-method":
         return {
             "methods": list(FUSION_METHODS),

@@ -22,6 +22,8 @@ from groove_cli.evaluate.golden import golden_index_warnings, parse_k_values
 from groove_cli.evaluate.golden_set import load_golden_set
 from groove_cli.evaluate.tune.grid import (
     MAX_TUNE_K,
+    RERUN_SPACES,
+    SPACE_KEYS,
     Space,
     candidate_pool,
     grid,
@@ -174,9 +176,9 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
                            for ids_ in leg_lists for cid in ids_)
                 meta = {cid: (c.path, c.heading) for cid, c in store.chunks_by_id(ids).items()}
         ranked: list[list[list[int]]] = []
-        if req.space == "feedback":  # the second vector pass needs a KNN per condition
+        if req.space in RERUN_SPACES:  # no fetched list holds these conditions (§5)
             with _timed("fetch_grid", on_phase):
-                ranked = feedback_rankings(searcher, s, compiled, limit)
+                ranked = rerun_rankings(searcher, s, compiled, limit, req.space)
                 extra = {cid for per in ranked for found in per for cid in found} - set(meta)
                 meta.update({cid: (c.path, c.heading)
                              for cid, c in store.chunks_by_id(extra).items()})
@@ -209,20 +211,23 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
                           context_noop, tuple(diags), sweep, loo, decision, written)
 
 
-def feedback_rankings(searcher: Searcher, settings: Settings,
-                      compiled: list[CompiledQuery], limit: int) -> list[list[list[int]]]:
-    """The feedback space's sweep input (tune.md §4): every golden query through the search
-    pipeline at each beta of the grid, the rest of the settings as configured, ranks before
-    the relevance cuts (as every space) and without the optional stages; [condition][query]
-    ranked chunk ids."""
+def rerun_rankings(searcher: Searcher, settings: Settings, compiled: list[CompiledQuery],
+                   limit: int, space: Space) -> list[list[list[int]]]:
+    """A re-run space's sweep input (tune.md §4, §5): every golden query through the search
+    pipeline at each condition of the grid (its keys feed their SearchParams fields), the rest
+    of the settings as configured, ranks before the relevance cuts (as every space) and
+    without the optional stages; [condition][query] ranked chunk ids."""
     base = replace(build_params(settings, limit=limit, rerank=False, filters=FilterSpec(),
                                 spans=False),
                    relevance_floor=0.0, unsupported_below=0.0, min_relevance=0.0, mmr=False,
                    parent_retriever=False)
-    return [[[hit.chunk.chunk_id for hit in result.hits]
-             for result in searcher.search_many(compiled, replace(
-                 base, feedback_beta=condition.vector_beta))]
-            for condition in grid("feedback")]
+    out = []
+    for condition in grid(space):
+        params = replace(base, **{spec.param: getattr(condition, spec.name)
+                                  for spec in SPACE_KEYS[space] if spec.param})
+        out.append([[hit.chunk.chunk_id for hit in result.hits]
+                    for result in searcher.search_many(compiled, params)])
+    return out
 
 
 def _maybe_write(req: TuneRequest, decision: Verdict) -> WrittenKeys | None:

@@ -17,11 +17,11 @@ from groove_cli.evaluate.tune.grid import (
     CJK_WEIGHTS,
     DEFAULT_K_INDEX,
     DEFAULT_SCORE_CJK_INDEX,
-    FEEDBACK_BETAS,
     LENGTH_RULE_INDEX,
     LENGTH_TIERS,
     MIN_SCORES,
     PLATEAU_EPS,
+    RERUN_SPACES,
     RRF_K_VALUES,
     RRF_METHOD_INDEX,
     SCORE_ALPHAS,
@@ -30,6 +30,7 @@ from groove_cli.evaluate.tune.grid import (
     WEIGHT_RATIOS,
     Space,
     default_index,
+    grid,
     grid_indices,
     weight_sets,
 )
@@ -52,9 +53,9 @@ def phase1_conditions(space: Space) -> tuple[int, ...]:
     """Fusion: the 64 weight sets at k = 60; retrieval: the 15 (ratio, CJK weight) pairs at
     min_score 0; fusion-method: the built-in RRF, every one-for-all score_alpha and the
     built-in length rule at each word-boundary tier, at the built-in score_cjk_weight;
-    feedback: every beta."""
-    if space == "feedback":
-        return tuple(range(len(FEEDBACK_BETAS)))
+    feedback and per-note: every value of their one axis."""
+    if space in RERUN_SPACES:
+        return tuple(range(len(grid(space))))
     if space == "fusion-method":
         return (RRF_METHOD_INDEX, *(1 + a * len(SCORE_CJK_WEIGHTS) + DEFAULT_SCORE_CJK_INDEX
                                         for a in range(len(SCORE_ALPHAS))),
@@ -68,8 +69,8 @@ def phase1_conditions(space: Space) -> tuple[int, ...]:
 def phase2_conditions(space: Space, phase1_choice: int) -> tuple[int, ...]:
     """Fusion: the 6 k values at the chosen weights; retrieval: the 4 floors at the chosen
     weights; fusion-method: every score_cjk_weight at the chosen alpha or length rule (RRF:
-    itself); feedback: the chosen beta alone (one axis)."""
-    if space == "feedback":
+    itself); feedback and per-note: the first phase's choice alone (one axis)."""
+    if space in RERUN_SPACES:
         return (phase1_choice,)
     if space == "fusion-method":
         if phase1_choice == RRF_METHOD_INDEX:
@@ -83,7 +84,8 @@ def phase2_conditions(space: Space, phase1_choice: int) -> tuple[int, ...]:
 
 def _centre_distance(space: Space, index: int) -> float:
     centre = {"fusion": (1.5, 1.5, 1.5, 2.5), "retrieval": (2.0, 1.0, 0.0),
-              "fusion-method": (1.0, 2.5, 1.0, 0.0), "feedback": (0.0,)}[space]
+              "fusion-method": (1.0, 2.5, 1.0, 0.0), "feedback": (0.0,),
+              "per-note": (0.0,)}[space]
     return sum(abs(i - c) for i, c in zip(grid_indices(space, index), centre, strict=True))
 
 
