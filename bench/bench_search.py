@@ -23,7 +23,9 @@ Measured per size, in process and warm, over 100 generated queries × `--reps` r
 and, in fresh subprocesses (median of 5, groove's modules compiled to bytecode first, as an
 installed package has them): `groove search --mode fts` (target ≤ 0.3 s) and hybrid search
 with the default model on a query whose embedding is not cached (the `query_cache` rows are
-deleted before each run; target ≤ 1.0 s).
+deleted before each run; target ≤ 1.0 s), and the same hybrid search with issue 44's stages
+on (vector feedback, the per-note cap), interleaved with it: the ratio of the medians (target
+≤ 1.15).
 
 Writes bench/results/search.json and search.md.
 """
@@ -92,7 +94,14 @@ VARIANTS = {DEFAULT: 0.3, "no_quality_filter": 0.0}
 none (what `eval` and `tune` use)."""
 STAGES = ("embed", "vec", "fts", "fuse", "rerank", "mmr", "parent", "spans", "total")
 TARGETS = {"fts_ratio": 1.3, "vec_ratio": 2.0, "recall": 0.99, "cold_fts_s": 0.3,
-           "cold_hybrid_s": 1.0}
+           "cold_hybrid_s": 1.0, "stages_growth": 1.15}
+COLD_MODES: dict[str, list[str]] = {
+    "fts": ["--mode", "fts"],
+    "hybrid": ["--mode", "hybrid"],
+    # issue 44's stages on: vector feedback (a second KNN) and the per-note cap
+    "hybrid_stages": ["--mode", "hybrid", "--feedback-beta", "0.2", "--per-note", "1"],
+}
+"""The cold runs: each a fresh `groove search` process with these arguments."""
 TIMINGS_RE = re.compile(r"explain: timings ms: (.*)")
 
 
@@ -360,18 +369,17 @@ def cold(db: Path, queries: Sequence[str]) -> dict[str, Any]:
     compile_bytecode()
     cfg = empty_config(SEARCH_WORK)
     result: dict[str, Any] = {"bytecode": "compiled (python -m compileall, as pip install does)"}
-    for mode in ("fts", "hybrid"):
-        walls: list[float] = []
-        cpus: list[float] = []
-        timings: list[dict[str, float | None]] = []
-        for i in range(COLD_RUNS):
-            if mode == "hybrid":
+    runs: dict[str, list[Any]] = {mode: [] for mode in COLD_MODES}
+    for i in range(COLD_RUNS):  # the modes interleaved, so drift hits them alike
+        for mode, args in COLD_MODES.items():
+            if mode != "fts":
                 clear_query_cache(db)
-            run = run_groove(["search", queries[i], "--mode", mode, "--explain"], config=cfg,
-                             db=db)
-            walls.append(run.wall_s)
-            cpus.append(run.cpu_s)
-            timings.append(parse_timings(run.stderr))
+            runs[mode].append(run_groove(["search", queries[i], *args, "--explain"], config=cfg,
+                                         db=db))
+    for mode, done in runs.items():
+        walls = [run.wall_s for run in done]
+        cpus = [run.cpu_s for run in done]
+        timings = [parse_timings(run.stderr) for run in done]
         target = TARGETS["cold_fts_s" if mode == "fts" else "cold_hybrid_s"]
         result[mode] = {
             "wall_s": walls,
@@ -383,6 +391,9 @@ def cold(db: Path, queries: Sequence[str]) -> dict[str, Any]:
             "median_in_process_total_ms": median([t.get("total") or 0.0 for t in timings]),
             "median_embed_ms": median([t.get("embed") or 0.0 for t in timings]),
         }
+    growth = result["hybrid_stages"]["median_wall_s"] / result["hybrid"]["median_wall_s"]
+    result["stages_growth"] = {"ratio": growth, "target": TARGETS["stages_growth"],
+                               "met": growth <= TARGETS["stages_growth"]}
     return result
 
 
@@ -446,7 +457,11 @@ def markdown(data: dict[str, Any]) -> str:
                 lines.append("- Cold runs re-measured alone (`--cold-only`): "
                              + machine_line(cold_runs["remeasured"]))
             for mode, label in (("fts", "`--mode fts`"),
-                                ("hybrid", "hybrid, query not cached")):
+                                ("hybrid", "hybrid, query not cached"),
+                                ("hybrid_stages", "hybrid with vector feedback and the "
+                                                  "per-note cap on, query not cached")):
+                if mode not in cold_runs:  # measured before issue 44's stages
+                    continue
                 c = cold_runs[mode]
                 lines.append(
                     f"- **Cold {label}: {c['median_wall_s']:.3f} s** (target ≤ {c['target_s']} "
@@ -454,6 +469,11 @@ def markdown(data: dict[str, Any]) -> str:
                     f"{c['median_in_process_total_ms']:.1f} ms of which embed (model load + "
                     f"query) {c['median_embed_ms']:.1f} ms; the rest is process start and "
                     "imports.")
+        growth = (cold_runs or {}).get("stages_growth")
+        if growth:
+            lines.append(f"- **Cold hybrid with issue 44's stages on ÷ without: "
+                         f"{growth['ratio']:.3f}×** (target ≤ {growth['target']}, "
+                         f"{verdict(growth['met'])}; same run, interleaved).")
         probe = entry.get("blas_probe")
         if probe:
             lines.append(
