@@ -21,13 +21,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from _common import machine, machine_line, with_kept_part, write_results
-from suite import load_queries, with_grades
+from suite import load_queries, paired, with_grades
 from suite_adaptive import _weights, qlen3l_alpha, qlen3l_family, word_counts
 from suite_fusion import LIMIT, Query, combined, ndcg10
 from suite_index import suite_collections
 from suite_lists import load_or_fetch
-
-from groove_cli.engine import bootstrap_ci, randomization_p
 
 GAMMAS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)
 NOTES = "<!-- findings written by hand from here on: doc_aggregation.py keeps this part -->"
@@ -82,13 +80,10 @@ def main() -> None:
         labels = list(values)  # the default first: a tie keeps it
         chosen = max(labels, key=lambda lab: (mean([mean(per[n][lab]) for n in others]),
                                               -labels.index(lab)))
-        deltas = [a - b for a, b in zip(values[chosen], values[CHUNKS], strict=True)]
-        note = [a - b for a, b in zip(values["0"], values[CHUNKS], strict=True)]
         rows[name] = {"fresh": name in fresh, "chosen": chosen, "default": mean(values[CHUNKS]),
-                      "one_per_note": {"delta": mean(note), "ci95": bootstrap_ci({"d": note})["d"],
-                                       "p": randomization_p(note)},
-                      "held_out": mean(values[chosen]), "delta": mean(deltas),
-                      "ci95": bootstrap_ci({"d": deltas})["d"], "p": randomization_p(deltas),
+                      "one_per_note": paired(values["0"], values[CHUNKS]),
+                      "held_out": mean(values[chosen]),
+                      **paired(values[chosen], values[CHUNKS]),
                       "means": {lab: mean(v) for lab, v in values.items()}}
     data = {"benchmark": "doc_aggregation", "machine": machine(),
             "labels": list(next(iter(per.values()))),

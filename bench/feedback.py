@@ -20,10 +20,8 @@ import json
 from typing import Any
 
 from _common import ROOT, machine, machine_line, run_groove, with_kept_part, write_results
-from suite import load_queries, with_grades, write_golden
+from suite import load_queries, paired, with_grades, write_golden
 from suite_index import SuiteCollection, defaults_digest, suite_collections
-
-from groove_cli.engine import bootstrap_ci, randomization_p
 
 NOTES = "<!-- findings written by hand from here on: feedback.py keeps this part -->"
 OFF = "off"
@@ -83,12 +81,6 @@ def _measure(coll: SuiteCollection, queries: list[dict[str, Any]]) -> dict[str, 
 
 def mean(values: list[float]) -> float:
     return sum(values) / len(values)
-
-
-def paired(after: list[float], before: list[float]) -> dict[str, Any]:
-    deltas = [a - b for a, b in zip(after, before, strict=True)]
-    return {"delta": mean(deltas), "ci95": bootstrap_ci({"d": deltas})["d"],
-            "p": randomization_p(deltas)}
 
 
 def choose(per: dict[str, dict[str, list[float]]], names: list[str]) -> str:

@@ -28,13 +28,11 @@ from typing import Any
 
 import numpy as np
 from _common import machine, machine_line, with_kept_part, write_results
-from suite import load_queries, with_grades
+from suite import load_queries, paired, with_grades
 from suite_adaptive import qlen3l_family, word_counts
 from suite_fusion import LIMIT, Query, _normalised, ndcg10, overlap
 from suite_index import SuiteCollection, suite_collections
 from suite_lists import load_or_fetch
-
-from groove_cli.engine import bootstrap_ci, randomization_p
 
 NOTES = "<!-- findings written by hand from here on: learned_ranker.py keeps this part -->"
 LEGS = ("vector", "fts_chunks", "fts_words", "fts_cjk")
@@ -148,12 +146,6 @@ def default_ndcg(data: dict[str, Any], queries: list[dict[str, Any]]) -> list[fl
     meta = {int(k): (v[0], v[1]) for k, v in data["meta"].items()}
     return [ndcg10(default.rank(q), meta, {f"{d}.md": int(g) for d, g in row["grades"].items()})
             for q, row in zip(data["queries"], queries, strict=True)]
-
-
-def paired(after: Sequence[float], before: Sequence[float]) -> dict[str, Any]:
-    deltas = [a - b for a, b in zip(after, before, strict=True)]
-    return {"delta": sum(deltas) / len(deltas), "ci95": bootstrap_ci({"d": deltas})["d"],
-            "p": randomization_p(deltas)}
 
 
 def best_leg(coll: SuiteCollection, ids: Sequence[str]) -> tuple[str, list[float]] | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -150,14 +151,14 @@ def collection_summary(data: dict[str, Any]) -> dict[str, Any]:
     systems = {s: ci_row(v) for s, v in data["systems"].items()}
     peers = [s for s in systems if s.startswith("bm25s")]
     best_peer = max(peers, key=lambda s: systems[s]["ndcg@10"])
-    paired = {s: _paired(data["systems"][s], data["systems"][best_peer])
+    paired = {s: paired(data["systems"][s], data["systems"][best_peer])
               for s in ("groove fts", "groove vector", "groove hybrid")}
     best_leg = max(("groove fts", "groove vector"), key=lambda s: systems[s]["ndcg@10"])
     return {"language": data["language"], "kind": data["kind"],
             "queries": len(data["query_ids"]), "documents": data["documents"],
             "chunks": data["chunks"], "systems": systems, "best_peer": best_peer,
             "paired_vs_best_peer": paired, "best_leg": best_leg,
-            "hybrid_vs_best_leg": _paired(data["systems"]["groove hybrid"],
+            "hybrid_vs_best_leg": paired(data["systems"]["groove hybrid"],
                                           data["systems"][best_leg])}
 
 
@@ -192,7 +193,7 @@ def summarise(per: dict[str, dict[str, Any]]) -> dict[str, Any]:
                                              -labels.index(lab)))
         out["refit"][family] = {"chosen": refit, "per_collection": {
             c: t[refit] for c, t in table.items()}, "vs_builtin": {
-            c: _paired(per[c]["candidates"][family][refit],
+            c: paired(per[c]["candidates"][family][refit],
                        per[c]["candidates"]["builtin"]["built-in RRF"]) for c in table}}
         for name, row in out["loco"][family].items():
             values = per[name]["candidates"][family][row["chosen"]]
@@ -201,7 +202,7 @@ def summarise(per: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _paired(after: list[float], before: list[float]) -> dict[str, Any]:
+def paired(after: Sequence[float], before: Sequence[float]) -> dict[str, Any]:
     """Mean per-query delta with its paired bootstrap CI and randomization p."""
     deltas = [a - b for a, b in zip(after, before, strict=True)]
     return {"delta": sum(deltas) / len(deltas), "ci95": bootstrap_ci({"d": deltas})["d"],
