@@ -196,9 +196,9 @@ def run_tune(req: TuneRequest, *, on_phase: PhaseHook | None = None,
     if progress is not None:
         progress.start(len(lists))
     with _timed("sweep", on_phase):
-        sweep = (ranked_matrix(lists, meta, req.space, ranked, req.k_values) if ranked
-                 else score_matrix(lists, meta, req.space, limit, req.k_values,
-                                   progress=advance))
+        sweep = (ranked_matrix(lists, meta, req.space, ranked, req.k_values, progress=advance)
+                 if ranked else score_matrix(lists, meta, req.space, limit, req.k_values,
+                                             progress=advance))
     if progress is not None:
         progress.finish()
     with _timed("loo_cv", on_phase):

@@ -224,16 +224,19 @@ def score_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Sp
 
 
 def ranked_matrix(queries: Sequence[QueryLists], chunk_meta: ChunkMeta, space: Space,
-                  ranked: Sequence[Sequence[Sequence[int]]], k_values: Sequence[int]
-                  ) -> SweepScores:
+                  ranked: Sequence[Sequence[Sequence[int]]], k_values: Sequence[int], *,
+                  progress: Callable[[str], None] | None = None) -> SweepScores:
     """`score_matrix` for a space whose conditions are not fusions of fetched lists (the
-    feedback space, whose second vector pass needs a KNN per condition): `ranked[c][q]` is
-    condition c's ranked chunk ids for query q, as search returned them; scored the same way."""
+    re-run spaces: feedback's second vector pass needs a KNN per condition, the per-note cap
+    the candidates' notes): `ranked[c][q]` is condition c's ranked chunk ids for query q, as
+    search returned them; scored the same way."""
     ks = normalise_k_values(k_values)
     n_cond = len(ranked)
     scores = {m.name: np.zeros(((len(ks),) if m.at_k else ()) + (n_cond, len(queries)))
               for m in METRICS}
     for q, query in enumerate(queries):
+        if progress is not None:
+            progress(progress_line(q + 1, len(queries), n_cond, query.id))
         width = max(1, max(len(ranked[c][q]) for c in range(n_cond)))
         ids = np.zeros((n_cond, width), dtype=np.int64)
         valid = np.zeros((n_cond, width), dtype=bool)
