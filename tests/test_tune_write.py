@@ -183,6 +183,21 @@ def test_missing_table_is_appended_at_the_end() -> None:
     )
 
 
+def test_a_top_table_key_is_written_where_its_table_is() -> None:
+    """The per-note space writes `[search] per_note`, a table directly under the document."""
+    one = T.grid("per-note")[1]
+    assert edit_config_text("", "per-note", one) == "[search]\nper_note = 1\n"
+    assert edit_config_text("# mine\n[search.fusion]\nrrf_k = 40.0\n", "per-note", one) == (
+        "# mine\n[search]\nper_note = 1\n\n[search.fusion]\nrrf_k = 40.0\n")
+    assert edit_config_text("[search]\nmin_confidence_ratio = 1.2  # mine\n\n[eval]\n",
+                            "per-note", one) == (
+        "[search]\nmin_confidence_ratio = 1.2  # mine\nper_note = 1\n\n[eval]\n")
+    assert edit_config_text("search = {min_confidence_ratio = 1.2}\n", "per-note", one) == (
+        "search = {min_confidence_ratio = 1.2, per_note = 1}\n")
+    with pytest.raises(ConfigError, match="search is not a table"):
+        edit_config_text('search = "x"\n', "per-note", one)
+
+
 def test_crlf_files_stay_crlf() -> None:
     text = "# c\r\n[search.fusion]\r\nrrf_k = 30 # x\r\n\r\n[eval]\r\nk_values = [1]\r\n"
     assert edit_config_text(text, "fusion", FUSION) == (

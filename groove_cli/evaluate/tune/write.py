@@ -108,6 +108,8 @@ def edit_config_text(text: str, space: Space, condition: Condition) -> str:
     """
     values = condition.values()
     table = TABLES[space]
+    if "." not in table:  # a top table of its own ([search], the per-note space)
+        return _edit_top_table(text, table, values)
     parent_name, leaf = table.split(".")
     doc = tomlkit.parse(text)
     parent = doc.get(parent_name)
@@ -129,6 +131,26 @@ def edit_config_text(text: str, space: Space, condition: Condition) -> str:
         missing = {k: _toml_float(v) for k, v in values.items() if k not in target}
         if missing:
             parent[leaf] = _rebuild_inline(target, missing)
+        return _finish(text, doc, table, values)
+    if not isinstance(target, Table) and not _is_table_proxy(target):
+        raise ConfigError(f"cannot write [{table}]: {table} is not a table")
+    for key, value in values.items():
+        target[key] = value
+    return _finish(text, doc, table, values)
+
+
+def _edit_top_table(text: str, table: str, values: dict[str, float | str]) -> str:
+    """`edit_config_text` for a table directly under the document (`[search]`)."""
+    doc = tomlkit.parse(text)
+    target = doc.get(table)
+    if target is None:
+        return _append_table(text, table, values)
+    if isinstance(target, InlineTable):
+        for key in [k for k in values if k in target]:
+            target[key] = values[key]
+        missing = {k: _toml_float(v) for k, v in values.items() if k not in target}
+        if missing:
+            doc[table] = _rebuild_inline(target, missing)
         return _finish(text, doc, table, values)
     if not isinstance(target, Table) and not _is_table_proxy(target):
         raise ConfigError(f"cannot write [{table}]: {table} is not a table")
