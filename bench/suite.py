@@ -151,13 +151,13 @@ def collection_summary(data: dict[str, Any]) -> dict[str, Any]:
     systems = {s: ci_row(v) for s, v in data["systems"].items()}
     peers = [s for s in systems if s.startswith("bm25s")]
     best_peer = max(peers, key=lambda s: systems[s]["ndcg@10"])
-    paired = {s: paired(data["systems"][s], data["systems"][best_peer])
-              for s in ("groove fts", "groove vector", "groove hybrid")}
+    vs_peer = {s: paired(data["systems"][s], data["systems"][best_peer])
+               for s in ("groove fts", "groove vector", "groove hybrid")}
     best_leg = max(("groove fts", "groove vector"), key=lambda s: systems[s]["ndcg@10"])
     return {"language": data["language"], "kind": data["kind"],
             "queries": len(data["query_ids"]), "documents": data["documents"],
             "chunks": data["chunks"], "systems": systems, "best_peer": best_peer,
-            "paired_vs_best_peer": paired, "best_leg": best_leg,
+            "paired_vs_best_peer": vs_peer, "best_leg": best_leg,
             "hybrid_vs_best_leg": paired(data["systems"]["groove hybrid"],
                                           data["systems"][best_leg])}
 
