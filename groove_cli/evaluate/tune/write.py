@@ -125,18 +125,7 @@ def edit_config_text(text: str, space: Space, condition: Condition) -> str:
             doc[parent_name] = _rebuild_inline(parent, {leaf: nested})
             return _finish(text, doc, table, values)
         return _append_table(text, table, values)
-    if isinstance(target, InlineTable):
-        for key in [k for k in values if k in target]:
-            target[key] = values[key]
-        missing = {k: _toml_float(v) for k, v in values.items() if k not in target}
-        if missing:
-            parent[leaf] = _rebuild_inline(target, missing)
-        return _finish(text, doc, table, values)
-    if not isinstance(target, Table) and not _is_table_proxy(target):
-        raise ConfigError(f"cannot write [{table}]: {table} is not a table")
-    for key, value in values.items():
-        target[key] = value
-    return _finish(text, doc, table, values)
+    return _set_keys(text, doc, table, target, values, parent, leaf)
 
 
 def _edit_top_table(text: str, table: str, values: dict[str, float | str]) -> str:
@@ -145,12 +134,19 @@ def _edit_top_table(text: str, table: str, values: dict[str, float | str]) -> st
     target = doc.get(table)
     if target is None:
         return _append_table(text, table, values)
+    return _set_keys(text, doc, table, target, values, doc, table)
+
+
+def _set_keys(text: str, doc: Any, table: str, target: Any, values: dict[str, float | str],
+              holder: Any, name: str) -> str:
+    """Set `values` in the existing `target` table (`holder[name]`): an existing key keeps its
+    place, a missing one is added; an inline table stays inline."""
     if isinstance(target, InlineTable):
         for key in [k for k in values if k in target]:
             target[key] = values[key]
         missing = {k: _toml_float(v) for k, v in values.items() if k not in target}
         if missing:
-            doc[table] = _rebuild_inline(target, missing)
+            holder[name] = _rebuild_inline(target, missing)
         return _finish(text, doc, table, values)
     if not isinstance(target, Table) and not _is_table_proxy(target):
         raise ConfigError(f"cannot write [{table}]: {table} is not a table")
